@@ -1,0 +1,60 @@
+"""gpukb: which GPUs an LLM workload needs, what will hold it back, and what to do — with a trace.
+
+    import gpukb
+    answer = gpukb.ask({"model": "llama-2-7b", "task": "full_finetune"})
+    print(answer.explain())
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+from .answer import Answer, Finding, Memory, Option, Remedy, Strategy
+from .errors import EngineError, KBError, Problem, WorkloadError
+from .kb import KnowledgeBase
+from .trace import TraceStep
+from .workload import ResolvedWorkload, Workload
+
+__all__ = [
+    "Answer", "EngineError", "Finding", "KBError", "KnowledgeBase", "Memory", "Option", "Problem", "Remedy",
+    "ResolvedWorkload", "Strategy", "TraceStep", "Workload", "WorkloadError", "ask", "load_kb", "packaged_root",
+]
+__version__ = "0.1.0"
+
+_cache: dict[Path, KnowledgeBase] = {}
+_cache_lock = threading.Lock()
+
+
+def packaged_root() -> Path:
+    """Where the bundled kb/ and rules/ live: inside the wheel, or the source checkout."""
+    here = Path(__file__).resolve().parent
+    bundled = here / "_data"
+    if (bundled / "kb" / "manifest.yaml").is_file():
+        return bundled
+    checkout = here.parent.parent
+    if (checkout / "kb" / "manifest.yaml").is_file():
+        return checkout
+    raise KBError([Problem(str(bundled), 1, 1, "E004", "the packaged knowledge base is missing (kb/manifest.yaml)")])
+
+
+def load_kb(path: str | Path | None = None) -> KnowledgeBase:
+    """Load and validate a knowledge base: the packaged one, or kb/ and rules/ under `path`.
+
+    Raises KBError listing every problem as file:line:column.
+    """
+    from .loader import read_checkout
+
+    root = Path(path).resolve() if path is not None else packaged_root()
+    if path is not None:
+        return read_checkout(root)
+    with _cache_lock:
+        if root not in _cache:
+            _cache[root] = read_checkout(root)
+        return _cache[root]
+
+
+def ask(workload: Workload | dict[str, Any]) -> Answer:
+    """Answer a workload with the packaged knowledge base."""
+    return load_kb().ask(workload)

@@ -1,0 +1,172 @@
+"""The Answer: what ask() returns, built from the facts and trace of one session."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from .trace import Collector, TraceStep
+from .units import gb
+from .workload import ResolvedWorkload
+
+MEMORY_PARTS = ("weights", "gradients", "optimizer", "activations", "kv_cache", "overhead")
+
+
+class Memory(BaseModel):
+    """Bytes, as integers."""
+
+    model_config = ConfigDict(frozen=True)
+    weights: int
+    gradients: int
+    optimizer: int
+    activations: int
+    kv_cache: int
+    overhead: int
+    total: int
+
+
+class Strategy(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    data_parallel: int
+    tensor_parallel: int
+    pipeline_parallel: int
+    zero_stage: int
+    activation_checkpointing: bool
+    offload: str
+    nodes: int
+
+
+class Finding(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    kind: str
+    severity: str
+    message: str
+    rule: str
+    claims: list[str]
+    gpu: str | None = None
+
+
+class Remedy(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    id: str
+    title: str
+    effect: str
+    effect_bytes: int
+    rule: str
+    claims: list[str]
+
+
+class Option(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    gpu: str
+    count: int
+    fits: bool
+    per_gpu_bytes: int
+    usable_bytes: int
+    memory: Memory
+    strategy: Strategy
+    tokens_per_s: float | None
+    time_to_train_s: float | None
+    score: float
+    findings: list[Finding]
+    trace: list[TraceStep]
+
+
+class Answer(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    kb_version: str
+    kb_hash: str
+    workload: ResolvedWorkload
+    memory: Memory
+    options: list[Option]
+    rejected: list[Option]
+    findings: list[Finding]
+    remedies: list[Remedy]
+    trace: list[TraceStep]
+
+    @property
+    def best(self) -> Option | None:
+        return self.options[0] if self.options else None
+
+    def explain(self) -> str:
+        from .explain import render_answer
+
+        return render_answer(self)
+
+
+def _memory(fields: dict[str, Any], total: float | None = None) -> Memory:
+    parts = {p: round(fields.get(p, 0)) for p in MEMORY_PARTS}
+    return Memory(**parts, total=round(total if total is not None else sum(parts.values())))
+
+
+def _finding(c: Collector, fact: dict[str, Any]) -> Finding:
+    step = c.step_of(fact)
+    assert step is not None
+    return Finding(kind=fact["finding"], severity=fact["severity"], message=step.sentence, rule=step.rule,
+                   claims=[cl.id for cl in step.claims], gpu=fact.get("gpu") or None)
+
+
+def _chain(c: Collector, facts: list[dict[str, Any]]) -> list[TraceStep]:
+    """Every step that contributed to `facts`, followed back through their inputs, in firing order."""
+    seen: set[int] = set()
+    todo = [f["by"] for f in facts if f.get("by")]
+    while todo:
+        number = todo.pop()
+        if number in seen:
+            continue
+        seen.add(number)
+        for ref in c.steps[number - 1].inputs:
+            by = c.facts[ref.fid].get("by", 0)
+            if by:
+                todo.append(by)
+    return [c.steps[n - 1] for n in sorted(seen)]
+
+
+_SEVERITY = {"error": 0, "warning": 1, "info": 2}
+
+
+def build_answer(c: Collector, kb_version: str, kb_hash: str, workload: ResolvedWorkload,
+                 memory: dict[str, Any]) -> Answer:
+    findings = sorted(c.of_kind("finding"), key=lambda f: (_SEVERITY[f["severity"]], f.get("gpu", ""), f["finding"], f["fid"]))
+    estimates = {e["gpu"]: e for e in c.of_kind("estimate")}
+    by_gpu: dict[str, list[dict[str, Any]]] = {}
+    for f in findings:
+        by_gpu.setdefault(f.get("gpu") or "", []).append(f)
+    options, rejected = [], []
+    for plan in c.of_kind("plan"):
+        gpu = plan["gpu"]
+        est = estimates.get(gpu)
+        own = by_gpu.get(gpu, [])
+        fits = plan["fits"] and not any(f.get("rejects") for f in own)
+        option = Option(
+            gpu=gpu, count=plan["count"], fits=fits, per_gpu_bytes=round(plan["per_gpu_bytes"]),
+            usable_bytes=round(plan["usable_bytes"]), memory=_memory(plan, plan["per_gpu_bytes"]),
+            strategy=Strategy(data_parallel=plan["dp"], tensor_parallel=plan["tp"], pipeline_parallel=plan["pp"],
+                              zero_stage=plan["zero_stage"], activation_checkpointing=plan["checkpointing"],
+                              offload=plan["offload"], nodes=plan["nodes"]),
+            tokens_per_s=est["tokens_per_s"] if est else None,
+            time_to_train_s=(est.get("time_to_train_s") or None) if est else None,
+            score=est["score"] if est and fits else 0.0,
+            findings=[_finding(c, f) for f in own],
+            trace=_chain(c, [plan, *([est] if est else []), *own]),
+        )
+        (options if fits else rejected).append(option)
+    options.sort(key=lambda o: (-o.score, o.count, o.gpu))
+    rejected.sort(key=lambda o: o.gpu)
+    remedies: dict[str, Remedy] = {}
+    for fact in sorted(c.of_kind("remedy"), key=lambda r: (-r["effect_bytes"], r["remedy"])):
+        step = c.step_of(fact)
+        assert step is not None
+        if fact["remedy"] not in remedies:
+            remedies[fact["remedy"]] = Remedy(
+                id=fact["remedy"], title=fact["title"], effect=f"saves about {gb(fact['effect_bytes'])}",
+                effect_bytes=round(fact["effect_bytes"]), rule=step.rule, claims=[cl.id for cl in step.claims])
+    replica = dict(memory)
+    if workload.activation_checkpointing:  # pinned on: the replica is the checkpointed one
+        replica["activations"] = memory["activations_checkpointed"]
+    return Answer(
+        kb_version=kb_version, kb_hash=kb_hash, workload=workload, memory=_memory(replica, memory["total"]),
+        options=options, rejected=rejected, findings=[_finding(c, f) for f in findings],
+        remedies=list(remedies.values()), trace=list(c.steps),
+    )

@@ -1,0 +1,241 @@
+"""The `gpukb` command line: ask, explain, lint, schema."""
+
+from __future__ import annotations
+
+import json
+import sys
+from enum import Enum, StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from . import load_kb
+from .errors import EngineError, KBError, Problem, WorkloadError
+from .units import gb
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="Which GPUs an LLM workload needs, what will hold it back, and what to do — with a trace.")
+out = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 160)
+err = Console(stderr=True, soft_wrap=True)
+
+
+class Task(StrEnum):
+    pretrain = "pretrain"
+    full_finetune = "full_finetune"
+    lora = "lora"
+    qlora = "qlora"
+    inference = "inference"
+
+
+class Precision(StrEnum):
+    fp32 = "fp32"
+    bf16 = "bf16"
+    fp16 = "fp16"
+    fp8 = "fp8"
+    int8 = "int8"
+    int4 = "int4"
+
+
+class Optim(StrEnum):
+    adamw = "adamw"
+    adamw_8bit = "adamw_8bit"
+    sgd = "sgd"
+    sgd_momentum = "sgd_momentum"
+    adafactor = "adafactor"
+
+
+class Offload(StrEnum):
+    none = "none"
+    optimizer = "optimizer"
+    optimizer_params = "optimizer+params"
+
+
+class Format(StrEnum):
+    text = "text"
+    github = "github"
+    json = "json"
+
+
+def _fail_kb(error: KBError) -> None:
+    for problem in error.problems:
+        err.print(str(problem), markup=False, highlight=False)
+    raise typer.Exit(1)
+
+
+@app.command()
+def ask(
+    task: Annotated[Task, typer.Option(help="what to do with the model")],
+    model: Annotated[str | None, typer.Option(help="catalog model id, e.g. llama-3-8b")] = None,
+    params: Annotated[str | None, typer.Option(help="parameter count of a custom model, e.g. 7B")] = None,
+    layers: Annotated[int | None, typer.Option()] = None,
+    hidden_size: Annotated[int | None, typer.Option()] = None,
+    heads: Annotated[int | None, typer.Option()] = None,
+    kv_heads: Annotated[int | None, typer.Option()] = None,
+    vocab_size: Annotated[int | None, typer.Option()] = None,
+    intermediate_size: Annotated[int | None, typer.Option()] = None,
+    precision: Annotated[Precision | None, typer.Option()] = None,
+    optimizer: Annotated[Optim | None, typer.Option()] = None,
+    seq_len: Annotated[int | None, typer.Option(help="tokens per sequence (default 4096)")] = None,
+    micro_batch_size: Annotated[int | None, typer.Option(help="training sequences per GPU step")] = None,
+    batch_size: Annotated[int | None, typer.Option(help="inference concurrency")] = None,
+    activation_checkpointing: Annotated[bool | None, typer.Option(
+        "--activation-checkpointing/--no-activation-checkpointing", help="default: the engine decides")] = None,
+    lora_rank: Annotated[int | None, typer.Option()] = None,
+    gpu_count: Annotated[int | None, typer.Option(help="most GPUs usable")] = None,
+    gpu: Annotated[list[str] | None, typer.Option("--gpu", help="candidate GPU id (repeat); default all")] = None,
+    tokens: Annotated[str | None, typer.Option(help="training tokens, e.g. 2T: enables time-to-train")] = None,
+    zero_stage: Annotated[int | None, typer.Option()] = None,
+    tensor_parallel: Annotated[int | None, typer.Option()] = None,
+    pipeline_parallel: Annotated[int | None, typer.Option()] = None,
+    offload: Annotated[Offload | None, typer.Option()] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print the whole Answer as JSON")] = False,
+    explain: Annotated[bool, typer.Option("--explain", help="print the full reasoning chain")] = False,
+    root: Annotated[Path | None, typer.Option(help="a checkout holding kb/ and rules/")] = None,
+) -> None:
+    """Place a workload on GPUs: memory breakdown, options, rejected GPUs, findings, remedies."""
+    values: dict[str, Any] = {
+        "task": task, "model": model, "params": params, "layers": layers, "hidden_size": hidden_size,
+        "heads": heads, "kv_heads": kv_heads, "vocab_size": vocab_size, "intermediate_size": intermediate_size,
+        "precision": precision, "optimizer": optimizer, "seq_len": seq_len, "micro_batch_size": micro_batch_size,
+        "batch_size": batch_size, "activation_checkpointing": activation_checkpointing, "lora_rank": lora_rank,
+        "gpu_count": gpu_count, "gpus": gpu or None, "tokens": tokens, "zero_stage": zero_stage,
+        "tensor_parallel": tensor_parallel, "pipeline_parallel": pipeline_parallel, "offload": offload,
+    }
+    workload = {k: (v.value if isinstance(v, Enum) else v) for k, v in values.items() if v is not None}
+    try:
+        answer = load_kb(root).ask(workload)
+    except KBError as error:
+        _fail_kb(error)
+    except (WorkloadError, EngineError) as error:
+        err.print(f"error: {error}", markup=False, highlight=False)
+        raise typer.Exit(2) from None
+    if as_json:
+        sys.stdout.write(answer.model_dump_json(indent=2) + "\n")
+        return
+    if explain:
+        out.print(answer.explain(), markup=False, highlight=False)
+        return
+    _print_answer(answer)
+
+
+def _print_answer(answer: Any) -> None:
+    w, m = answer.workload, answer.memory
+    out.print(f"[bold]{w.model}[/] · {w.task} · {w.precision}" + (f" · {w.optimizer}" if w.optimizer else "")
+              + f" · seq {w.seq_len}   (kb {answer.kb_version})")
+    memory = Table(title="One replica, before sharding (GB = 1e9 bytes)")
+    for name in ("weights", "gradients", "optimizer", "activations", "kv_cache", "overhead", "total"):
+        memory.add_column(name, justify="right")
+    memory.add_row(*(gb(getattr(m, n)) for n in ("weights", "gradients", "optimizer", "activations", "kv_cache",
+                                                   "overhead", "total")))
+    out.print(memory)
+    options = Table(title="Options, best first")
+    for col in ("GPU", "count", "per GPU", "usable", "strategy", "tokens/s", "time to train"):
+        options.add_column(col, justify="left" if col in ("GPU", "strategy") else "right")
+    for o in answer.options:
+        s = o.strategy
+        strategy = f"dp{s.data_parallel} tp{s.tensor_parallel} pp{s.pipeline_parallel} ZeRO-{s.zero_stage}"
+        strategy += " +ckpt" if s.activation_checkpointing else ""
+        strategy += f" offload:{s.offload}" if s.offload != "none" else ""
+        ttt = f"{o.time_to_train_s / 86400:,.1f} d" if o.time_to_train_s else "—"
+        options.add_row(o.gpu, str(o.count), gb(o.per_gpu_bytes), gb(o.usable_bytes), strategy,
+                        f"{o.tokens_per_s:,.0f}" if o.tokens_per_s else "—", ttt)
+    out.print(options)
+    if answer.rejected:
+        rejected = Table(title="Rejected")
+        rejected.add_column("GPU")
+        rejected.add_column("why")
+        for o in answer.rejected:
+            reason = next((f for f in o.findings if f.severity == "error"), None)
+            rejected.add_row(o.gpu, f"{reason.message} [{reason.rule}]" if reason else "")
+        out.print(rejected)
+    best = answer.best
+    shown = [f for f in answer.findings if f.gpu is None or (best and f.gpu == best.gpu)]
+    if shown:
+        out.print("[bold]Findings[/]")
+        for f in shown:
+            out.print(f"  {f.severity}: {f.message} [{f.rule}]", markup=False, highlight=False)
+    if answer.remedies:
+        out.print("[bold]Remedies[/]")
+        for r in answer.remedies:
+            out.print(f"  {r.title}: {r.effect} [{r.rule}]", markup=False, highlight=False)
+    out.print("Run with --explain for the full trace, --json for everything.")
+
+
+@app.command("explain")
+def explain_entry(
+    entry_id: Annotated[str, typer.Argument(metavar="ID", help="a rule, claim, GPU, model or source id")],
+    root: Annotated[Path | None, typer.Option(help="a checkout holding kb/ and rules/")] = None,
+) -> None:
+    """Show a knowledge-base entry and where it comes from."""
+    from .describe import describe
+
+    try:
+        kb = load_kb(root)
+    except KBError as error:
+        _fail_kb(error)
+    text = describe(kb, entry_id)
+    if text is None:
+        err.print(f"error: no rule, claim, GPU, model or source has the id '{entry_id}'", markup=False)
+        raise typer.Exit(2)
+    out.print(text, markup=False, highlight=False)
+
+
+@app.command()
+def lint(
+    root: Annotated[Path, typer.Argument(help="checkout holding kb/ and rules/")] = Path("."),
+    fmt: Annotated[Format, typer.Option("--format", help="text, github (Actions annotations) or json")] = Format.text,
+) -> None:
+    """Validate kb/ and rules/ (schema, references, expression safety) and run every rule's tests."""
+    from .lint import lint_checkout
+
+    problems = lint_checkout(root)
+    _report(problems, fmt)
+    if problems:
+        raise typer.Exit(1)
+
+
+def _report(problems: list[Problem], fmt: Format) -> None:
+    if fmt is Format.json:
+        sys.stdout.write(json.dumps([p.__dict__ for p in problems], ensure_ascii=False, indent=2) + "\n")
+        return
+    for p in problems:
+        if fmt is Format.github:
+            sys.stdout.write(f"::error file={p.file},line={p.line},col={p.column},title={p.code}::"
+                             f"{(p.field + ': ') if p.field else ''}{p.message}\n")
+        else:
+            sys.stdout.write(str(p) + "\n")
+    if fmt is Format.text:
+        ok = "ok: kb/ and rules/ are valid and every rule test passes\n"
+        sys.stdout.write(f"{len(problems)} problem(s)\n" if problems else ok)
+
+
+@app.command()
+def schema(
+    root: Annotated[Path, typer.Argument(help="checkout whose kb/schema/ to write or check")] = Path("."),
+    check: Annotated[bool, typer.Option(help="fail if kb/schema/ is out of date instead of writing")] = False,
+) -> None:
+    """Write the JSON Schemas generated from the models to kb/schema/."""
+    from .loader import json_schemas
+
+    folder = root / "kb" / "schema"
+    stale = []
+    for name, document in json_schemas().items():
+        text = json.dumps(document, indent=2, ensure_ascii=False, sort_keys=True) + "\n"
+        path = folder / f"{name}.schema.json"
+        if check:
+            if not path.is_file() or path.read_text(encoding="utf-8") != text:
+                stale.append(path)
+        else:
+            folder.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+    if stale:
+        for path in stale:
+            err.print(f"{path}: out of date; run `gpukb schema`", markup=False)
+        raise typer.Exit(1)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    app()

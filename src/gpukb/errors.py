@@ -1,0 +1,41 @@
+"""Errors that point at the place to fix: file, line and field."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong in kb/ or rules/, located as precisely as the YAML allows."""
+
+    file: str
+    line: int
+    column: int
+    code: str
+    message: str
+    field: str = ""
+
+    def __str__(self) -> str:
+        where = f" {self.field}:" if self.field else ""
+        return f"{self.file}:{self.line}:{self.column}: {self.code}{where} {self.message}"
+
+
+class KBError(Exception):
+    """The knowledge base (kb/ or rules/) is invalid; holds every problem found."""
+
+    def __init__(self, problems: list[Problem]):
+        self.problems = sorted(problems, key=lambda p: (p.file, p.line, p.column, p.code))
+        super().__init__("\n".join(str(p) for p in self.problems))
+
+
+class WorkloadError(ValueError):
+    """A workload the engine cannot answer; the message names the field."""
+
+    def __init__(self, field: str, message: str):
+        self.field = field
+        super().__init__(f"{field}: {message}")
+
+
+class EngineError(RuntimeError):
+    """The rules misbehaved at run time (e.g. the firing bound was hit)."""

@@ -1,0 +1,328 @@
+"""A small, whitelisted expression language for rules.
+
+Rules compute numbers (`then.compute`) and state conditions (`when[].if`) as expressions such as
+`w.params * w.weight_bytes` or `task in ['pretrain', 'full_finetune'] and params > 1e9`. The
+text is parsed with `ast` and walked by this module: nothing is ever compiled or executed as
+Python. Allowed: numbers, strings, booleans, lists of constants, names, qualified names
+`alias.field` (looked up in dicts, never by attribute access), arithmetic, comparisons,
+`and`/`or`/`not`, `a if cond else b`, and the functions in FUNCTIONS.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "min": min,
+    "max": max,
+    "abs": abs,
+    "ceil": math.ceil,
+    "floor": math.floor,
+    "sqrt": math.sqrt,
+    "log2": math.log2,
+    "round": round,
+}
+MAX_LENGTH = 2000
+MAX_DEPTH = 40
+MAX_EXPONENT = 8
+
+_BINOPS: dict[type, Callable[[Any, Any], Any]] = {
+    ast.Add: lambda a, b: a + b,
+    ast.Sub: lambda a, b: a - b,
+    ast.Mult: lambda a, b: a * b,
+    ast.Div: lambda a, b: a / b,
+    ast.FloorDiv: lambda a, b: a // b,
+    ast.Mod: lambda a, b: a % b,
+    ast.Pow: lambda a, b: a**b,
+}
+_CMPOPS: dict[type, Callable[[Any, Any], bool]] = {
+    ast.Eq: lambda a, b: a == b,
+    ast.NotEq: lambda a, b: a != b,
+    ast.Lt: lambda a, b: a < b,
+    ast.LtE: lambda a, b: a <= b,
+    ast.Gt: lambda a, b: a > b,
+    ast.GtE: lambda a, b: a >= b,
+    ast.In: lambda a, b: a in b,
+    ast.NotIn: lambda a, b: a not in b,
+}
+_CMP_TEXT = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
+             ast.In: "in", ast.NotIn: "not in"}
+
+
+class ExpressionError(ValueError):
+    """The expression is not in the whitelisted language, or failed to evaluate."""
+
+
+def _qualified(node: ast.AST) -> str | None:
+    """'w.params' for Attribute(Name('w'), 'params'); 'x' for Name('x'); else None."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        return f"{node.value.id}.{node.attr}"
+    return None
+
+
+def _check(node: ast.AST, depth: int, names: set[str]) -> None:
+    if depth > MAX_DEPTH:
+        raise ExpressionError("expression nests too deeply")
+    if isinstance(node, ast.Expression):
+        _check(node.body, depth + 1, names)
+    elif isinstance(node, ast.Constant):
+        if not isinstance(node.value, int | float | str | bool) or node.value is None:
+            raise ExpressionError(f"constant {node.value!r} is not a number, string or boolean")
+    elif isinstance(node, ast.Name | ast.Attribute):
+        name = _qualified(node)
+        if name is None:
+            raise ExpressionError("attribute access is not allowed (only alias.field names)")
+        if any(part.startswith("_") for part in name.split(".")):
+            raise ExpressionError(f"name '{name}' may not start with an underscore")
+        names.add(name)
+    elif isinstance(node, ast.BinOp):
+        if type(node.op) not in _BINOPS:
+            raise ExpressionError(f"operator {type(node.op).__name__} is not allowed")
+        if isinstance(node.op, ast.Pow):
+            exponent = node.right
+            if not (isinstance(exponent, ast.Constant) and isinstance(exponent.value, int | float)
+                    and abs(exponent.value) <= MAX_EXPONENT):
+                raise ExpressionError(f"exponents must be constants of at most {MAX_EXPONENT}")
+        _check(node.left, depth + 1, names)
+        _check(node.right, depth + 1, names)
+    elif isinstance(node, ast.UnaryOp):
+        if not isinstance(node.op, ast.USub | ast.UAdd | ast.Not):
+            raise ExpressionError(f"operator {type(node.op).__name__} is not allowed")
+        _check(node.operand, depth + 1, names)
+    elif isinstance(node, ast.BoolOp):
+        for value in node.values:
+            _check(value, depth + 1, names)
+    elif isinstance(node, ast.Compare):
+        for op in node.ops:
+            if type(op) not in _CMPOPS:
+                raise ExpressionError(f"comparison {type(op).__name__} is not allowed")
+        for part in (node.left, *node.comparators):
+            _check(part, depth + 1, names)
+    elif isinstance(node, ast.IfExp):
+        for part in (node.test, node.body, node.orelse):
+            _check(part, depth + 1, names)
+    elif isinstance(node, ast.List | ast.Tuple):
+        for item in node.elts:
+            if not isinstance(item, ast.Constant):
+                raise ExpressionError("lists may hold constants only")
+            _check(item, depth + 1, names)
+    elif isinstance(node, ast.Call):
+        if not isinstance(node.func, ast.Name) or node.func.id not in FUNCTIONS:
+            raise ExpressionError(f"only these functions may be called: {', '.join(sorted(FUNCTIONS))}")
+        if node.keywords:
+            raise ExpressionError("keyword arguments are not allowed")
+        for arg in node.args:
+            if isinstance(arg, ast.Starred):
+                raise ExpressionError("*args is not allowed")
+            _check(arg, depth + 1, names)
+    else:
+        raise ExpressionError(f"{type(node).__name__} is not allowed in an expression")
+
+
+class _Booleans(ast.NodeTransformer):
+    """YAML authors write true/false; treat them as the boolean constants."""
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        if node.id in ("true", "false"):
+            return ast.copy_location(ast.Constant(node.id == "true"), node)
+        return node
+
+
+@dataclass(frozen=True)
+class Expr:
+    """A parsed, checked expression. `names` lists every (qualified) name it reads."""
+
+    text: str
+    tree: ast.Expression
+    names: frozenset[str]
+    run: Callable[[Mapping[str, Any]], Any]
+
+    def evaluate(self, env: Mapping[str, Any]) -> Any:
+        try:
+            return self.run(env)
+        except ExpressionError as err:
+            raise ExpressionError(f"{self.text!r}: {err}") from None
+        except (ArithmeticError, TypeError, ValueError) as exc:
+            raise ExpressionError(f"{self.text!r}: {exc}") from None
+
+
+def parse(text: str) -> Expr:
+    if not isinstance(text, str) or not text.strip():
+        raise ExpressionError("expression must be a non-empty string")
+    if len(text) > MAX_LENGTH:
+        raise ExpressionError(f"expression longer than {MAX_LENGTH} characters")
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except SyntaxError as exc:
+        raise ExpressionError(f"syntax error: {exc.msg}") from None
+    tree = _Booleans().visit(tree)
+    names: set[str] = set()
+    _check(tree, 0, names)
+    return Expr(text.strip(), tree, frozenset(names - set(FUNCTIONS)), _closure(tree.body))
+
+
+def _is_number(value: Any) -> bool:
+    # bools are ints in Python; arithmetic on them is allowed (True * x), strings and lists are not
+    return isinstance(value, int | float)
+
+
+def _lookup(name: str) -> Callable[[Mapping[str, Any]], Any]:
+    head, _, tail = name.partition(".")
+
+    def get(env: Mapping[str, Any]) -> Any:
+        if head not in env:
+            raise ExpressionError(f"unknown name '{head}'")
+        value = env[head]
+        if tail:
+            if not isinstance(value, Mapping) or tail not in value:
+                raise ExpressionError(f"'{head}' has no field '{tail}'")
+            value = value[tail]
+        return value
+
+    return get
+
+
+def _closure(node: ast.AST) -> Callable[[Mapping[str, Any]], Any]:
+    """Turn a checked AST into nested Python closures: fast to run, and nothing is exec'd."""
+    if isinstance(node, ast.Constant):
+        value = node.value
+        return lambda env: value
+    if isinstance(node, ast.Name | ast.Attribute):
+        return _lookup(_qualified(node) or "")
+    if isinstance(node, ast.BinOp):
+        left, right, op, text = _closure(node.left), _closure(node.right), _BINOPS[type(node.op)], ast.unparse(node)
+
+        def binop(env: Mapping[str, Any]) -> Any:
+            a, b = left(env), right(env)
+            if not (_is_number(a) and _is_number(b)):
+                raise ExpressionError(f"'{text}': arithmetic needs numbers")
+            return op(a, b)
+
+        return binop
+    if isinstance(node, ast.UnaryOp):
+        operand = _closure(node.operand)
+        if isinstance(node.op, ast.Not):
+            return lambda env: not operand(env)
+        if isinstance(node.op, ast.USub):
+            return lambda env: -operand(env)
+        return operand
+    if isinstance(node, ast.BoolOp):
+        values = [_closure(v) for v in node.values]
+        is_and = isinstance(node.op, ast.And)
+
+        def boolop(env: Mapping[str, Any]) -> Any:
+            result: Any = is_and
+            for value in values:
+                result = value(env)
+                if bool(result) != is_and:
+                    return result
+            return result
+
+        return boolop
+    if isinstance(node, ast.Compare):
+        first = _closure(node.left)
+        rest = [(_CMPOPS[type(op)], _closure(c)) for op, c in zip(node.ops, node.comparators, strict=True)]
+
+        def compare(env: Mapping[str, Any]) -> bool:
+            left = first(env)
+            for op, comparator in rest:
+                right = comparator(env)
+                if not op(left, right):
+                    return False
+                left = right
+            return True
+
+        return compare
+    if isinstance(node, ast.IfExp):
+        test, body, orelse = _closure(node.test), _closure(node.body), _closure(node.orelse)
+        return lambda env: body(env) if test(env) else orelse(env)
+    if isinstance(node, ast.List | ast.Tuple):
+        items = [item.value for item in node.elts]  # type: ignore[attr-defined]
+        return lambda env: items
+    if isinstance(node, ast.Call):
+        func = FUNCTIONS[node.func.id]  # type: ignore[attr-defined]
+        args = [_closure(a) for a in node.args]
+        return lambda env: func(*(a(env) for a in args))
+    raise ExpressionError(f"{type(node).__name__} is not allowed")  # unreachable after _check
+
+
+# --- conditions: the same language compiled to durable-rules' JSON condition format ---------
+
+_DURABLE_CMP = {ast.NotEq: "$neq", ast.Lt: "$lt", ast.LtE: "$lte", ast.Gt: "$gt", ast.GtE: "$gte"}
+_FLIP = {ast.Lt: ast.Gt, ast.LtE: ast.GtE, ast.Gt: ast.Lt, ast.GtE: ast.LtE, ast.Eq: ast.Eq, ast.NotEq: ast.NotEq}
+_DURABLE_ARITH = {ast.Add: "$add", ast.Sub: "$sub", ast.Mult: "$mul", ast.Div: "$div"}
+
+
+def _operand(node: ast.AST, aliases: set[str]) -> Any:
+    """Right-hand side of a condition: constant, earlier alias's field, or + - * / of those."""
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
+        return -node.operand.value
+    name = _qualified(node)
+    if name and "." in name:
+        alias, field = name.split(".", 1)
+        if alias not in aliases:
+            raise ExpressionError(f"'{alias}' is not an earlier pattern of this rule")
+        return {alias: field}
+    if isinstance(node, ast.BinOp) and type(node.op) in _DURABLE_ARITH:
+        return {_DURABLE_ARITH[type(node.op)]: {"$l": _operand(node.left, aliases), "$r": _operand(node.right, aliases)}}
+    raise ExpressionError(f"'{ast.unparse(node)}' cannot be compared against in a condition")
+
+
+def _is_field(node: ast.AST) -> bool:
+    return isinstance(node, ast.Name)
+
+
+def _condition(node: ast.AST, aliases: set[str]) -> dict[str, Any]:
+    if isinstance(node, ast.BoolOp):
+        key = "$and" if isinstance(node.op, ast.And) else "$or"
+        return {key: [_condition(v, aliases) for v in node.values]}
+    if isinstance(node, ast.Name):
+        return {node.id: True}
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not) and isinstance(node.operand, ast.Name):
+        return {node.operand.id: False}
+    if isinstance(node, ast.Compare):
+        parts = []
+        left = node.left
+        for op, right in zip(node.ops, node.comparators, strict=True):
+            parts.append(_comparison(left, op, right, aliases))
+            left = right
+        return parts[0] if len(parts) == 1 else {"$and": parts}
+    raise ExpressionError(f"'{ast.unparse(node)}' is not a condition (compare a field of the fact)")
+
+
+def _comparison(left: ast.AST, op: ast.cmpop, right: ast.AST, aliases: set[str]) -> dict[str, Any]:
+    if isinstance(op, ast.In | ast.NotIn):
+        if not _is_field(left) or not isinstance(right, ast.List | ast.Tuple):
+            raise ExpressionError("use `field in [constant, ...]`")
+        field = left.id  # type: ignore[attr-defined]
+        values = [item.value for item in right.elts]  # type: ignore[attr-defined]
+        if isinstance(op, ast.In):
+            return {"$or": [{field: v} for v in values]}
+        return {"$and": [{"$neq": {field: v}} for v in values]}
+    if not _is_field(left):
+        if not _is_field(right):
+            raise ExpressionError(f"one side of '{_CMP_TEXT[type(op)]}' must be a field of this fact")
+        left, right, op = right, left, _FLIP[type(op)]()
+    field = left.id  # type: ignore[attr-defined]
+    value = _operand(right, aliases)
+    if isinstance(op, ast.Eq):
+        return {field: value}
+    return {_DURABLE_CMP[type(op)]: {field: value}}
+
+
+def to_condition(expr: Expr, aliases: set[str]) -> dict[str, Any]:
+    """Compile a condition over one fact to durable-rules JSON; `aliases` are earlier patterns."""
+    return _condition(expr.tree.body, aliases)
+
+
+def condition_fields(expr: Expr) -> set[str]:
+    """Bare names (fields of the matched fact) a condition reads."""
+    return {n for n in expr.names if "." not in n}

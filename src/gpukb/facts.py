@@ -1,0 +1,64 @@
+"""The kinds of facts rules can match and assert, and the fields each kind carries.
+
+Rule conditions and outputs are checked against this table when the knowledge base loads, so a
+misspelt field is an error with a line number rather than a rule that silently never fires.
+"""
+
+from __future__ import annotations
+
+# Facts the engine asserts from the workload, the catalog and the planner.
+ENGINE_KINDS: dict[str, frozenset[str]] = {
+    "workload": frozenset({
+        "model", "task", "precision", "optimizer", "training", "params", "active_params", "layers",
+        "hidden_size", "heads", "kv_heads", "head_dim", "intermediate_size", "vocab_size",
+        "mlp_matrices", "experts", "experts_per_token", "seq_len", "micro_batch_size", "batch_size",
+        "lora_rank", "tokens", "weight_bytes", "grad_bytes", "master_bytes", "optimizer_state_bytes",
+        "adapter_weight_bytes", "kv_bytes", "activation_checkpointing", "flash_attention", "gpu_count",
+        "dp_hint",
+    }),
+    "policy": frozenset({"reserve_fraction", "runtime_overhead", "mfu", "prefill_chunk"}),
+    "gpu": frozenset({
+        "gpu", "name", "vendor", "form_factor", "memory_bytes", "memory_bandwidth",
+        "flops", "bf16_flops", "fp8_flops", "has_bf16", "has_fp8", "scale_up_bandwidth",
+        "scale_up_domain", "pcie_bandwidth", "tdp", "liquid_only", "consumer",
+    }),
+    "plan": frozenset({
+        "gpu", "count", "dp", "tp", "pp", "zero_stage", "checkpointing", "offload", "weights",
+        "gradients", "optimizer", "activations", "kv_cache", "overhead", "per_gpu_bytes",
+        "usable_bytes", "capacity_bytes", "fits", "fill", "nodes", "tp_over_pcie", "limit",
+    }),
+    "fleet": frozenset({"candidates", "max_usable_bytes", "largest_gpu", "fitting"}),
+}
+
+# Facts rules assert; `required` fields must be given by every rule that asserts the kind.
+RULE_KINDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
+    "activations": (frozenset({"bytes", "bytes_checkpointed"}),
+                    frozenset({"bytes", "bytes_checkpointed", "per_layer", "logits"})),
+    "kv_cache": (frozenset({"bytes", "per_token"}), frozenset({"bytes", "per_token"})),
+    "adapters": (frozenset({"params", "bytes"}), frozenset({"params", "bytes"})),
+    "memory": (
+        frozenset({"weights", "gradients", "optimizer", "activations", "activations_checkpointed",
+                   "kv_cache", "overhead", "total"}),
+        frozenset({"weights", "gradients", "optimizer", "activations", "activations_checkpointed",
+                   "kv_cache", "overhead", "total", "trainable_params"}),
+    ),
+    "finding": (frozenset({"finding", "severity"}),
+                frozenset({"finding", "severity", "gpu", "rejects", "value", "limit"})),
+    "remedy": (frozenset({"remedy", "title", "effect_bytes"}),
+               frozenset({"remedy", "title", "effect_bytes", "gpu"})),
+    "estimate": (frozenset({"gpu", "tokens_per_s", "score"}),
+                 frozenset({"gpu", "tokens_per_s", "step_time_s", "time_to_train_s", "score", "bound",
+                            "intensity", "ridge", "flop_per_token"})),
+}
+
+FINDING_KINDS = ("memory_capacity", "memory_bandwidth", "interconnect", "compute", "thermal", "precision")
+SEVERITIES = ("info", "warning", "error")
+
+
+def fields_of(kind: str) -> frozenset[str]:
+    if kind in ENGINE_KINDS:
+        return ENGINE_KINDS[kind]
+    return RULE_KINDS[kind][1]
+
+
+ALL_KINDS = tuple(ENGINE_KINDS) + tuple(RULE_KINDS)

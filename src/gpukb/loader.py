@@ -1,0 +1,245 @@
+"""Read kb/ and rules/ into a validated, cross-referenced KnowledgeBase.
+
+Every problem is collected (not only the first) and reported as file:line:column with the field.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from .errors import KBError, Problem
+from .kb import KnowledgeBase
+from .rules import STAGES, Rule, compile_rule
+from .schema import Claim, Dtype, Gpu, Interconnect, Manifest, Model, Optimizer, Policy, Rhetoric, Source
+from .yamlpos import Loc, Located, load_located
+
+KIND_DIRS: dict[str, type[BaseModel]] = {
+    "sources": Source,
+    "claims": Claim,
+    "gpus": Gpu,
+    "models": Model,
+    "interconnects": Interconnect,
+    "dtypes": Dtype,
+    "optimizers": Optimizer,
+    "policies": Policy,
+    "rhetoric": Rhetoric,
+}
+SCHEMA_NAMES = {"sources": "source", "claims": "claim", "gpus": "gpu", "models": "model",
+                "interconnects": "interconnect", "dtypes": "dtype", "optimizers": "optimizer",
+                "policies": "policy", "rhetoric": "rhetoric"}
+
+
+def _pydantic_problems(err: ValidationError, doc: Located, prefix: Loc) -> list[Problem]:
+    problems = []
+    for item in err.errors():
+        loc = prefix + tuple(item["loc"])
+        line, col = doc.where(loc)
+        field = ".".join(str(p) for p in item["loc"]) or "(entry)"
+        if item["type"] == "extra_forbidden":
+            problems.append(Problem(doc.file, line, col, "E011", "unknown field", field))
+        elif item["type"] == "missing":
+            problems.append(Problem(doc.file, line, col, "E012", "required field is missing", field))
+        else:
+            msg = item["msg"].removeprefix("Value error, ")
+            problems.append(Problem(doc.file, line, col, "E010", msg, field))
+    return problems
+
+
+class _Reader:
+    """Accumulates entries and problems while reading one checkout."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.problems: list[Problem] = []
+        self.entries: dict[str, dict[str, Any]] = {k: {} for k in KIND_DIRS}
+        self.rhetoric: list[Rhetoric] = []
+        self.rules: dict[str, Rule] = {}
+        self.where: dict[tuple[str, str], tuple[str, int]] = {}  # (kind, id) -> (file, line)
+        self.docs: dict[tuple[str, str], tuple[Located, Loc]] = {}
+
+    def display(self, path: Path) -> str:
+        return path.relative_to(self.root).as_posix()
+
+    def read(self, path: Path) -> Located | None:
+        doc, problems = load_located(path, self.display(path))
+        self.problems += problems
+        return doc
+
+    def items(self, doc: Located) -> list[tuple[Loc, Any]]:
+        if isinstance(doc.data, list):
+            return [((i,), item) for i, item in enumerate(doc.data)]
+        if isinstance(doc.data, dict):
+            return [((), doc.data)]
+        line, col = doc.where(())
+        self.problems.append(Problem(doc.file, line, col, "E003", "expected an entry (mapping) or a list of entries"))
+        return []
+
+    def add(self, kind: str, model: type[BaseModel], doc: Located) -> None:
+        for prefix, raw in self.items(doc):
+            if not isinstance(raw, dict):
+                line, col = doc.where(prefix)
+                self.problems.append(Problem(doc.file, line, col, "E003", "expected a mapping"))
+                continue
+            try:
+                entry = model.model_validate(raw)
+            except ValidationError as err:
+                self.problems += _pydantic_problems(err, doc, prefix)
+                continue
+            if isinstance(entry, Rhetoric):
+                self.rhetoric.append(entry)
+                continue
+            self._register(kind, entry, doc, prefix)
+
+    def _register(self, kind: str, entry: Any, doc: Located, prefix: Loc) -> None:
+        line, col = doc.where(prefix + ("id",))
+        previous = self.where.get((kind, entry.id))
+        if previous:
+            self.problems.append(Problem(doc.file, line, col, "E020",
+                                         f"duplicate id '{entry.id}' (first defined at {previous[0]}:{previous[1]})", "id"))
+            return
+        self.where[(kind, entry.id)] = (doc.file, line)
+        self.docs[(kind, entry.id)] = (doc, prefix)
+        if kind == "rules":
+            self.rules[entry.id] = entry
+        else:
+            self.entries[kind][entry.id] = entry
+
+    def problem_at(self, kind: str, entry_id: str, loc: Loc, code: str, message: str) -> None:
+        doc, prefix = self.docs[(kind, entry_id)]
+        line, col = doc.where(prefix + loc)
+        self.problems.append(Problem(doc.file, line, col, code, message, ".".join(map(str, loc))))
+
+
+def _yaml_files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file())
+
+
+def content_hash(root: Path) -> str:
+    """sha256 of every file under kb/ and rules/ (path and bytes), to reproduce an answer."""
+    digest = hashlib.sha256()
+    for top in ("kb", "rules"):
+        for path in sorted((root / top).rglob("*")):
+            if path.is_file() and "schema" not in path.relative_to(root).parts[:2]:
+                digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def _check_references(r: _Reader) -> None:
+    e = r.entries
+    exists = {kind: set(items) for kind, items in e.items()}
+    exists["rules"] = set(r.rules)
+
+    def need(kind: str, entry_id: str, loc: Loc, target_kind: str, target: str | None) -> None:
+        if target is not None and target not in exists[target_kind]:
+            r.problem_at(kind, entry_id, loc, "E030", f"unknown {target_kind[:-1]} id '{target}'")
+
+    for kind in ("gpus", "models", "interconnects", "dtypes", "optimizers", "policies", "rules"):
+        items = r.rules if kind == "rules" else e[kind]
+        for entry_id, entry in items.items():
+            for i, src in enumerate(getattr(entry, "sources", [])):
+                need(kind, entry_id, ("sources", i), "sources", src)
+            for i, claim in enumerate(getattr(entry, "claims", [])):
+                need(kind, entry_id, ("claims", i), "claims", claim)
+            need(kind, entry_id, ("superseded_by",), kind, entry.superseded_by)
+    for claim_id, claim in e["claims"].items():
+        for i, src in enumerate(claim.evidence):
+            need("claims", claim_id, ("evidence", i), "sources", src)
+    for gpu_id, gpu in e["gpus"].items():
+        need("gpus", gpu_id, ("scale_up",), "interconnects", gpu.scale_up)
+        need("gpus", gpu_id, ("pcie",), "interconnects", gpu.pcie)
+        if gpu.price:
+            need("gpus", gpu_id, ("price", "source"), "sources", gpu.price.source)
+
+
+def read_checkout(root: Path) -> KnowledgeBase:
+    root = Path(root)
+    r = _Reader(root)
+    manifest = None
+    manifest_path = root / "kb" / "manifest.yaml"
+    if not manifest_path.is_file():
+        raise KBError([Problem("kb/manifest.yaml", 1, 1, "E004", f"no knowledge base at {root} (kb/manifest.yaml missing)")])
+    doc = r.read(manifest_path)
+    if doc is not None:
+        try:
+            manifest = Manifest.model_validate(doc.data)
+        except ValidationError as err:
+            r.problems += _pydantic_problems(err, doc, ())
+    for kind, model in KIND_DIRS.items():
+        for path in _yaml_files(root / "kb" / kind):
+            doc = r.read(path)
+            if doc is not None:
+                r.add(kind, model, doc)
+    for stage in STAGES:
+        for path in _yaml_files(root / "rules" / stage):
+            doc = r.read(path)
+            if doc is None:
+                continue
+            before = set(r.rules)
+            r.add("rules", Rule, doc)
+            for rule_id in sorted(set(r.rules) - before):
+                if r.rules[rule_id].stage != stage:
+                    r.problem_at("rules", rule_id, ("stage",), "R008",
+                                 f"stage '{r.rules[rule_id].stage}' does not match its folder rules/{stage}/")
+    for path in _yaml_files(root / "rules"):
+        if path.parent.name not in STAGES:
+            message = f"rules live in rules/<stage>/, stage one of {', '.join(STAGES)}"
+            r.problems.append(Problem(r.display(path), 1, 1, "R008", message))
+    _check_references(r)
+    compiled = []
+    for rule_id, rule in r.rules.items():
+        result, problems = compile_rule(rule)
+        for loc, code, message in problems:
+            r.problem_at("rules", rule_id, loc, code, message)
+        if result is not None:
+            compiled.append(result)
+    if r.problems or manifest is None:
+        raise KBError(r.problems)
+    return KnowledgeBase(
+        root=root,
+        manifest=manifest,
+        content_hash=content_hash(root),
+        sources=r.entries["sources"],
+        claims=r.entries["claims"],
+        gpus=r.entries["gpus"],
+        models=r.entries["models"],
+        interconnects=r.entries["interconnects"],
+        dtypes=r.entries["dtypes"],
+        optimizers=r.entries["optimizers"],
+        policies=r.entries["policies"],
+        rhetoric=r.rhetoric,
+        rules=r.rules,
+        compiled=tuple(sorted(compiled, key=lambda c: (STAGES.index(c.rule.stage), c.rule.id))),
+        locations={f"{kind}:{entry_id}": where for (kind, entry_id), where in r.where.items()},
+        documents={f"{kind}:{entry_id}": doc for (kind, entry_id), doc in r.docs.items()},
+    )
+
+
+def json_schemas() -> dict[str, dict[str, Any]]:
+    """JSON Schema per entry kind: a file holds one entry or a list of them."""
+    models: dict[str, type[BaseModel]] = {SCHEMA_NAMES[k]: m for k, m in KIND_DIRS.items()}
+    models["rule"] = Rule
+    out: dict[str, dict[str, Any]] = {}
+    for name, model in sorted(models.items()):
+        entry = model.model_json_schema(by_alias=True)
+        defs = entry.pop("$defs", {})
+        defs[model.__name__] = entry
+        out[name] = {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "title": f"gpukb {name} file",
+            "oneOf": [{"$ref": f"#/$defs/{model.__name__}"},
+                      {"type": "array", "items": {"$ref": f"#/$defs/{model.__name__}"}}],
+            "$defs": defs,
+        }
+    manifest = Manifest.model_json_schema()
+    manifest["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    out["manifest"] = manifest
+    return out
+
+
+def dump_yaml(data: Any) -> str:
+    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)

@@ -1,0 +1,54 @@
+"""ask(): workload in, Answer out, through one fresh rules-engine session."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .answer import Answer, build_answer
+from .engine import ENGINE
+from .errors import EngineError
+from .kb import KnowledgeBase
+from .planner import plan_gpu
+from .resolve import gpu_fact, policy_fact, resolve
+from .trace import Collector, Value
+from .workload import Workload, parse_workload
+
+
+def ask(kb: KnowledgeBase, workload: Workload | dict[str, Any]) -> Answer:
+    w = parse_workload(workload)
+    resolved, wfields = resolve(kb, w)
+    c = Collector(kb)
+    policy = c.new_fact("policy", policy_fact(kb), 0)
+    wfact = c.new_fact("workload", wfields, 0)
+    gpus = [c.new_fact("gpu", gpu_fact(kb, kb.gpus[g], resolved.precision), 0) for g in resolved.gpus]
+    with ENGINE.session(kb, c) as session:
+        # Stage 1: requirement rules derive one replica's memory from the workload.
+        session.assert_facts([policy, wfact, *gpus])
+        memories = c.of_kind("memory")
+        if len(memories) != 1:
+            rules = sorted({c.step_of(m).rule for m in memories if c.step_of(m)})  # type: ignore[union-attr]
+            raise EngineError(f"expected exactly one memory breakdown for task '{resolved.task}', "
+                              f"rules produced {len(memories)} ({', '.join(rules) or 'none'})")
+        memory = memories[0]
+        # Stage 2: the planner places the replica on each candidate GPU type; later rules diagnose
+        # the plans, propose remedies and estimate throughput.
+        plans = [plan_gpu(c, resolved, wfact, policy, memory, g) for g in gpus]
+        fleet = _fleet(c, plans)
+        session.assert_facts([*plans, fleet])
+    return build_answer(c, kb.version, kb.content_hash, resolved, memory)
+
+
+def _fleet(c: Collector, plans: list[dict[str, Any]]) -> dict[str, Any]:
+    largest = max(plans, key=lambda p: (p["usable_bytes"], p["gpu"]))
+    fields = {"candidates": len(plans), "max_usable_bytes": largest["usable_bytes"], "largest_gpu": largest["gpu"],
+              "fitting": sum(1 for p in plans if p["fits"])}
+    (fact,) = c.record(
+        rule="planner.fleet@1", stage="requirements", title="Summary of the candidate GPU types",
+        inputs={f"p{i}": p for i, p in enumerate(plans)},
+        values=[Value(name=k, value=v, expr="max(p.usable_bytes)" if k == "max_usable_bytes" else None)
+                for k, v in fields.items()],
+        claims=[], sources=[],
+        sentence=f"{fields['fitting']} of {fields['candidates']} GPU types can hold the workload; the largest "
+                 f"single GPU ({largest['gpu']}) has {largest['usable_bytes'] / 1e9:,.1f} GB usable.",
+        outputs=[("fleet", fields)])
+    return fact

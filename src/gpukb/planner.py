@@ -1,0 +1,202 @@
+"""Fewest GPUs of each type that fit one model replica, and how to split it.
+
+Per-GPU memory is written as expressions (below) over the replica's memory breakdown `m`, the
+workload `w` and the strategy (dp, tp, pp, zero_stage, checkpointing, offload). Every term is
+linear in 1/dp (training) or 1/(tp*pp) (inference), so the fewest GPUs follow in closed form:
+per_gpu(n) = A + B/n fits when n >= B / (usable - A). A and B are read off the expressions
+themselves (evaluated at n = 1 and n = 2), so the expressions stay the single source of truth.
+
+Strategies are tried least intrusive first: no tensor parallelism before tensor parallelism
+inside one NVLink domain, no recomputation before activation checkpointing, ZeRO stages 0..3;
+offload only when nothing else fits within gpu_count.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from . import expr as ex
+from .trace import Collector, Value
+from .workload import ResolvedWorkload
+
+PARTS: dict[str, ex.Expr] = {name: ex.parse(text) for name, text in {
+    # ZeRO (Rajbhandari et al. 2020): stage 1 shards optimizer states, 2 also gradients, 3 also weights.
+    # Tensor/pipeline parallelism split weights over tp*pp GPUs (Narayanan et al. 2021).
+    # Parameter offload (ZeRO-Infinity) keeps about two layers' weights resident for prefetching.
+    "weights": "m.weights / w.layers * 2 / tp if offload == 'optimizer+params' "
+               "else m.weights / (tp * pp) / (dp if zero_stage >= 3 else 1)",
+    "gradients": "m.gradients / (tp * pp) / (dp if zero_stage >= 2 else 1)",
+    "optimizer": "0 if offload != 'none' else m.optimizer / (tp * pp) / (dp if zero_stage >= 1 else 1)",
+    # Korthikanti et al. 2022: tensor + sequence parallelism divide activations by tp; with 1F1B
+    # pipelining the first stage still holds pp micro-batches of L/pp layers, i.e. all L layers.
+    "activations": "(m.activations_checkpointed if checkpointing else m.activations) / tp",
+    "kv_cache": "m.kv_cache / (tp * pp)",
+    "overhead": "m.overhead",
+}.items()}
+PER_GPU = ex.parse("weights + gradients + optimizer + activations + kv_cache + overhead")
+USABLE = ex.parse("g.memory_bytes * (1 - p.reserve_fraction)")
+NODE_SIZE = 8  # GPUs per server in the standard HGX/OAM and workstation builds; larger counts are whole nodes
+NO_LIMIT = 1_000_000
+SOURCES = ["rajbhandari-2020-zero", "korthikanti-2022-activation-recomputation", "narayanan-2021-megatron"]
+CLAIMS = ["art.capacity.redundancy", "art.capacity.multi-gpu-beyond"]
+
+
+@dataclass(frozen=True)
+class Strategy:
+    tp: int
+    pp: int
+    zero_stage: int
+    checkpointing: bool
+    offload: str
+
+    def env(self, dp: int) -> dict[str, Any]:
+        return {"dp": dp, "tp": self.tp, "pp": self.pp, "zero_stage": self.zero_stage,
+                "checkpointing": self.checkpointing, "offload": self.offload}
+
+
+def _parts(strategy: Strategy, dp: int, base: dict[str, Any]) -> dict[str, float]:
+    env = {**base, **strategy.env(dp)}
+    return {name: float(e.evaluate(env)) for name, e in PARTS.items()}
+
+
+def _split(strategy: Strategy, base: dict[str, Any], inference: bool) -> tuple[float, float]:
+    """(A, B) with per_gpu(n) = A + B/n, n = dp (training) or the tp*pp shard count (inference)."""
+    if inference:
+        one = sum(_parts(Strategy(1, 1, 0, False, "none"), 1, base).values())
+        two = sum(_parts(Strategy(2, 1, 0, False, "none"), 1, base).values())
+    else:
+        one = sum(_parts(strategy, 1, base).values())
+        two = sum(_parts(strategy, 2, base).values())
+    b = 2 * (one - two)
+    return one - b, b
+
+
+def _strategies(w: ResolvedWorkload, gpu: dict[str, Any], offloads: list[str]) -> list[Strategy]:
+    max_tp = gpu["scale_up_domain"] if w.tensor_parallel is None else w.tensor_parallel
+    tps = [w.tensor_parallel] if w.tensor_parallel else [t for t in (1, 2, 4, 8) if t <= max_tp and w.heads % t == 0]
+    ckpts = [w.activation_checkpointing] if w.activation_checkpointing is not None else [False, True]
+    zeros = [w.zero_stage] if w.zero_stage is not None else [0, 1, 2, 3]
+    return [Strategy(tp, w.pipeline_parallel or 1, zero, ckpt, off)
+            for off in offloads for tp in tps for ckpt in ckpts for zero in zeros
+            if not (off == "optimizer+params" and zero != 3)]
+
+
+def _round_count(n: int) -> int:
+    return n if n <= NODE_SIZE else NODE_SIZE * math.ceil(n / NODE_SIZE)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    strategy: Strategy
+    dp: int
+    count: int
+    fits: bool
+
+
+def _training_candidate(strategy: Strategy, a: float, b: float, usable: float, limit: int) -> Candidate | None:
+    if a >= usable:
+        return None
+    dp = 1 if b <= 0 else max(1, math.ceil(b / (usable - a)))
+    group = strategy.tp * strategy.pp
+    count = _round_count(dp * group)
+    dp = count // group
+    if strategy.zero_stage > 0 and dp == 1 and strategy.offload == "none":
+        return None  # ZeRO on one data-parallel rank shards nothing; the zero-stage-0 strategy covers it
+    return Candidate(strategy, dp, count, True) if count <= limit else None
+
+
+def _inference_candidate(w: ResolvedWorkload, gpu: dict[str, Any], a: float, b: float, usable: float,
+                         limit: int) -> Candidate | None:
+    if a >= usable:
+        return None
+    shards = max(1, math.ceil(b / (usable - a)))
+    max_tp = min(NODE_SIZE, w.tensor_parallel or NODE_SIZE)
+    tp = next((t for t in (1, 2, 4, 8) if t >= min(shards, max_tp) and w.heads % t == 0 and t <= max_tp), None)
+    if tp is None:
+        return None
+    pp = w.pipeline_parallel or max(1, math.ceil(shards / tp))
+    count = tp * pp
+    return Candidate(Strategy(tp, pp, 0, False, "none"), 1, count, True) if count <= limit else None
+
+
+def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], policy: dict[str, Any],
+             memory: dict[str, Any], gpu: dict[str, Any]) -> dict[str, Any]:
+    """Choose the plan for one GPU type, record it as a trace step, and return the plan fact."""
+    inference = w.task == "inference"
+    limit = w.gpu_count or NO_LIMIT
+    base = {"m": memory, "w": wfact}
+    usable = float(USABLE.evaluate({"g": gpu, "p": policy}))
+    offload_sets = [[w.offload]] if w.offload else [["none"], ["optimizer", "optimizer+params"]]
+    chosen: Candidate | None = None
+    tried: list[Strategy] = []
+    for offloads in offload_sets:
+        strategies = [Strategy(1, 1, 0, False, "none")] if inference else _strategies(w, gpu, offloads)
+        tried += strategies
+        best: Candidate | None = None
+        for strategy in strategies:
+            a, b = _split(strategy, base, inference)
+            cand = (_inference_candidate(w, gpu, a, b, usable, limit) if inference
+                    else _training_candidate(strategy, a, b, usable, limit))
+            if cand and (best is None or cand.count < best.count):
+                best = cand
+        if best:
+            chosen = best
+            break
+    if chosen is None:  # the closest miss: the strategy with the least memory per GPU at the limit
+        # with no gpu_count limit only the unshardable part can fail to fit: show it at one node
+        chosen = _closest_miss(w, base, tried, limit if w.gpu_count else NODE_SIZE, inference)
+    parts = _parts(chosen.strategy, chosen.dp, base)
+    per_gpu = float(PER_GPU.evaluate(parts))
+    fits = chosen.fits and per_gpu <= usable
+    s = chosen.strategy
+    fields = {
+        "gpu": gpu["gpu"], "count": chosen.count, "dp": chosen.dp, "tp": s.tp, "pp": s.pp,
+        "zero_stage": s.zero_stage if chosen.dp > 1 or s.offload != "none" else 0, "checkpointing": s.checkpointing,
+        "offload": s.offload, **parts, "per_gpu_bytes": per_gpu, "usable_bytes": usable,
+        "capacity_bytes": gpu["memory_bytes"], "fits": fits, "fill": per_gpu / gpu["memory_bytes"],
+        "nodes": math.ceil(chosen.count / NODE_SIZE), "tp_over_pcie": s.tp > 1 and gpu["scale_up_domain"] < s.tp,
+        "limit": limit if w.gpu_count else 0,
+    }
+    env = {**base, **s.env(chosen.dp)}
+    values = [Value(name="usable_bytes", value=usable, expr=USABLE.text)]
+    values += [Value(name=n, value=v, expr=PARTS[n].text) for n, v in parts.items()]
+    values.append(Value(name="per_gpu_bytes", value=per_gpu, expr=PER_GPU.text))
+    values += [Value(name=k, value=v) for k, v in env.items() if k not in ("m", "w")]
+    verdict = "fits" if fits else "does not fit"
+    sentence = (f"{gpu['gpu']}: {chosen.count} GPU(s) (dp={chosen.dp}, tp={s.tp}, pp={s.pp}, "
+                f"ZeRO-{fields['zero_stage']}, checkpointing {'on' if s.checkpointing else 'off'}, offload {s.offload}) "
+                f"need {per_gpu / 1e9:,.1f} GB per GPU against {usable / 1e9:,.1f} GB usable "
+                f"({gpu['memory_bytes'] / 1e9:,.0f} GB less the {policy['reserve_fraction']:.0%} reserve): {verdict}.")
+    if not fits:
+        sentence += (f" This is the closest of {len(tried)} strategies within gpu_count {limit}." if w.gpu_count else
+                     " Memory that no sharding divides (activations of one micro-batch, runtime overhead) alone exceeds it.")
+    (plan,) = collector.record(
+        rule="planner.fewest-gpus@1", stage="requirements",
+        title="Fewest GPUs that hold one replica, least intrusive strategy first",
+        inputs={"m": memory, "g": gpu, "w": wfact, "p": policy}, values=values, claims=CLAIMS, sources=SOURCES,
+        sentence=sentence, outputs=[("plan", fields)])
+    return plan
+
+
+def _closest_miss(w: ResolvedWorkload, base: dict[str, Any], tried: list[Strategy], limit: int,
+                  inference: bool) -> Candidate:
+    best: tuple[float, Candidate] | None = None
+    for strategy in tried:
+        if inference:
+            tp = max([t for t in (1, 2, 4, 8) if t <= min(limit, NODE_SIZE) and w.heads % t == 0] or [1])
+            pp = w.pipeline_parallel or max(1, limit // tp)
+            strategy = Strategy(tp, pp, 0, False, "none")
+            dp = 1
+        else:
+            dp = max(1, limit // (strategy.tp * strategy.pp))
+        if dp * strategy.tp * strategy.pp > limit:
+            continue
+        per_gpu = sum(_parts(strategy, dp, base).values())
+        cand = Candidate(strategy, dp, dp * strategy.tp * strategy.pp, False)
+        if best is None or per_gpu < best[0]:
+            best = (per_gpu, cand)
+    if best is None:
+        return Candidate(Strategy(1, 1, 0, True, "none"), 1, 1, False)
+    return best[1]

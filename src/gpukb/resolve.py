@@ -1,0 +1,140 @@
+"""Turn a validated Workload into the facts the rules see: workload, policy and candidate GPUs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import WorkloadError
+from .kb import KnowledgeBase
+from .schema import Gpu
+from .workload import TRAINING_TASKS, ResolvedWorkload, Workload, suggest
+
+ARCHITECTURE = ("layers", "hidden_size", "heads", "kv_heads", "vocab_size", "intermediate_size")
+POLICY_IDS = {"reserve_fraction": "reserve-fraction", "runtime_overhead": "runtime-overhead", "mfu": "mfu",
+              "prefill_chunk": "prefill-chunk"}
+KV_BYTES = {"fp32": 4.0}  # every other precision keeps the KV cache in 16-bit (weight-only quantization)
+QLORA_BASE = "nf4"
+# Which dense throughput a precision runs at, with fallbacks where a GPU lacks the native format.
+FLOPS_ORDER = {
+    "fp32": ("fp32_flops",),
+    "bf16": ("bf16_flops", "fp16_flops"),
+    "fp16": ("fp16_flops",),
+    "fp8": ("fp8_flops", "bf16_flops", "fp16_flops"),
+    "int8": ("bf16_flops", "fp16_flops"),
+    "int4": ("bf16_flops", "fp16_flops"),
+}
+
+
+def _architecture(kb: KnowledgeBase, w: Workload) -> dict[str, Any]:
+    if w.model is not None:
+        for name in ARCHITECTURE:
+            if getattr(w, name) is not None:
+                raise WorkloadError(name, f"comes from the catalog model '{w.model}'; "
+                                          "to describe your own architecture give params instead of model")
+        model = kb.models.get(w.model)
+        if model is None or model.status == "deprecated":
+            raise WorkloadError("model", f"unknown model '{w.model}'{suggest(w.model, kb.models)}")
+        return {
+            "model": model.id, "params": model.params, "active_params": model.active_params or model.params,
+            "layers": model.layers, "hidden_size": model.hidden_size, "heads": model.heads,
+            "kv_heads": model.kv_heads, "head_dim": model.head_dim, "vocab_size": model.vocab_size,
+            "intermediate_size": model.intermediate_size, "mlp": model.mlp,
+            "experts": model.moe.experts if model.moe else 1,
+            "experts_per_token": model.moe.experts_per_token if model.moe else 1, "assumptions": [],
+        }
+    missing = [n for n in ("layers", "hidden_size", "heads", "vocab_size") if getattr(w, n) is None]
+    if missing:
+        raise WorkloadError(missing[0], "needed with params (activation and KV-cache memory depend on it); "
+                                        f"give {', '.join(missing)} or use a catalog model id")
+    assert w.params is not None and w.layers and w.hidden_size and w.heads and w.vocab_size
+    if w.hidden_size % w.heads:
+        raise WorkloadError("heads", f"hidden_size {w.hidden_size} is not a multiple of heads {w.heads}")
+    kv_heads = w.kv_heads or w.heads
+    if w.heads % kv_heads:
+        raise WorkloadError("kv_heads", f"heads {w.heads} is not a multiple of kv_heads {kv_heads}")
+    assumptions = []
+    if w.kv_heads is None:
+        assumptions.append("kv_heads not given: assumed equal to heads (multi-head attention)")
+    if w.intermediate_size is None:
+        assumptions.append("intermediate_size not given: assumed 4 x hidden_size with a two-matrix MLP")
+    return {
+        "model": "custom", "params": w.params, "active_params": w.params, "layers": w.layers,
+        "hidden_size": w.hidden_size, "heads": w.heads, "kv_heads": kv_heads, "head_dim": w.hidden_size // w.heads,
+        "vocab_size": w.vocab_size, "intermediate_size": w.intermediate_size or 4 * w.hidden_size,
+        "mlp": "standard" if w.intermediate_size is None else "gated", "experts": 1, "experts_per_token": 1,
+        "assumptions": assumptions,
+    }
+
+
+def resolve(kb: KnowledgeBase, w: Workload) -> tuple[ResolvedWorkload, dict[str, Any]]:
+    arch = _architecture(kb, w)
+    training = w.task in TRAINING_TASKS
+    gpus = w.gpus or sorted(g for g, gpu in kb.gpus.items() if gpu.status != "deprecated")
+    for i, gpu_id in enumerate(gpus):
+        if gpu_id not in kb.gpus:
+            raise WorkloadError(f"gpus.{i}", f"unknown GPU '{gpu_id}'{suggest(gpu_id, kb.gpus)}")
+    if len(set(gpus)) != len(gpus):
+        raise WorkloadError("gpus", "lists a GPU twice")
+    if w.tensor_parallel and arch["heads"] % w.tensor_parallel:
+        raise WorkloadError("tensor_parallel", f"{w.tensor_parallel} does not divide the {arch['heads']} attention heads")
+    dtype = kb.dtypes[w.precision]
+    optimizer = (w.optimizer or "adamw") if training else None
+    if training and dtype.training is None:
+        raise WorkloadError("precision", f"{w.precision} is not a training precision")
+    resolved = ResolvedWorkload(
+        task=w.task, precision=w.precision, optimizer=optimizer, seq_len=w.seq_len,
+        micro_batch_size=w.micro_batch_size if training else 0, batch_size=w.batch_size if not training else 0,
+        activation_checkpointing=w.activation_checkpointing, lora_rank=w.lora_rank if w.task in ("lora", "qlora") else None,
+        gpu_count=w.gpu_count, gpus=list(gpus), tokens=w.tokens, zero_stage=w.zero_stage,
+        tensor_parallel=w.tensor_parallel, pipeline_parallel=w.pipeline_parallel, offload=w.offload, **arch,
+    )
+    return resolved, workload_fact(kb, resolved)
+
+
+def workload_fact(kb: KnowledgeBase, w: ResolvedWorkload) -> dict[str, Any]:
+    dtype = kb.dtypes[w.precision]
+    training = w.task in TRAINING_TASKS
+    state = kb.optimizers[w.optimizer].state_bytes if w.optimizer else 0.0
+    t = dtype.training
+    if w.task == "inference":
+        weight_bytes = dtype.bytes
+    elif w.task == "qlora":
+        weight_bytes = kb.dtypes[QLORA_BASE].bytes
+    else:
+        weight_bytes = t.weight_bytes if t else dtype.bytes
+    ckpt = "auto" if w.activation_checkpointing is None else ("on" if w.activation_checkpointing else "off")
+    return {
+        "model": w.model, "task": w.task, "precision": w.precision, "optimizer": w.optimizer or "",
+        "training": training, "params": w.params, "active_params": w.active_params, "layers": w.layers,
+        "hidden_size": w.hidden_size, "heads": w.heads, "kv_heads": w.kv_heads, "head_dim": w.head_dim,
+        "intermediate_size": w.intermediate_size, "vocab_size": w.vocab_size,
+        "mlp_matrices": 3 if w.mlp == "gated" else 2, "experts": w.experts, "experts_per_token": w.experts_per_token,
+        "seq_len": w.seq_len, "micro_batch_size": w.micro_batch_size, "batch_size": w.batch_size,
+        "lora_rank": w.lora_rank or 0, "tokens": w.tokens or 0, "weight_bytes": weight_bytes,
+        "grad_bytes": t.grad_bytes if (t and training) else 0.0, "master_bytes": t.master_bytes if (t and training) else 0.0,
+        "optimizer_state_bytes": state, "adapter_weight_bytes": t.weight_bytes if t else dtype.bytes,
+        "kv_bytes": KV_BYTES.get(w.precision, 2.0), "activation_checkpointing": ckpt, "flash_attention": True,
+        "gpu_count": w.gpu_count or 0, "dp_hint": min(w.gpu_count or 8, 8),
+    }
+
+
+def policy_fact(kb: KnowledgeBase) -> dict[str, Any]:
+    missing = [pid for pid in POLICY_IDS.values() if pid not in kb.policies]
+    if missing:
+        raise WorkloadError("kb", f"the knowledge base lacks the policies {', '.join(missing)}")
+    return {name: kb.policy(pid) for name, pid in POLICY_IDS.items()}
+
+
+def gpu_fact(kb: KnowledgeBase, gpu: Gpu, precision: str) -> dict[str, Any]:
+    # 0 when the vendor publishes no throughput for this precision: estimates then do not fire
+    flops = next((getattr(gpu, f) for f in FLOPS_ORDER[precision] if getattr(gpu, f)), None) or 0.0
+    pcie = kb.interconnects[gpu.pcie].bandwidth
+    return {
+        "gpu": gpu.id, "name": gpu.name, "vendor": gpu.vendor, "form_factor": gpu.form_factor,
+        "memory_bytes": gpu.memory, "memory_bandwidth": gpu.memory_bandwidth, "flops": flops,
+        "bf16_flops": gpu.bf16_flops or 0.0, "fp8_flops": gpu.fp8_flops or 0.0,
+        "has_bf16": gpu.bf16_flops is not None, "has_fp8": gpu.fp8_flops is not None,
+        "scale_up_bandwidth": gpu.scale_up_bandwidth or 0.0,
+        "scale_up_domain": gpu.scale_up_domain, "pcie_bandwidth": pcie, "tdp": gpu.tdp,
+        "liquid_only": gpu.cooling == ["liquid"], "consumer": gpu.segment == "consumer",
+    }

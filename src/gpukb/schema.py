@@ -1,0 +1,205 @@
+"""Typed models of every knowledge-base entry: the single source of truth.
+
+YAML files are validated against these models and the JSON Schemas in kb/schema/ are
+generated from them (`gpukb schema`). Quantities accept human units in YAML and are held in SI.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, HttpUrl, WithJsonSchema, model_validator
+
+from .units import Bandwidth, Bytes, Flops, Watts, parse_quantity
+
+Slug = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._\-]*$", max_length=80)]
+Status = Literal["draft", "stable", "deprecated"]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Entry(Strict):
+    """Fields every entry shares: a stable id and an integer version that rises on each change."""
+
+    id: Slug
+    version: int = Field(ge=1)
+    status: Status = "stable"
+    superseded_by: Slug | None = None
+
+
+class Manifest(Strict):
+    name: str
+    version: Annotated[str, Field(pattern=r"^\d+\.\d+\.\d+$")]
+    description: str
+
+
+class Source(Entry):
+    title: str
+    publisher: str
+    kind: Literal["datasheet", "paper", "documentation", "model_config", "article", "whitepaper", "spec"]
+    url: HttpUrl | None = None
+    path: str | None = None
+    as_of: dt.date | None = None
+
+    @model_validator(mode="after")
+    def _located(self) -> Source:
+        if self.url is None and self.path is None:
+            raise ValueError("a source needs a url (or, for a local document, a path)")
+        return self
+
+
+class Claim(Entry):
+    section: str
+    section_en: str
+    kind: Literal["quantitative", "qualitative", "recommendation"]
+    quote_zh: str = Field(min_length=2)
+    text_en: str
+    verdict: Literal["supported", "qualified", "contradicted", "unverifiable"]
+    reason: str
+    evidence: list[Slug] = Field(min_length=1)
+
+
+class Rhetoric(Strict):
+    """An article sentence that asserts nothing checkable, and why it is not a claim."""
+
+    sentence: str
+    section: str = ""
+    section_en: str = ""
+    reason: str
+
+
+class Price(Strict):
+    usd: float = Field(gt=0)
+    as_of: dt.date
+    source: Slug
+    kind: Literal["launch_msrp", "list_price"]
+
+
+class Gpu(Entry):
+    name: str
+    vendor: Literal["nvidia", "amd", "intel"]
+    segment: Literal["datacenter", "workstation", "consumer"]
+    architecture: str
+    form_factor: Literal["sxm", "pcie", "oam", "mezzanine"]
+    memory: Bytes = Field(gt=0)
+    memory_type: str
+    memory_bandwidth: Bandwidth = Field(gt=0)
+    bf16_flops: Flops | None = Field(description="dense BF16 tensor FLOP/s; null if unsupported")
+    fp16_flops: Flops | None = Field(description="dense FP16 tensor FLOP/s; null if unsupported or unpublished")
+    fp8_flops: Flops | None = Field(description="dense FP8 tensor FLOP/s; null if unsupported")
+    fp32_flops: Flops | None = Field(description="non-tensor FP32 FLOP/s; null if unpublished")
+    scale_up: Slug | None
+    scale_up_bandwidth: Bandwidth | None = Field(description="GPU-to-GPU bandwidth per direction")
+    scale_up_domain: int = Field(ge=1, le=576)
+    pcie: Slug
+    tdp: Watts = Field(gt=0)
+    cooling: list[Literal["passive", "active", "liquid"]] = Field(min_length=1)
+    as_of: dt.date
+    sources: list[Slug] = Field(min_length=1)
+    price: Price | None = None
+    notes: str = ""
+
+    @property
+    def memory_bytes(self) -> float:
+        return self.memory
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Gpu:
+        if (self.scale_up is None) != (self.scale_up_bandwidth is None):
+            raise ValueError("scale_up and scale_up_bandwidth must both be set or both be null")
+        if self.scale_up is None and self.scale_up_domain != 1:
+            raise ValueError("scale_up_domain must be 1 when there is no scale-up link")
+        return self
+
+
+class Interconnect(Entry):
+    name: str
+    kind: Literal["scale_up", "host", "scale_out"]
+    bandwidth: Bandwidth = Field(gt=0, description="per direction")
+    quoted: str
+    sources: list[Slug] = Field(min_length=1)
+    notes: str = ""
+
+
+class Moe(Strict):
+    experts: int = Field(ge=2)
+    experts_per_token: int = Field(ge=1)
+
+
+class Model(Entry):
+    name: str
+    family: str
+    params: int = Field(gt=0, description="exact total parameter count")
+    active_params: int | None = Field(default=None, gt=0)
+    layers: int = Field(gt=0)
+    hidden_size: int = Field(gt=0)
+    heads: int = Field(gt=0)
+    kv_heads: int = Field(gt=0)
+    head_dim: int = Field(gt=0)
+    intermediate_size: int = Field(gt=0)
+    vocab_size: int = Field(gt=0)
+    context_length: int = Field(gt=0)
+    mlp: Literal["gated", "standard"]
+    norm: Literal["rmsnorm", "layernorm"]
+    tied_embeddings: bool
+    qkv_bias: bool
+    linear_bias: bool
+    position_embeddings: Literal["rope", "learned"]
+    moe: Moe | None = None
+    sources: list[Slug] = Field(min_length=1)
+    notes: str = ""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Model:
+        if self.heads % self.kv_heads:
+            raise ValueError(f"heads ({self.heads}) must be a multiple of kv_heads ({self.kv_heads})")
+        if (self.moe is None) != (self.active_params is None):
+            raise ValueError("active_params is set exactly when moe is set")
+        return self
+
+
+class TrainingBytes(Strict):
+    weight_bytes: float = Field(gt=0)
+    grad_bytes: float = Field(gt=0)
+    master_bytes: float = Field(ge=0)
+
+
+class Dtype(Entry):
+    name: str
+    bits: float = Field(gt=0, le=64, description="storage bits per parameter, quantization constants included")
+    training: TrainingBytes | None = Field(description="bytes per parameter when this is the training precision")
+    inference: bool
+    flops_field: Literal["bf16_flops", "fp16_flops", "fp8_flops", "fp32_flops"]
+    sources: list[Slug] = Field(min_length=1)
+    notes: str = ""
+
+    @property
+    def bytes(self) -> float:
+        return self.bits / 8
+
+
+class Optimizer(Entry):
+    name: str
+    state_bytes: float = Field(ge=0, description="optimizer state bytes per trainable parameter")
+    states: str
+    sources: list[Slug] = Field(min_length=1)
+    notes: str = ""
+
+
+class Policy(Entry):
+    """A stated engineering assumption (headroom, utilisation) with its reason."""
+
+    title: str
+    value: Annotated[
+        float,
+        BeforeValidator(lambda v: parse_quantity(v, "bytes") if isinstance(v, str) else v),
+        WithJsonSchema({"anyOf": [{"type": "number", "minimum": 0}, {"type": "string"}],
+                        "description": "a number, or bytes with a unit such as '2 GB'"}),
+    ] = Field(ge=0)
+    unit: Literal["fraction", "bytes", "ratio", "tokens"]
+    reason: str
+    claims: list[Slug] = []
+    sources: list[Slug] = Field(min_length=1)

@@ -1,0 +1,72 @@
+"""Restricted formatter for rule `explain` sentences.
+
+Placeholders are `{name}` or `{alias.field}` with an optional unit after a bar:
+`{p.per_gpu_bytes|GB}`. Lookups go through dicts only; `str.format` is never used because it
+allows attribute and index access on the values.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from .units import fmt_bandwidth, fmt_flops, gb, gib
+
+FORMATS: dict[str, Callable[[Any], str]] = {
+    "GB": gb,
+    "GiB": gib,
+    "TB/s": fmt_bandwidth,
+    "TFLOPS": fmt_flops,
+    "pct": lambda v: f"{100 * v:.0f}%",
+    "x": lambda v: f"{v:.2f}×",
+    "int": lambda v: f"{round(v):,}",
+    "f1": lambda v: f"{v:,.1f}",
+    "f2": lambda v: f"{v:,.2f}",
+    "s": lambda v: _duration(v),
+}
+_PLACEHOLDER = re.compile(r"\{([A-Za-z][A-Za-z0-9_]*(?:\.[A-Za-z][A-Za-z0-9_]*)?)(?:\|([A-Za-z0-9/]+))?\}")
+
+
+class TemplateError(ValueError):
+    pass
+
+
+def _duration(seconds: float) -> str:
+    if seconds >= 86400:
+        return f"{seconds / 86400:,.1f} days"
+    if seconds >= 3600:
+        return f"{seconds / 3600:,.1f} h"
+    if seconds >= 1:
+        return f"{seconds:,.1f} s"
+    return f"{seconds * 1e3:,.2f} ms"
+
+
+def placeholders(template: str) -> list[tuple[str, str | None]]:
+    """Check a template and return its (name, format) pairs; stray braces are errors."""
+    stripped = _PLACEHOLDER.sub("", template)
+    if "{" in stripped or "}" in stripped:
+        raise TemplateError("braces must enclose a name like {alias.field} or {name|GB}")
+    found = [(m[1], m[2]) for m in _PLACEHOLDER.finditer(template)]
+    for _, fmt in found:
+        if fmt is not None and fmt not in FORMATS:
+            raise TemplateError(f"unknown format '{fmt}'; use one of {', '.join(FORMATS)}")
+    return found
+
+
+def render(template: str, env: Mapping[str, Any]) -> str:
+    def substitute(match: re.Match[str]) -> str:
+        head, _, tail = match[1].partition(".")
+        value: Any = env.get(head)
+        if tail:
+            value = value.get(tail) if isinstance(value, Mapping) else None
+        if value is None:
+            raise TemplateError(f"no value for {{{match[1]}}}")
+        fmt = match[2]
+        if fmt:
+            return FORMATS[fmt](value)
+        if isinstance(value, float):
+            return f"{value:,.4g}"
+        return str(value)
+
+    return _PLACEHOLDER.sub(substitute, template)

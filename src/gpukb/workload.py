@@ -1,0 +1,156 @@
+"""The question: a workload, validated, then resolved against the catalog.
+
+`Workload` is what users write (unknown fields rejected); `ResolvedWorkload` is the same
+question with defaults applied and the model's architecture filled in, as the Answer shows it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+
+from .errors import WorkloadError
+
+Task = Literal["pretrain", "full_finetune", "lora", "qlora", "inference"]
+Precision = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4"]
+OptimizerId = Literal["adamw", "adamw_8bit", "sgd", "sgd_momentum", "adafactor"]
+Offload = Literal["none", "optimizer", "optimizer+params"]
+TRAINING_TASKS = ("pretrain", "full_finetune", "lora", "qlora")
+MAX_PARAMS = 10**13  # 10 trillion: beyond any published dense or MoE model
+
+_SUFFIX = {"K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12}
+
+
+def _count(value: Any) -> Any:
+    """'7B' -> 7e9, '70e9' -> 7e10, '2T' -> 2e12; other values pass through to validation."""
+    if isinstance(value, str):
+        text = value.strip().replace("_", "").replace(",", "")
+        match = re.fullmatch(r"([0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)\s*([KMBGT]?)", text, re.IGNORECASE)
+        if not match:
+            raise ValueError(f"cannot read {value!r} as a count: write e.g. 7000000000, '7B' or '70e9'")
+        number = float(match[1]) * _SUFFIX.get(match[2].upper(), 1)
+        return round(number)
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+Count = Annotated[int, BeforeValidator(_count)]
+
+
+class Workload(BaseModel):
+    """An LLM workload to place on GPUs. Unknown fields are errors."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: str | None = Field(default=None, description="catalog model id, e.g. 'llama-3-8b'")
+    params: Count | None = Field(default=None, gt=0, le=MAX_PARAMS)
+    layers: int | None = Field(default=None, gt=0, le=1000)
+    hidden_size: int | None = Field(default=None, gt=0, le=262144)
+    heads: int | None = Field(default=None, gt=0, le=4096)
+    kv_heads: int | None = Field(default=None, gt=0, le=4096)
+    vocab_size: int | None = Field(default=None, gt=0, le=10_000_000)
+    intermediate_size: int | None = Field(default=None, gt=0, le=1_048_576)
+    task: Task
+    precision: Precision = "bf16"
+    optimizer: OptimizerId | None = Field(default=None, description="default adamw for training")
+    seq_len: int = Field(default=4096, gt=0, le=10_000_000)
+    micro_batch_size: int = Field(default=1, gt=0, le=65536)
+    batch_size: int = Field(default=1, gt=0, le=65536, description="inference concurrency")
+    activation_checkpointing: bool | None = None
+    lora_rank: int = Field(default=16, gt=0, le=65536)
+    gpu_count: int | None = Field(default=None, gt=0, le=1_000_000)
+    gpus: list[str] | None = Field(default=None, min_length=1)
+    tokens: Count | None = Field(default=None, gt=0, le=10**16)
+    zero_stage: int | None = Field(default=None, ge=0, le=3)
+    tensor_parallel: int | None = Field(default=None, gt=0, le=512)
+    pipeline_parallel: int | None = Field(default=None, gt=0, le=1024)
+    offload: Offload | None = None
+
+    @model_validator(mode="after")
+    def _fits_together(self) -> Workload:
+        given = self.model_fields_set
+        if (self.model is None) == (self.params is None):
+            raise ValueError("give either model (a catalog id) or params (with its architecture), not both or neither")
+        if self.task == "inference":
+            for name in ("optimizer", "activation_checkpointing", "zero_stage", "offload", "micro_batch_size",
+                         "tokens", "lora_rank"):
+                if name in given:
+                    raise ValueError(f"{name}: not used for inference; remove it")
+        else:
+            if self.precision in ("int8", "int4"):
+                raise ValueError(f"precision: {self.precision} is for inference only; for 4-bit fine-tuning use task 'qlora'")
+            if "batch_size" in given:
+                raise ValueError("batch_size: inference concurrency; for training use micro_batch_size")
+            if "lora_rank" in given and self.task not in ("lora", "qlora"):
+                raise ValueError("lora_rank: only for task lora or qlora")
+            if self.offload == "optimizer+params" and self.zero_stage not in (None, 3):
+                raise ValueError("offload: parameter offload needs zero_stage 3 (ZeRO-Infinity)")
+        if self.gpu_count is not None:
+            needed = (self.tensor_parallel or 1) * (self.pipeline_parallel or 1)
+            if needed > self.gpu_count:
+                raise ValueError(f"gpu_count: {self.gpu_count} is fewer than tensor_parallel x pipeline_parallel = {needed}")
+        return self
+
+
+class ResolvedWorkload(BaseModel):
+    """The workload as answered: defaults applied, architecture resolved."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: str
+    task: Task
+    precision: Precision
+    optimizer: OptimizerId | None
+    params: int
+    active_params: int
+    layers: int
+    hidden_size: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    vocab_size: int
+    intermediate_size: int
+    mlp: Literal["gated", "standard"]
+    experts: int
+    experts_per_token: int
+    seq_len: int
+    micro_batch_size: int
+    batch_size: int
+    activation_checkpointing: bool | None
+    lora_rank: int | None
+    gpu_count: int | None
+    gpus: list[str]
+    tokens: int | None
+    zero_stage: int | None
+    tensor_parallel: int | None
+    pipeline_parallel: int | None
+    offload: Offload | None
+    assumptions: list[str] = []
+
+
+def parse_workload(data: Workload | dict[str, Any]) -> Workload:
+    if isinstance(data, Workload):
+        return data
+    if not isinstance(data, dict):
+        raise WorkloadError("workload", f"expected a dict or gpukb.Workload, got {type(data).__name__}")
+    try:
+        return Workload.model_validate(data)
+    except ValidationError as err:
+        first = err.errors()[0]
+        field = ".".join(str(p) for p in first["loc"]) or "workload"
+        message = first["msg"].removeprefix("Value error, ")
+        if first["type"] == "extra_forbidden":
+            message = f"unknown field (fields: {', '.join(Workload.model_fields)})"
+        if ":" in message and not first["loc"]:
+            field, _, message = message.partition(":")
+            message = message.strip()
+        raise WorkloadError(field, message) from None
+
+
+def suggest(name: str, choices: Any) -> str:
+    close = difflib.get_close_matches(name, list(choices), n=3, cutoff=0.5)
+    return f"; did you mean {', '.join(close)}?" if close else ""

@@ -1,0 +1,23 @@
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+import gpukb
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session")
+def kb() -> gpukb.KnowledgeBase:
+    return gpukb.load_kb()
+
+
+@pytest.fixture()
+def checkout(tmp_path: Path) -> Path:
+    """A private copy of the repository's kb/ and rules/ that a test may break."""
+    for top in ("kb", "rules"):
+        shutil.copytree(REPO / top, tmp_path / top)
+    return tmp_path

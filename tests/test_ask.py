@@ -1,0 +1,199 @@
+"""ask() end to end: every task, the API contract, pins, bad input, determinism, threads."""
+
+import json
+import threading
+import tracemalloc
+
+import pytest
+
+import gpukb
+from gpukb import WorkloadError
+
+TASKS = ["pretrain", "full_finetune", "lora", "qlora", "inference"]
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_every_task_answers_with_traced_options(kb, task):
+    answer = kb.ask({"model": "llama-2-7b", "task": task})
+    assert answer.kb_version == kb.version
+    assert answer.options, "some GPU in the catalog can run a 7B model"
+    best = answer.options[0]
+    assert best.fits and best.count >= 1
+    assert best.per_gpu_bytes <= best.usable_bytes
+    assert best.memory.total == best.per_gpu_bytes
+    rules = {step.rule for step in best.trace}
+    assert "planner.fewest-gpus@1" in rules
+    assert any(r.startswith("req.memory.") for r in rules)
+    assert all(step.sentence for step in best.trace)
+    assert answer.memory.total == sum(
+        getattr(answer.memory, p) for p in ("weights", "gradients", "optimizer", "activations", "kv_cache", "overhead"))
+
+
+def test_options_are_ranked_by_score_then_count(kb):
+    answer = kb.ask({"model": "llama-2-7b", "task": "full_finetune"})
+    keys = [(-o.score, o.count, o.gpu) for o in answer.options]
+    assert keys == sorted(keys)
+
+
+def test_rejected_gpus_say_why_with_figures(kb):
+    answer = kb.ask({"model": "llama-2-70b", "task": "full_finetune", "gpu_count": 8,
+                     "gpus": ["rtx-4090-24gb", "h100-sxm-80gb"]})
+    assert [o.gpu for o in answer.options] == ["h100-sxm-80gb"]
+    (rejected,) = answer.rejected
+    assert rejected.gpu == "rtx-4090-24gb" and not rejected.fits
+    (why,) = [f for f in rejected.findings if f.severity == "error"]
+    assert why.kind == "memory_capacity" and why.rule == "bottleneck.capacity.no-fit@1"
+    assert "GB per GPU" in why.message and rejected.per_gpu_bytes > rejected.usable_bytes
+    assert "Why not:" in answer.explain() and "rtx-4090-24gb" in answer.explain()
+
+
+def test_full_finetune_7b_needs_sharding_on_80gb_but_fits_one_141gb(kb):
+    answer = kb.ask({"model": "llama-2-7b", "task": "full_finetune", "gpus": ["h100-sxm-80gb", "h200-sxm-141gb"]})
+    by_gpu = {o.gpu: o for o in answer.options}
+    assert by_gpu["h200-sxm-141gb"].count == 1
+    h100 = by_gpu["h100-sxm-80gb"]
+    assert h100.count == 2 and (h100.strategy.zero_stage >= 1 or h100.strategy.activation_checkpointing)
+    kinds = {f.kind for f in answer.findings}
+    assert "memory_capacity" in kinds
+    remedies = {r.id: r for r in answer.remedies}
+    assert remedies["activation-checkpointing"].effect_bytes == answer.memory.activations - (
+        2 * 4096 * 4096 * 32 + 34 * 4096 * 4096 + 4 * 4096 * 32000)
+    assert {"zero-3", "lora", "qlora", "optimizer-8bit", "offload-optimizer"} <= set(remedies)
+
+
+def test_70b_inference_in_bf16_needs_more_than_one_80gb_gpu(kb):
+    answer = kb.ask({"model": "llama-2-70b", "task": "inference", "gpus": ["h100-sxm-80gb"]})
+    (option,) = answer.options
+    # 138 GB of bf16 weights: one 80 GB GPU cannot hold them; tensor parallel shards them
+    assert option.count > 1 and option.strategy.tensor_parallel == option.count
+    assert option.per_gpu_bytes <= option.usable_bytes
+
+
+def test_batch_one_decode_is_bandwidth_bound(kb):
+    answer = kb.ask({"model": "llama-3-8b", "task": "inference", "gpus": ["h100-sxm-80gb"]})
+    (finding,) = [f for f in answer.findings if f.kind == "memory_bandwidth"]
+    assert finding.gpu == "h100-sxm-80gb" and "FLOP per byte" in finding.message
+    option = answer.options[0]
+    # tokens/s ≈ bandwidth / bytes read per step
+    bytes_per_step = answer.memory.weights + answer.memory.kv_cache
+    assert option.tokens_per_s == pytest.approx(3.35e12 / bytes_per_step, rel=1e-9)
+
+
+def test_qlora_65b_fits_one_48gb_gpu(kb):
+    """QLoRA (Dettmers et al. 2023): a 65B model fine-tunes on a single 48 GB GPU."""
+    answer = kb.ask({"model": "llama-65b", "task": "qlora", "gpus": ["rtx-6000-ada-48gb"], "seq_len": 512})
+    (option,) = answer.options
+    assert option.count == 1 and option.strategy.activation_checkpointing
+
+
+def test_offload_only_when_nothing_else_fits_and_marked(kb):
+    answer = kb.ask({"model": "llama-2-13b", "task": "full_finetune", "gpus": ["rtx-4090-24gb"], "gpu_count": 4})
+    (option,) = answer.options
+    assert option.strategy.offload != "none"
+    assert any(f.rule == "bottleneck.capacity.offload-only@1" for f in option.findings)
+    roomy = kb.ask({"model": "llama-2-13b", "task": "full_finetune", "gpus": ["rtx-4090-24gb"]})
+    assert roomy.options[0].strategy.offload == "none"
+
+
+def test_strategy_pins_are_honoured(kb):
+    answer = kb.ask({"model": "llama-2-13b", "task": "full_finetune", "gpus": ["h100-sxm-80gb"],
+                     "zero_stage": 3, "tensor_parallel": 2, "activation_checkpointing": True})
+    s = answer.options[0].strategy
+    assert (s.zero_stage, s.tensor_parallel, s.activation_checkpointing) == (3, 2, True)
+
+
+def test_gpu_count_limits_options(kb):
+    answer = kb.ask({"model": "llama-2-70b", "task": "full_finetune", "gpu_count": 1, "gpus": ["h200-sxm-141gb"]})
+    assert not answer.options
+    assert answer.rejected[0].count == 1
+
+
+def test_custom_model_by_parameter_count(kb):
+    answer = kb.ask({"params": "7B", "layers": 32, "hidden_size": 4096, "heads": 32, "vocab_size": 32000,
+                     "task": "inference", "gpus": ["l40s-48gb"]})
+    assert answer.workload.params == 7_000_000_000 and answer.workload.model == "custom"
+    assert answer.memory.weights == 14_000_000_000
+    assert any("kv_heads" in a for a in answer.workload.assumptions)
+
+
+@pytest.mark.parametrize(("workload", "field", "message"), [
+    ({"model": "llama-9-7b", "task": "lora"}, "model", "unknown model 'llama-9-7b'; did you mean"),
+    ({"model": "llama-2-7b", "task": "lora", "gpus": ["h100"]}, "gpus.0", "unknown GPU 'h100'"),
+    ({"model": "llama-2-7b", "task": "finetune"}, "task", "Input should be"),
+    ({"model": "llama-2-7b", "task": "lora", "precision": "fp4"}, "precision", "Input should be"),
+    ({"model": "llama-2-7b", "task": "full_finetune", "precision": "int4"}, "precision", "inference only"),
+    ({"model": "llama-2-7b", "task": "inference", "optimizer": "adamw"}, "optimizer", "not used for inference"),
+    ({"model": "llama-2-7b", "task": "lora", "seq_len": -5}, "seq_len", "greater than 0"),
+    ({"model": "llama-2-7b", "task": "lora", "seq_len": 10**12}, "seq_len", "less than or equal"),
+    ({"params": "1e20", "layers": 2, "hidden_size": 8, "heads": 2, "vocab_size": 10, "task": "lora"},
+     "params", "less than or equal"),
+    ({"params": "7B", "task": "lora"}, "layers", "needed with params"),
+    ({"model": "llama-2-7b", "params": "7B", "task": "lora"}, "workload", "either model"),
+    ({"model": "llama-2-7b", "task": "lora", "colour": "red"}, "colour", "unknown field"),
+    ({"model": "llama-2-7b", "task": "lora", "tensor_parallel": 3}, "tensor_parallel", "does not divide"),
+    ({"model": "llama-2-7b", "task": "lora", "batch_size": 4}, "batch_size", "micro_batch_size"),
+])
+def test_bad_workloads_name_the_field(kb, workload, field, message):
+    with pytest.raises(WorkloadError) as info:
+        kb.ask(workload)
+    assert info.value.field == field
+    assert message in str(info.value)
+
+
+def test_same_workload_gives_byte_identical_json(kb):
+    workload = {"model": "mixtral-8x7b", "task": "full_finetune", "tokens": "1T"}
+    first = kb.ask(workload).model_dump_json()
+    for _ in range(3):
+        assert kb.ask(workload).model_dump_json() == first
+    assert json.loads(first)["workload"]["tokens"] == 10**12
+
+
+def test_concurrent_asks_match_sequential_ones(kb):
+    workloads = [{"model": m, "task": t} for m in ("llama-2-7b", "llama-3-70b", "qwen2.5-14b")
+                 for t in ("lora", "inference", "full_finetune")]
+    expected = [kb.ask(w).model_dump_json() for w in workloads]
+    results: dict[int, str] = {}
+    errors: list[BaseException] = []
+
+    def work(i: int) -> None:
+        try:
+            for _ in range(3):
+                results[i] = kb.ask(workloads[i % len(workloads)]).model_dump_json()
+        except BaseException as err:
+            errors.append(err)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert all(results[i] == expected[i % len(workloads)] for i in range(16))
+
+
+def test_memory_stays_flat_over_thousands_of_asks(kb):
+    workload = {"model": "llama-3-8b", "task": "lora", "gpus": ["h100-sxm-80gb", "rtx-4090-24gb"]}
+    for _ in range(200):
+        kb.ask(workload)
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    for _ in range(2000):
+        kb.ask(workload)
+    after = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    assert after - before < 2_000_000, f"Python heap grew by {after - before:,} bytes over 2000 asks"
+
+
+def test_every_number_in_an_option_comes_from_a_trace_step(kb):
+    answer = kb.ask({"model": "llama-2-13b", "task": "full_finetune", "gpus": ["a100-sxm-80gb"]})
+    option = answer.options[0]
+    values = {round(v.value) for s in option.trace for v in s.values if isinstance(v.value, float | int)}
+    for part in ("weights", "gradients", "optimizer", "activations", "kv_cache", "overhead"):
+        assert getattr(option.memory, part) in values
+    assert option.per_gpu_bytes in values and option.usable_bytes in values
+    assert round(option.tokens_per_s) in values
+
+
+def test_packaged_kb_is_used_by_gpukb_ask():
+    answer = gpukb.ask(gpukb.Workload(model="llama-3-8b", task="qlora"))
+    assert answer.options and answer.kb_hash == gpukb.load_kb().content_hash

@@ -1,0 +1,77 @@
+import json
+
+from typer.testing import CliRunner
+
+from gpukb.cli import app
+
+runner = CliRunner()
+
+
+def test_ask_prints_tables_for_the_readme_example():
+    result = runner.invoke(app, ["ask", "--model", "llama-2-7b", "--task", "full_finetune"])
+    assert result.exit_code == 0, result.output
+    for text in ("One replica, before sharding", "Options, best first", "h100-sxm-80gb", "128.6 GB"):
+        assert text in result.output
+    result = runner.invoke(app, ["ask", "--model", "llama-2-13b", "--task", "full_finetune", "--gpu", "rtx-4090-24gb",
+                                 "--gpu-count", "1"])
+    assert result.exit_code == 0, result.output
+    for text in ("Rejected", "rtx-4090-24gb", "Findings", "Remedies", "LoRA instead of full fine-tuning"):
+        assert text in result.output
+
+
+def test_ask_json_is_the_answer():
+    result = runner.invoke(app, ["ask", "--model", "llama-3-8b", "--task", "inference", "--gpu", "l4-24gb",
+                                 "--batch-size", "4", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["workload"]["batch_size"] == 4 and data["options"][0]["gpu"] == "l4-24gb"
+    assert data["trace"][0]["rule"].endswith("@1")
+
+
+def test_ask_explain_shows_the_chain_and_claims():
+    result = runner.invoke(app, ["ask", "--model", "llama-2-7b", "--task", "inference", "--gpu", "h100-sxm-80gb",
+                                 "--explain"])
+    assert result.exit_code == 0
+    assert "req.kv-cache@1" in result.output and "art.kv.quadratic [contradicted]" in result.output
+
+
+def test_bad_input_is_one_clear_line_and_exit_2():
+    result = runner.invoke(app, ["ask", "--model", "llama-2-7b", "--task", "inference", "--optimizer", "adamw"])
+    assert result.exit_code == 2
+    assert "error: optimizer: not used for inference" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_explain_rule_claim_and_gpu():
+    rule = runner.invoke(app, ["explain", "req.kv-cache"])
+    assert rule.exit_code == 0 and "rules/requirements/kv-cache.yaml:2" in rule.output and "tests:" in rule.output
+    claim = runner.invoke(app, ["explain", "art.kv.quadratic"])
+    assert "verdict: contradicted" in claim.output and "cited by rules: " in claim.output
+    gpu = runner.invoke(app, ["explain", "h100-sxm-80gb"])
+    assert "80.0 GB HBM3 at 3.35 TB/s" in gpu.output and "nvidia-h100-datasheet" in gpu.output
+    missing = runner.invoke(app, ["explain", "nope"])
+    assert missing.exit_code == 2
+
+
+def test_lint_passes_on_the_repository():
+    result = runner.invoke(app, ["lint"])
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("ok:")
+
+
+def test_lint_reports_file_line_and_exits_1(checkout):
+    path = checkout / "rules/requirements/kv-cache.yaml"
+    path.write_text(path.read_text().replace("values: {per_token: 524288, bytes: 2147483648}",
+                                             "values: {per_token: 999, bytes: 2147483648}"))
+    result = runner.invoke(app, ["lint", str(checkout)])
+    assert result.exit_code == 1
+    (line,) = [x for x in result.output.splitlines() if "T001" in x]
+    assert line.startswith("rules/requirements/kv-cache.yaml:")
+    assert "per_token = 524,288, expected 999" in line
+    github = runner.invoke(app, ["lint", str(checkout), "--format", "github"])
+    assert github.output.startswith("::error file=rules/requirements/kv-cache.yaml,line=")
+
+
+def test_schema_is_in_sync():
+    result = runner.invoke(app, ["schema", "--check"])
+    assert result.exit_code == 0, result.output

@@ -1,0 +1,63 @@
+"""The grounding formulas against hand-computed values from their papers."""
+
+import pytest
+
+from gpukb import planner
+from gpukb.expr import parse
+
+
+def _kv(kb, model, precision="fp16"):
+    answer = kb.ask({"model": model, "task": "inference", "precision": precision, "gpus": ["h200-sxm-141gb"]})
+    step = next(s for s in answer.trace if s.rule.startswith("req.kv-cache@"))
+    return {v.name: v.value for v in step.values}
+
+
+def test_kv_cache_per_token_llama2_7b_fp16(kb):
+    assert _kv(kb, "llama-2-7b")["per_token"] == 524_288  # 2 · 32 layers · 32 heads · 128 · 2 bytes
+
+
+def test_kv_cache_per_token_llama3_8b_grouped_query(kb):
+    assert _kv(kb, "llama-3-8b", "bf16")["per_token"] == 131_072  # 8 KV heads instead of 32
+
+
+def test_kv_cache_is_linear_in_sequence_length(kb):
+    short = kb.ask({"model": "llama-3-8b", "task": "inference", "seq_len": 8192, "gpus": ["h200-sxm-141gb"]})
+    long = kb.ask({"model": "llama-3-8b", "task": "inference", "seq_len": 65536, "gpus": ["h200-sxm-141gb"]})
+    assert long.memory.kv_cache == 8 * short.memory.kv_cache
+
+
+def test_mixed_precision_adamw_is_16_bytes_per_parameter(kb):
+    answer = kb.ask({"model": "llama-2-7b", "task": "full_finetune", "gpus": ["h200-sxm-141gb"]})
+    n = kb.models["llama-2-7b"].params
+    m = answer.memory
+    assert (m.weights, m.gradients, m.optimizer) == (2 * n, 2 * n, 12 * n)
+    assert m.weights + m.gradients + m.optimizer == 16 * n
+
+
+def test_fp32_adamw_is_4_4_8(kb):
+    answer = kb.ask({"model": "llama-2-7b", "task": "full_finetune", "precision": "fp32", "gpus": ["h200-sxm-141gb"]})
+    n = kb.models["llama-2-7b"].params
+    assert (answer.memory.weights, answer.memory.gradients, answer.memory.optimizer) == (4 * n, 4 * n, 8 * n)
+
+
+@pytest.mark.parametrize(("zero_stage", "expected_gb"), [(0, 120.0), (1, 31.4), (2, 16.6), (3, 1.9)])
+def test_zero_paper_model_states_7_5b_on_64_gpus(zero_stage, expected_gb):
+    """ZeRO (Rajbhandari et al. 2020), Figure 1: Ψ = 7.5B, K = 12, Nd = 64."""
+    psi = 7.5e9
+    env = {"m": {"weights": 2 * psi, "gradients": 2 * psi, "optimizer": 12 * psi}, "w": {"layers": 32},
+           "dp": 64, "tp": 1, "pp": 1, "zero_stage": zero_stage, "offload": "none"}
+    states = sum(planner.PARTS[p].evaluate(env) for p in ("weights", "gradients", "optimizer"))
+    assert states / 1e9 == pytest.approx(expected_gb, abs=0.05)
+
+
+def test_korthikanti_activation_formula_without_flash_attention():
+    """s·b·h·(34 + 5·a·s/h) bytes per layer; GPT-3 175B at s=2048, b=1: 5·a·s/h = 80."""
+    per_layer = parse("s * b * h * (34 + 5 * a * s / h)").evaluate({"s": 2048, "b": 1, "h": 12288, "a": 96})
+    assert per_layer == 2048 * 12288 * (34 + 80)
+
+
+def test_activation_checkpointing_keeps_layer_inputs(kb):
+    answer = kb.ask({"model": "llama-2-7b", "task": "full_finetune", "activation_checkpointing": True,
+                     "gpus": ["h200-sxm-141gb"]})
+    s, h, layers, v = 4096, 4096, 32, 32000
+    assert answer.memory.activations == 2 * s * h * layers + 34 * s * h + 4 * s * v

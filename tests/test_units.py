@@ -1,0 +1,36 @@
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gpukb.units import parse_quantity
+
+
+@pytest.mark.parametrize(("text", "dimension", "expected"), [
+    ("80 GB", "bytes", 80e9),
+    ("24 GiB", "bytes", 24 * 2**30),
+    ("3.35 TB/s", "bandwidth", 3.35e12),
+    ("900 GB/s", "bandwidth", 900e9),
+    ("989.4 TFLOPS", "flops", 989.4e12),
+    ("4.5 PFLOPS", "flops", 4.5e15),
+    ("700 W", "watts", 700.0),
+    (1.5e9, "bytes", 1.5e9),
+])
+def test_human_units_become_si(text, dimension, expected):
+    assert parse_quantity(text, dimension) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(("text", "dimension", "message"), [
+    ("80 GB/s", "bytes", "cannot read '80 GB/s' as bytes"),
+    ("fast", "bandwidth", "write it like '3.35 TB/s'"),
+    (-1, "bytes", "must not be negative"),
+    (True, "flops", "expected a flops quantity"),
+])
+def test_bad_quantities_say_what_to_write(text, dimension, message):
+    with pytest.raises(ValueError, match=message):
+        parse_quantity(text, dimension)
+
+
+@given(st.floats(min_value=0, max_value=1e6, allow_nan=False), st.sampled_from(["", "K", "M", "G", "T", "P"]))
+def test_decimal_prefixes_scale_exactly(number, prefix):
+    scale = {"": 1, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}[prefix]
+    assert parse_quantity(f"{number!r} {prefix}B", "bytes") == pytest.approx(number * scale)
