@@ -187,7 +187,7 @@ def test_memory_stays_flat_over_thousands_of_asks(kb):
 def test_every_number_in_an_option_comes_from_a_trace_step(kb):
     answer = kb.ask({"model": "llama-2-13b", "task": "full_finetune", "gpus": ["a100-sxm-80gb"]})
     option = answer.options[0]
-    values = {round(v.value) for s in option.trace for v in s.values if isinstance(v.value, float | int)}
+    values = {round(v["value"]) for s in option.trace for v in s.values if isinstance(v["value"], float | int)}
     for part in ("weights", "gradients", "optimizer", "activations", "kv_cache", "overhead"):
         assert getattr(option.memory, part) in values
     assert option.per_gpu_bytes in values and option.usable_bytes in values

@@ -9,7 +9,7 @@ from gpukb.expr import parse
 def _kv(kb, model, precision="fp16"):
     answer = kb.ask({"model": model, "task": "inference", "precision": precision, "gpus": ["h200-sxm-141gb"]})
     step = next(s for s in answer.trace if s.rule.startswith("req.kv-cache@"))
-    return {v.name: v.value for v in step.values}
+    return {v["name"]: v["value"] for v in step.values}
 
 
 def test_kv_cache_per_token_llama2_7b_fp16(kb):

@@ -104,7 +104,7 @@ def _finding(c: Collector, fact: dict[str, Any]) -> Finding:
     step = c.step_of(fact)
     assert step is not None
     return Finding(kind=fact["finding"], severity=fact["severity"], message=step.sentence, rule=step.rule,
-                   claims=[cl.id for cl in step.claims], gpu=fact.get("gpu") or None)
+                   claims=[cl["id"] for cl in step.claims], gpu=fact.get("gpu") or None)
 
 
 def _chain(c: Collector, facts: list[dict[str, Any]]) -> list[TraceStep]:
@@ -117,7 +117,7 @@ def _chain(c: Collector, facts: list[dict[str, Any]]) -> list[TraceStep]:
             continue
         seen.add(number)
         for ref in c.steps[number - 1].inputs:
-            by = c.facts[ref.fid].get("by", 0)
+            by = c.facts[ref["fid"]].get("by", 0)
             if by:
                 todo.append(by)
     return [c.steps[n - 1] for n in sorted(seen)]
@@ -161,7 +161,7 @@ def build_answer(c: Collector, kb_version: str, kb_hash: str, workload: Resolved
         if fact["remedy"] not in remedies:
             remedies[fact["remedy"]] = Remedy(
                 id=fact["remedy"], title=fact["title"], effect=f"saves about {gb(fact['effect_bytes'])}",
-                effect_bytes=round(fact["effect_bytes"]), rule=step.rule, claims=[cl.id for cl in step.claims])
+                effect_bytes=round(fact["effect_bytes"]), rule=step.rule, claims=[cl["id"] for cl in step.claims])
     replica = dict(memory)
     if workload.activation_checkpointing:  # pinned on: the replica is the checkpointed one
         replica["activations"] = memory["activations_checkpointed"]

@@ -22,10 +22,10 @@ def _number(value: object) -> str:
 def render_step(step: TraceStep, indent: str = "  ") -> list[str]:
     lines = [f"{indent}[{step.step}] {step.rule} ({step.stage}) — {step.title}", f"{indent}    {step.sentence}"]
     for value in step.values:
-        if value.expr:
-            lines.append(f"{indent}    {value.name} = {value.expr} = {_number(value.value)}")
+        if value["expr"]:
+            lines.append(f"{indent}    {value['name']} = {value['expr']} = {_number(value['value'])}")
     for claim in step.claims:
-        lines.append(f"{indent}    rests on {claim.id} [{claim.verdict}] 「{claim.quote_zh}」")
+        lines.append(f"{indent}    rests on {claim['id']} [{claim['verdict']}] 「{claim['quote_zh']}」")
     if step.sources:
         lines.append(f"{indent}    sources: {', '.join(step.sources)}")
     return lines

@@ -167,9 +167,12 @@ def parse(text: str) -> Expr:
     return Expr(text.strip(), tree, frozenset(names - set(FUNCTIONS)), _closure(tree.body))
 
 
+_NUMBER_TYPES = frozenset({int, float, bool})
+
+
 def _is_number(value: Any) -> bool:
     # bools are ints in Python; arithmetic on them is allowed (True * x), strings and lists are not
-    return isinstance(value, int | float)
+    return type(value) in _NUMBER_TYPES
 
 
 def _lookup(name: str) -> Callable[[Mapping[str, Any]], Any]:

@@ -32,7 +32,8 @@ def ask(kb: KnowledgeBase, workload: Workload | dict[str, Any]) -> Answer:
         memory = memories[0]
         # Stage 2: the planner places the replica on each candidate GPU type; later rules diagnose
         # the plans, propose remedies and estimate throughput.
-        plans = [plan_gpu(c, resolved, wfact, policy, memory, g) for g in gpus]
+        splits: dict = {}
+        plans = [plan_gpu(c, resolved, wfact, policy, memory, g, splits) for g in gpus]
         fleet = _fleet(c, plans)
         session.assert_facts([*plans, fleet])
     return build_answer(c, kb.version, kb.content_hash, resolved, memory)

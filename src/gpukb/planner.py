@@ -61,8 +61,14 @@ def _parts(strategy: Strategy, dp: int, base: dict[str, Any]) -> dict[str, float
     return {name: float(e.evaluate(env)) for name, e in PARTS.items()}
 
 
-def _split(strategy: Strategy, base: dict[str, Any], inference: bool) -> tuple[float, float]:
-    """(A, B) with per_gpu(n) = A + B/n, n = dp (training) or the tp*pp shard count (inference)."""
+def _split(strategy: Strategy, base: dict[str, Any], inference: bool,
+           cache: dict[Strategy, tuple[float, float]]) -> tuple[float, float]:
+    """(A, B) with per_gpu(n) = A + B/n, n = dp (training) or the tp*pp shard count (inference).
+
+    A and B depend on the replica and the strategy, not on the GPU: `cache` holds them for one ask.
+    """
+    if strategy in cache:
+        return cache[strategy]
     if inference:
         one = sum(_parts(Strategy(1, 1, 0, False, "none"), 1, base).values())
         two = sum(_parts(Strategy(2, 1, 0, False, "none"), 1, base).values())
@@ -70,7 +76,8 @@ def _split(strategy: Strategy, base: dict[str, Any], inference: bool) -> tuple[f
         one = sum(_parts(strategy, 1, base).values())
         two = sum(_parts(strategy, 2, base).values())
     b = 2 * (one - two)
-    return one - b, b
+    cache[strategy] = (one - b, b)
+    return cache[strategy]
 
 
 def _strategies(w: ResolvedWorkload, gpu: dict[str, Any], offloads: list[str]) -> list[Strategy]:
@@ -122,8 +129,11 @@ def _inference_candidate(w: ResolvedWorkload, gpu: dict[str, Any], a: float, b: 
 
 
 def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], policy: dict[str, Any],
-             memory: dict[str, Any], gpu: dict[str, Any]) -> dict[str, Any]:
-    """Choose the plan for one GPU type, record it as a trace step, and return the plan fact."""
+             memory: dict[str, Any], gpu: dict[str, Any], cache: dict[Strategy, tuple[float, float]]) -> dict[str, Any]:
+    """Choose the plan for one GPU type, record it as a trace step, and return the plan fact.
+
+    `cache` is shared by the GPU types of one ask (same workload and replica).
+    """
     inference = w.task == "inference"
     limit = w.gpu_count or NO_LIMIT
     base = {"m": memory, "w": wfact}
@@ -136,7 +146,7 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
         tried += strategies
         best: Candidate | None = None
         for strategy in strategies:
-            a, b = _split(strategy, base, inference)
+            a, b = _split(strategy, base, inference, cache)
             cand = (_inference_candidate(w, gpu, a, b, usable, limit) if inference
                     else _training_candidate(strategy, a, b, usable, limit))
             if cand and (best is None or cand.count < best.count):
@@ -163,7 +173,7 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
     values = [Value(name="usable_bytes", value=usable, expr=USABLE.text)]
     values += [Value(name=n, value=v, expr=PARTS[n].text) for n, v in parts.items()]
     values.append(Value(name="per_gpu_bytes", value=per_gpu, expr=PER_GPU.text))
-    values += [Value(name=k, value=v) for k, v in env.items() if k not in ("m", "w")]
+    values += [Value(name=k, value=v, expr=None) for k, v in env.items() if k not in ("m", "w")]
     verdict = "fits" if fits else "does not fit"
     sentence = (f"{gpu['gpu']}: {chosen.count} GPU(s) (dp={chosen.dp}, tp={s.tp}, pp={s.pp}, "
                 f"ZeRO-{fields['zero_stage']}, checkpointing {'on' if s.checkpointing else 'off'}, offload {s.offload}) "

@@ -33,7 +33,7 @@ def run_rule_tests(kb: KnowledgeBase) -> list[Problem]:
                 continue
             if not steps:
                 continue
-            got = {v.name: v.value for v in steps[0].values}
+            got = {v["name"]: v["value"] for v in steps[0].values}
             for name, expected in test.expect.values.items():
                 value = got.get(name)
                 if not isinstance(value, int | float):

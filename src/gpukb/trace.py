@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
+from typing_extensions import TypedDict  # pydantic needs this TypedDict before Python 3.12
 
 from .errors import EngineError
 from .kb import KnowledgeBase
@@ -19,8 +20,8 @@ from .template import TemplateError, render
 MAX_FIRINGS = 5000  # a healthy ask fires a few hundred times; more means rules chain without end
 
 
-class CitedClaim(BaseModel):
-    model_config = ConfigDict(frozen=True)
+# Plain typed dicts, not models: an ask records hundreds of these and they only need serializing.
+class CitedClaim(TypedDict):
     id: str
     section: str
     quote_zh: str
@@ -28,19 +29,17 @@ class CitedClaim(BaseModel):
     verdict: str
 
 
-class FactRef(BaseModel):
-    model_config = ConfigDict(frozen=True)
+class FactRef(TypedDict):
     alias: str
     kind: str
     fid: str
     label: str
 
 
-class Value(BaseModel):
-    model_config = ConfigDict(frozen=True)
+class Value(TypedDict):
     name: str
     value: float | int | str | bool
-    expr: str | None = None
+    expr: str | None
 
 
 class TraceStep(BaseModel):
@@ -99,9 +98,10 @@ class Collector:
         """Add a step and the facts it produced; returns the new facts (with fid and by)."""
         number = len(self.steps) + 1
         facts = [self.new_fact(kind, fields, number) for kind, fields in outputs]
-        self.steps.append(TraceStep(
+        self.steps.append(TraceStep.model_construct(
             step=number, rule=rule, stage=stage, title=title,
-            inputs=[FactRef(alias=a, kind=f["kind"], fid=f["fid"], label=label(f)) for a, f in inputs.items()],
+            inputs=[FactRef(alias=a, kind=f["kind"], fid=f["fid"], label=label(f))
+                    for a, f in inputs.items()],
             values=values, claims=cite(self.kb, claims), sources=sources, sentence=sentence,
             produced=[f"{f['fid']} {label(f)}" for f in facts]))
         return facts
