@@ -29,10 +29,13 @@ def test_every_task_answers_with_traced_options(kb, task):
         getattr(answer.memory, p) for p in ("weights", "gradients", "optimizer", "activations", "kv_cache", "overhead"))
 
 
-def test_options_are_ranked_by_score_then_count(kb):
+def test_options_are_ranked_by_tier_then_score_then_count(kb):
     answer = kb.ask({"model": "llama-2-7b", "task": "full_finetune"})
-    keys = [(-o.score, o.count, o.gpu) for o in answer.options]
+    keys = [(o.tier, -o.score, o.count, o.gpu) for o in answer.options]
     assert keys == sorted(keys)
+    # the decision tree prefers 80 GB-class cards for full training of a mid-size model
+    assert all(kb.gpus[o.gpu].memory_bytes >= 80e9 for o in answer.options if o.tier == 0)
+    assert answer.options[0].tier == 0
 
 
 def test_rejected_gpus_say_why_with_figures(kb):

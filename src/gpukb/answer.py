@@ -55,6 +55,7 @@ class Remedy(BaseModel):
     effect_bytes: int
     rule: str
     claims: list[str]
+    gpu: str | None = None
 
 
 class Option(BaseModel):
@@ -68,7 +69,9 @@ class Option(BaseModel):
     strategy: Strategy
     tokens_per_s: float | None
     time_to_train_s: float | None
+    efficiency: float | None
     score: float
+    tier: int
     findings: list[Finding]
     trace: list[TraceStep]
 
@@ -126,42 +129,72 @@ def _chain(c: Collector, facts: list[dict[str, Any]]) -> list[TraceStep]:
 _SEVERITY = {"error": 0, "warning": 1, "info": 2}
 
 
+def _remedy(c: Collector, fact: dict[str, Any]) -> Remedy:
+    step = c.step_of(fact)
+    assert step is not None
+    if fact.get("efficiency_after") is not None:
+        effect = (f"scaling efficiency {fact['efficiency_before']:.0%} → {fact['efficiency_after']:.0%}"
+                  + (f" on {fact['gpu']}" if fact.get("gpu") else ""))
+    else:
+        effect = f"saves about {gb(fact.get('effect_bytes', 0))}"
+    return Remedy(id=fact["remedy"], title=fact["title"], effect=effect, effect_bytes=round(fact.get("effect_bytes", 0)),
+                  rule=step.rule, claims=[cl["id"] for cl in step.claims], gpu=fact.get("gpu") or None)
+
+
+DEFAULT_TIER = 1  # options no decision-tree branch prefers; a preferred option has tier 0
+
+
+def option_sort_key(o: Option, price: float) -> tuple[Any, ...]:
+    """Best first: preferred tier, then effective tokens/s (= shorter time to train), then fewer GPUs,
+    then tokens/s per dollar where a dated price is known, then the id for a stable order."""
+    per_dollar = o.score / (o.count * price) if price else 0.0
+    return (o.tier, -o.score, o.count, -per_dollar, o.gpu)
+
+
 def build_answer(c: Collector, kb_version: str, kb_hash: str, workload: ResolvedWorkload,
-                 memory: dict[str, Any]) -> Answer:
-    findings = sorted(c.of_kind("finding"), key=lambda f: (_SEVERITY[f["severity"]], f.get("gpu", ""), f["finding"], f["fid"]))
-    estimates = {e["gpu"]: e for e in c.of_kind("estimate")}
+                 memory: dict[str, Any], prices: dict[str, float]) -> Answer:
+    findings = sorted(c.of_kind("finding"),
+                      key=lambda f: (_SEVERITY[f["severity"]], f.get("gpu", ""), f["finding"], f["fid"]))
+    per_gpu: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    for kind in ("estimate", "comm", "rank", "preference", "remedy"):
+        for fact in c.of_kind(kind):
+            per_gpu.setdefault(fact.get("gpu") or "", {}).setdefault(kind, []).append(fact)
     by_gpu: dict[str, list[dict[str, Any]]] = {}
     for f in findings:
         by_gpu.setdefault(f.get("gpu") or "", []).append(f)
     options, rejected = [], []
     for plan in c.of_kind("plan"):
         gpu = plan["gpu"]
-        est = estimates.get(gpu)
+        facts = per_gpu.get(gpu, {})
+        rank = (facts.get("rank") or [None])[0]
         own = by_gpu.get(gpu, [])
         fits = plan["fits"] and not any(f.get("rejects") for f in own)
+        related = [plan, *own, *(f for kind in ("estimate", "comm", "rank", "preference") for f in facts.get(kind, []))]
         option = Option(
             gpu=gpu, count=plan["count"], fits=fits, per_gpu_bytes=round(plan["per_gpu_bytes"]),
             usable_bytes=round(plan["usable_bytes"]), memory=_memory(plan, plan["per_gpu_bytes"]),
             strategy=Strategy(data_parallel=plan["dp"], tensor_parallel=plan["tp"], pipeline_parallel=plan["pp"],
                               zero_stage=plan["zero_stage"], activation_checkpointing=plan["checkpointing"],
                               offload=plan["offload"], nodes=plan["nodes"]),
-            tokens_per_s=est["tokens_per_s"] if est else None,
-            time_to_train_s=(est.get("time_to_train_s") or None) if est else None,
-            score=est["score"] if est and fits else 0.0,
+            tokens_per_s=rank["tokens_per_s"] if rank else None,
+            time_to_train_s=(rank.get("time_to_train_s") or None) if rank else None,
+            efficiency=rank.get("efficiency") if rank else None,
+            score=rank["score"] if rank and fits else 0.0,
+            tier=min((p["tier"] for p in facts.get("preference", [])), default=DEFAULT_TIER),
             findings=[_finding(c, f) for f in own],
-            trace=_chain(c, [plan, *([est] if est else []), *own]),
+            trace=_chain(c, related),
         )
         (options if fits else rejected).append(option)
-    options.sort(key=lambda o: (-o.score, o.count, o.gpu))
+    options.sort(key=lambda o: option_sort_key(o, prices.get(o.gpu, 0.0)))
     rejected.sort(key=lambda o: o.gpu)
-    remedies: dict[str, Remedy] = {}
-    for fact in sorted(c.of_kind("remedy"), key=lambda r: (-r["effect_bytes"], r["remedy"])):
-        step = c.step_of(fact)
-        assert step is not None
-        if fact["remedy"] not in remedies:
-            remedies[fact["remedy"]] = Remedy(
-                id=fact["remedy"], title=fact["title"], effect=f"saves about {gb(fact['effect_bytes'])}",
-                effect_bytes=round(fact["effect_bytes"]), rule=step.rule, claims=[cl["id"] for cl in step.claims])
+    remedies: dict[tuple[str, str], Remedy] = {}
+    best = options[0].gpu if options else ""
+    for fact in sorted(c.of_kind("remedy"), key=lambda r: (-r.get("effect_bytes", 0), r["remedy"], r.get("gpu", ""))):
+        # GPU-specific remedies are listed for the best option only; general ones once
+        if fact.get("gpu") and fact["gpu"] != best:
+            continue
+        key = (fact["remedy"], fact.get("gpu") or "")
+        remedies.setdefault(key, _remedy(c, fact))
     replica = dict(memory)
     if workload.activation_checkpointing:  # pinned on: the replica is the checkpointed one
         replica["activations"] = memory["activations_checkpointed"]

@@ -16,11 +16,13 @@ ENGINE_KINDS: dict[str, frozenset[str]] = {
         "adapter_weight_bytes", "kv_bytes", "activation_checkpointing", "flash_attention", "gpu_count",
         "dp_hint",
     }),
-    "policy": frozenset({"reserve_fraction", "runtime_overhead", "mfu", "prefill_chunk"}),
+    "policy": frozenset({"reserve_fraction", "runtime_overhead", "mfu", "prefill_chunk", "scale_out_bandwidth",
+                         "scaling_efficiency_floor"}),
     "gpu": frozenset({
         "gpu", "name", "vendor", "form_factor", "memory_bytes", "memory_bandwidth",
         "flops", "bf16_flops", "fp8_flops", "has_bf16", "has_fp8", "scale_up_bandwidth",
-        "scale_up_domain", "pcie_bandwidth", "tdp", "liquid_only", "consumer",
+        "scale_up_domain", "pcie_bandwidth", "tdp", "liquid_only", "air_cooled", "consumer", "segment",
+        "price_usd",
     }),
     "plan": frozenset({
         "gpu", "count", "dp", "tp", "pp", "zero_stage", "checkpointing", "offload", "weights",
@@ -44,9 +46,18 @@ RULE_KINDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     ),
     "finding": (frozenset({"finding", "severity"}),
                 frozenset({"finding", "severity", "gpu", "rejects", "value", "limit"})),
-    "remedy": (frozenset({"remedy", "title", "effect_bytes"}),
-               frozenset({"remedy", "title", "effect_bytes", "gpu"})),
-    "estimate": (frozenset({"gpu", "tokens_per_s", "score"}),
+    "remedy": (frozenset({"remedy", "title"}),
+               frozenset({"remedy", "title", "effect_bytes", "efficiency_before", "efficiency_after", "gpu"})),
+    # communication per training step against its compute (the "communication wall")
+    "comm": (frozenset({"gpu", "comm_time_s", "compute_time_s", "efficiency"}),
+             frozenset({"gpu", "dp_bytes", "tp_bytes", "link_bandwidth", "tp_bandwidth", "comm_time_s",
+                        "compute_time_s", "efficiency", "link"})),
+    # what ranks an option: effective throughput after communication, and its time to train
+    "rank": (frozenset({"gpu", "score", "tokens_per_s"}),
+             frozenset({"gpu", "score", "tokens_per_s", "time_to_train_s", "efficiency", "tokens_per_dollar"})),
+    # a decision-tree branch that prefers some GPU types for this workload (lower tier first)
+    "preference": (frozenset({"gpu", "tier", "branch"}), frozenset({"gpu", "tier", "branch"})),
+    "estimate": (frozenset({"gpu", "tokens_per_s"}),
                  frozenset({"gpu", "tokens_per_s", "step_time_s", "time_to_train_s", "score", "bound",
                             "intensity", "ridge", "flop_per_token"})),
 }

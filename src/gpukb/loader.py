@@ -34,12 +34,23 @@ SCHEMA_NAMES = {"sources": "source", "claims": "claim", "gpus": "gpu", "models":
                 "policies": "policy", "rhetoric": "rhetoric"}
 
 
+_UNION_TAGS = {"str", "int", "float", "bool", "list", "dict", "none"}
+
+
 def _pydantic_problems(err: ValidationError, doc: Located, prefix: Loc) -> list[Problem]:
     problems = []
+    seen: set[tuple[int, int]] = set()
     for item in err.errors():
-        loc = prefix + tuple(item["loc"])
+        # a value failing every member of a union yields one error per member: report it once
+        item_loc = tuple(item["loc"])
+        while item_loc and str(item_loc[-1]).split("[")[0] in _UNION_TAGS:
+            item_loc = item_loc[:-1]
+        loc = prefix + item_loc
         line, col = doc.where(loc)
-        field = ".".join(str(p) for p in item["loc"]) or "(entry)"
+        if (line, col) in seen:
+            continue
+        seen.add((line, col))
+        field = ".".join(str(p) for p in item_loc) or "(entry)"
         if item["type"] == "extra_forbidden":
             problems.append(Problem(doc.file, line, col, "E011", "unknown field", field))
         elif item["type"] == "missing":

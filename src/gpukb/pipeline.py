@@ -20,7 +20,8 @@ def ask(kb: KnowledgeBase, workload: Workload | dict[str, Any]) -> Answer:
     c = Collector(kb)
     policy = c.new_fact("policy", policy_fact(kb), 0)
     wfact = c.new_fact("workload", wfields, 0)
-    gpus = [c.new_fact("gpu", gpu_fact(kb, kb.gpus[g], resolved.precision), 0) for g in resolved.gpus]
+    training = resolved.task != "inference"
+    gpus = [c.new_fact("gpu", gpu_fact(kb, kb.gpus[g], resolved.precision, training), 0) for g in resolved.gpus]
     with ENGINE.session(kb, c) as session:
         # Stage 1: requirement rules derive one replica's memory from the workload.
         session.assert_facts([policy, wfact, *gpus])
@@ -36,7 +37,8 @@ def ask(kb: KnowledgeBase, workload: Workload | dict[str, Any]) -> Answer:
         plans = [plan_gpu(c, resolved, wfact, policy, memory, g, splits) for g in gpus]
         fleet = _fleet(c, plans)
         session.assert_facts([*plans, fleet])
-    return build_answer(c, kb.version, kb.content_hash, resolved, memory)
+    prices = {g: kb.gpus[g].price.usd for g in resolved.gpus if kb.gpus[g].price}
+    return build_answer(c, kb.version, kb.content_hash, resolved, memory, prices)
 
 
 def _fleet(c: Collector, plans: list[dict[str, Any]]) -> dict[str, Any]:

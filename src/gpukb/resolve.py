@@ -11,7 +11,8 @@ from .workload import TRAINING_TASKS, ResolvedWorkload, Workload, suggest
 
 ARCHITECTURE = ("layers", "hidden_size", "heads", "kv_heads", "vocab_size", "intermediate_size")
 POLICY_IDS = {"reserve_fraction": "reserve-fraction", "runtime_overhead": "runtime-overhead", "mfu": "mfu",
-              "prefill_chunk": "prefill-chunk"}
+              "prefill_chunk": "prefill-chunk", "scale_out_bandwidth": "scale-out-bandwidth",
+              "scaling_efficiency_floor": "scaling-efficiency-floor"}
 KV_BYTES = {"fp32": 4.0}  # every other precision keeps the KV cache in 16-bit (weight-only quantization)
 QLORA_BASE = "nf4"
 # Which dense throughput a precision runs at, with fallbacks where a GPU lacks the native format.
@@ -125,9 +126,12 @@ def policy_fact(kb: KnowledgeBase) -> dict[str, Any]:
     return {name: kb.policy(pid) for name, pid in POLICY_IDS.items()}
 
 
-def gpu_fact(kb: KnowledgeBase, gpu: Gpu, precision: str) -> dict[str, Any]:
+def gpu_fact(kb: KnowledgeBase, gpu: Gpu, precision: str, training: bool) -> dict[str, Any]:
+    # FP8 training keeps attention, norms, communication and the optimizer in higher precision and
+    # no source gives a general end-to-end speed-up, so training estimates use the 16-bit rate.
+    order = FLOPS_ORDER["bf16"] if (training and precision == "fp8") else FLOPS_ORDER[precision]
     # 0 when the vendor publishes no throughput for this precision: estimates then do not fire
-    flops = next((getattr(gpu, f) for f in FLOPS_ORDER[precision] if getattr(gpu, f)), None) or 0.0
+    flops = next((getattr(gpu, f) for f in order if getattr(gpu, f)), None) or 0.0
     pcie = kb.interconnects[gpu.pcie].bandwidth
     return {
         "gpu": gpu.id, "name": gpu.name, "vendor": gpu.vendor, "form_factor": gpu.form_factor,
@@ -136,5 +140,6 @@ def gpu_fact(kb: KnowledgeBase, gpu: Gpu, precision: str) -> dict[str, Any]:
         "has_bf16": gpu.bf16_flops is not None, "has_fp8": gpu.fp8_flops is not None,
         "scale_up_bandwidth": gpu.scale_up_bandwidth or 0.0,
         "scale_up_domain": gpu.scale_up_domain, "pcie_bandwidth": pcie, "tdp": gpu.tdp,
-        "liquid_only": gpu.cooling == ["liquid"], "consumer": gpu.segment == "consumer",
+        "liquid_only": gpu.cooling == ["liquid"], "air_cooled": bool({"passive", "active"} & set(gpu.cooling)),
+        "consumer": gpu.segment == "consumer", "segment": gpu.segment, "price_usd": gpu.price.usd if gpu.price else 0.0,
     }

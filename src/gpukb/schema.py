@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, HttpUrl, WithJsonSchema, model_validator
+from pydantic import BaseModel, ConfigDict, Field, HttpUrl, WithJsonSchema, model_validator
 
 from .units import Bandwidth, Bytes, Flops, Watts, parse_quantity
 
@@ -190,16 +190,20 @@ class Optimizer(Entry):
 
 
 class Policy(Entry):
-    """A stated engineering assumption (headroom, utilisation) with its reason."""
+    """A stated engineering assumption (headroom, utilisation, network) with its reason."""
 
     title: str
-    value: Annotated[
-        float,
-        BeforeValidator(lambda v: parse_quantity(v, "bytes") if isinstance(v, str) else v),
-        WithJsonSchema({"anyOf": [{"type": "number", "minimum": 0}, {"type": "string"}],
-                        "description": "a number, or bytes with a unit such as '2 GB'"}),
-    ] = Field(ge=0)
-    unit: Literal["fraction", "bytes", "ratio", "tokens"]
+    value: Annotated[float, WithJsonSchema({
+        "anyOf": [{"type": "number", "minimum": 0}, {"type": "string"}],
+        "description": "a number, or a quantity with a unit matching `unit` ('2 GB', '50 GB/s')"})] = Field(ge=0)
+    unit: Literal["fraction", "bytes", "bandwidth", "ratio", "tokens"]
     reason: str
     claims: list[Slug] = []
     sources: list[Slug] = Field(min_length=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _units(cls, data: object) -> object:
+        if isinstance(data, dict) and isinstance(data.get("value"), str) and data.get("unit") in ("bytes", "bandwidth"):
+            data = {**data, "value": parse_quantity(data["value"], data["unit"])}
+        return data
