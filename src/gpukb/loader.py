@@ -12,6 +12,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from .architecture import count_parameters
 from .errors import KBError, Problem
 from .kb import KnowledgeBase
 from .rules import STAGES, Rule, compile_rule
@@ -167,6 +168,18 @@ def _check_references(r: _Reader) -> None:
             need("gpus", gpu_id, ("price", "source"), "sources", gpu.price.source)
 
 
+def _check_models(r: _Reader) -> None:
+    """A model's stated parameter counts must follow from its architecture."""
+    for model_id, model in r.entries["models"].items():
+        total, active = count_parameters(model)
+        if model.params != total:
+            r.problem_at("models", model_id, ("params",), "E050",
+                         f"{model.params:,} does not match the architecture's {total:,} (see gpukb.architecture)")
+        if model.active_params is not None and model.active_params != active:
+            r.problem_at("models", model_id, ("active_params",), "E050",
+                         f"{model.active_params:,} does not match the architecture's {active:,}")
+
+
 def read_checkout(root: Path) -> KnowledgeBase:
     root = Path(root)
     r = _Reader(root)
@@ -201,6 +214,7 @@ def read_checkout(root: Path) -> KnowledgeBase:
             message = f"rules live in rules/<stage>/, stage one of {', '.join(STAGES)}"
             r.problems.append(Problem(r.display(path), 1, 1, "R008", message))
     _check_references(r)
+    _check_models(r)
     compiled = []
     for rule_id, rule in r.rules.items():
         result, problems = compile_rule(rule)
