@@ -31,6 +31,26 @@ class _Host(durable.Host):
         return None
 
 
+def _condition_fields(kb: KnowledgeBase) -> dict[str, frozenset[str]]:
+    """Per fact kind, the fields some rule condition reads (directly or through a join).
+
+    durable-rules only sees these (plus kind and fid): the action looks the full fact up by fid,
+    which keeps the JSON that durable encodes and decodes on every firing small.
+    """
+    needed: dict[str, set[str]] = {}
+    for compiled in kb.active_rules:
+        kinds = dict(compiled.aliases)
+        for (_alias, kind), cond in zip(compiled.aliases, compiled.conditions, strict=True):
+            needed.setdefault(kind, set())
+            for name in cond.names if cond else ():
+                head, _, tail = name.partition(".")
+                if tail:
+                    needed.setdefault(kinds[head], set()).add(tail)
+                else:
+                    needed[kind].add(name)
+    return {kind: frozenset(fields | {"kind", "fid"}) for kind, fields in needed.items()}
+
+
 class Session:
     """One ask's working memory inside the shared ruleset."""
 
@@ -42,7 +62,9 @@ class Session:
 
     def assert_facts(self, facts: list[dict[str, Any]]) -> None:
         for fact in facts:
-            self._engine._assert(self._ruleset, {**fact, "sid": self.sid})
+            slim = self._engine._slim(self._ruleset, fact)
+            if slim is not None:
+                self._engine._assert(self._ruleset, {**slim, "sid": self.sid})
         self.collector.check()
 
 
@@ -50,7 +72,7 @@ class Engine:
     def __init__(self) -> None:
         self._host = _Host()
         self._lock = threading.RLock()
-        self._rulesets: dict[str, str] = {}
+        self._rulesets: dict[str, dict[str, frozenset[str]]] = {}  # name -> fields conditions read, per kind
         self._collectors: dict[str, Collector] = {}
         self._ids = itertools.count(1)
 
@@ -60,25 +82,32 @@ class Engine:
             definition = {}
             for compiled in kb.active_rules:
                 rule = compiled.durable_definition()
-                rule["run"] = self._action(compiled)
+                rule["run"] = self._action(compiled, name)
                 definition[compiled.key.replace("@", "_v")] = rule
             if not definition:
                 raise EngineError("the knowledge base has no active rules")
             self._host.register_rulesets({name: definition})
-            self._rulesets[name] = kb.content_hash
+            self._rulesets[name] = _condition_fields(kb)
         return name
 
-    def _action(self, compiled: CompiledRule):
+    def _slim(self, ruleset: str, fact: dict[str, Any]) -> dict[str, Any] | None:
+        """The part of a fact durable needs, or None when no rule matches its kind at all."""
+        fields = self._rulesets[ruleset].get(fact["kind"])
+        return None if fields is None else {k: v for k, v in fact.items() if k in fields}
+
+    def _action(self, compiled: CompiledRule, ruleset_name: str) -> Any:
         def action(c: Any) -> None:
             collector = self._collectors.get(c.s.sid)
             if collector is None or collector.errors:
                 return
             try:
-                matched = {alias: dict(c._m[alias]) for alias, _ in compiled.aliases}
+                matched = {alias: collector.facts[c._m[alias]["fid"]] for alias, _ in compiled.aliases}
                 for fact in collector.fire(compiled, matched):
-                    # a conclusion no rule consumes stays in the collector only
+                    slim = self._slim(ruleset_name, fact)
+                    if slim is None:
+                        continue  # a conclusion no rule consumes stays in the collector only
                     with suppress(durable.MessageNotHandledException):
-                        c.assert_fact(dict(fact))
+                        c.assert_fact(slim)  # a fresh dict: durable adds `sid` to what it is given
             except Exception as err:  # durable would swallow it; keep it for the caller
                 collector.errors.append(f"{compiled.key}: {err}")
 
