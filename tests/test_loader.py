@@ -143,3 +143,9 @@ def test_yaml_is_loaded_safely(checkout):
 def test_missing_knowledge_base(tmp_path):
     with pytest.raises(KBError, match=r"kb/manifest\.yaml missing"):
         gpukb.load_kb(tmp_path)
+
+
+def test_non_utf8_file_is_a_located_error(checkout):
+    (checkout / "kb/gpus/latin1.yaml").write_bytes("name: caf\xe9\n".encode("latin-1"))
+    (problem,) = _problems(checkout)
+    assert problem.startswith("kb/gpus/latin1.yaml:1:1: E001 not UTF-8 text")

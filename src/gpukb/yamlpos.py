@@ -54,7 +54,10 @@ def _walk(node: yaml.Node, path: Loc, out: dict[Loc, tuple[int, int]], dups: lis
 
 def load_located(path: Path, display: str) -> tuple[Located | None, list[Problem]]:
     """Parse one YAML file safely; on a syntax error return the problem instead of raising."""
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        return None, [Problem(display, 1, 1, "E001", f"not UTF-8 text (byte {exc.start}): save the file as UTF-8")]
     loader = yaml.SafeLoader(text)
     try:
         node = loader.get_single_node()
