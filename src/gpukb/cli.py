@@ -1,4 +1,4 @@
-"""The `gpukb` command line: ask, explain, lint, schema."""
+"""The `gpukb` command line: ask, explain, lint, impact, schema."""
 
 from __future__ import annotations
 
@@ -187,29 +187,82 @@ def explain_entry(
 def lint(
     root: Annotated[Path, typer.Argument(help="checkout holding kb/ and rules/")] = Path("."),
     fmt: Annotated[Format, typer.Option("--format", help="text, github (Actions annotations) or json")] = Format.text,
+    base: Annotated[str | None, typer.Option(
+        help="git revision to compare with: entry versions, the KB version and CHANGELOG.md must follow the changes",
+    )] = None,
+    strict: Annotated[bool, typer.Option(help="warnings (codes W...) fail too")] = False,
 ) -> None:
-    """Validate kb/ and rules/ (schema, references, expression safety) and run every rule's tests."""
-    from .lint import lint_checkout
+    """Validate kb/ and rules/ (schema, references, expression safety, dead rules, cycles, sources,
+    deprecations), run every rule's tests and, with --base, check the version rules."""
+    from .lint import lint as run_lint
 
-    problems = lint_checkout(root)
-    _report(problems, fmt)
-    if problems:
+    result = run_lint(root, base)
+    _report(result.problems, fmt, result.notes)
+    if result.failed(strict):
         raise typer.Exit(1)
 
 
-def _report(problems: list[Problem], fmt: Format) -> None:
+def _github_escape(text: str, *, prop: bool = False) -> str:
+    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return text.replace(":", "%3A").replace(",", "%2C") if prop else text
+
+
+def _report(problems: list[Problem], fmt: Format, notes: list[str] | None = None) -> None:
+    from .checks import is_warning
+
+    notes = notes or []
     if fmt is Format.json:
-        sys.stdout.write(json.dumps([p.__dict__ for p in problems], ensure_ascii=False, indent=2) + "\n")
+        rows = [{**p.__dict__, "severity": "warning" if is_warning(p) else "error"} for p in problems]
+        sys.stdout.write(json.dumps(rows, ensure_ascii=False, indent=2) + "\n")
         return
-    for p in problems:
-        if fmt is Format.github:
-            sys.stdout.write(f"::error file={p.file},line={p.line},col={p.column},title={p.code}::"
-                             f"{(p.field + ': ') if p.field else ''}{p.message}\n")
-        else:
+    errors = [p for p in problems if not is_warning(p)]
+    warnings = [p for p in problems if is_warning(p)]
+    if fmt is Format.github:
+        for p in errors + warnings:  # errors first: the checks summary shows the first ones
+            level = "warning" if is_warning(p) else "error"
+            sys.stdout.write(f"::{level} file={_github_escape(p.file, prop=True)},line={p.line},col={p.column},"
+                             f"title={p.code}::{_github_escape((p.field + ': ') if p.field else '')}"
+                             f"{_github_escape(p.message)}\n")
+        for note in notes:
+            sys.stdout.write(f"::notice title=gpukb lint::{_github_escape(note)}\n")
+        return
+    counts = f"{len(warnings)} warning(s)" if warnings else ""
+    if errors:
+        for p in problems:
             sys.stdout.write(str(p) + "\n")
-    if fmt is Format.text:
-        ok = "ok: kb/ and rules/ are valid and every rule test passes\n"
-        sys.stdout.write(f"{len(problems)} problem(s)\n" if problems else ok)
+        sys.stdout.write(f"{len(errors)} error(s)" + (f", {counts}" if counts else "") + "\n")
+    else:
+        sys.stdout.write("ok: kb/ and rules/ are valid and every rule test passes" + (f"; {counts}" if counts else "")
+                         + "\n")
+        for p in warnings:
+            sys.stdout.write(str(p) + "\n")
+    for note in notes:
+        sys.stdout.write(f"note: {note}\n")
+
+
+@app.command()
+def impact(
+    base: Annotated[str, typer.Option(help="git revision to compare with, e.g. origin/main or the PR's base commit")],
+    scenarios: Annotated[Path | None, typer.Option(
+        help="YAML list of {id, title, workload}; default site/scenarios.yaml, else scenarios.yaml")] = None,
+    root: Annotated[Path, typer.Option(help="checkout holding kb/ and rules/")] = Path("."),
+    output: Annotated[Path | None, typer.Option(help="also write the Markdown report to this file")] = None,
+) -> None:
+    """Markdown report for a pull request: how the answers to canonical scenarios change between
+    the base revision's KB and the working tree's (best option, GPU counts, fits, findings,
+    remedies, and the rules responsible)."""
+    from .impact import ImpactError, impact_report
+
+    try:
+        text = impact_report(root, base, scenarios)
+    except KBError as error:
+        _fail_kb(error)
+    except ImpactError as error:
+        err.print(f"error: {error}", markup=False, highlight=False)
+        raise typer.Exit(2) from None
+    if output is not None:
+        output.write_text(text, encoding="utf-8")
+    sys.stdout.write(text)
 
 
 @app.command()

@@ -31,7 +31,8 @@ def render_step(step: TraceStep, indent: str = "  ") -> list[str]:
     return lines
 
 
-def _strategy(option: Option) -> str:
+def describe_strategy(option: Option) -> str:
+    """'data parallel 2, tensor parallel 1, ZeRO-1, activation checkpointing' — plain text."""
     s = option.strategy
     parts = [f"data parallel {s.data_parallel}", f"tensor parallel {s.tensor_parallel}"]
     if s.pipeline_parallel > 1:
@@ -39,7 +40,9 @@ def _strategy(option: Option) -> str:
     parts.append(f"ZeRO-{s.zero_stage}")
     parts.append("activation checkpointing" if s.activation_checkpointing else "no recomputation")
     if s.offload != "none":
-        parts.append(f"offload {s.offload} (CPU)")
+        parts.append(f"offload {s.offload} to CPU")
+    if s.nodes > 1:
+        parts.append(f"{s.nodes} nodes")
     return ", ".join(parts)
 
 
@@ -57,7 +60,7 @@ def render_answer(answer: Answer) -> str:
     if best is None:
         out.append("\nNo candidate GPU type can run this workload within the limits given.")
     else:
-        out.append(f"\nBest option: {best.count} x {best.gpu} — {_strategy(best)}; "
+        out.append(f"\nBest option: {best.count} x {best.gpu} — {describe_strategy(best)}; "
                    f"{gb(best.per_gpu_bytes)} of {gb(best.usable_bytes)} usable per GPU.")
         out.append("Why:")
         for step in best.trace:

@@ -1,9 +1,17 @@
-"""`gpukb lint`: every problem in a checkout's kb/ and rules/, each as file:line:col: code message."""
+"""`gpukb lint`: every problem in a checkout's kb/ and rules/, each as file:line:col: code message.
+
+Order of work: load (schema, references, expression safety: every loader problem at once); then,
+on a KB that loads, the article quotes, the static checks of checks.py, every rule's tests and,
+with a base revision, the version rules of versions.py. Warnings (codes W...) are reported but
+fail only with `strict`.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from .checks import check_all, is_warning, load_allowances
 from .errors import KBError, Problem
 from .kb import KnowledgeBase
 from .loader import read_checkout
@@ -26,9 +34,67 @@ def check_quotes(kb: KnowledgeBase) -> list[Problem]:
     return problems
 
 
-def lint_checkout(root: Path) -> list[Problem]:
+@dataclass
+class LintResult:
+    problems: list[Problem] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # allowed exceptions, what changed since the base
+
+    @property
+    def errors(self) -> list[Problem]:
+        return [p for p in self.problems if not is_warning(p)]
+
+    @property
+    def warnings(self) -> list[Problem]:
+        return [p for p in self.problems if is_warning(p)]
+
+    def failed(self, strict: bool = False) -> bool:
+        return bool(self.errors or (strict and self.warnings))
+
+
+def _sorted(problems: list[Problem]) -> list[Problem]:
+    return sorted(problems, key=lambda p: (p.file, p.line, p.column, p.code, p.message))
+
+
+def lint(root: Path, base: str | None = None) -> LintResult:
+    """Everything `gpukb lint [ROOT] [--base REV]` reports."""
+    root = Path(root)
+    result = LintResult()
     try:
-        kb = read_checkout(Path(root))
+        kb = read_checkout(root)
     except KBError as error:
-        return error.problems
-    return sorted(check_quotes(kb) + run_rule_tests(kb), key=lambda p: (p.file, p.line, p.column, p.code))
+        result.problems = list(error.problems)
+        return result
+    allow, problems = load_allowances(root)
+    problems += check_quotes(kb) + check_all(kb, allow) + run_rule_tests(kb)
+    problems += allow.unused()
+    result.notes += allow.notes()
+    if base is not None:
+        problems += _against_base(kb, root, base, result.notes)
+    result.problems = _sorted(problems)
+    return result
+
+
+def _against_base(kb: KnowledgeBase, root: Path, rev: str, notes: list[str]) -> list[Problem]:
+    from .versions import BaseError, check_versions, revision_tree
+
+    try:
+        with revision_tree(root, rev) as base_root:
+            if base_root is None:
+                notes.append(f"{rev} has no kb/: nothing to compare versions with")
+                return []
+            try:
+                base_kb = read_checkout(base_root)
+            except KBError as error:
+                return [Problem("kb/manifest.yaml", 1, 1, "W103",
+                                f"the knowledge base at {rev} does not load ({len(error.problems)} problem(s)); "
+                                "versions were not compared")]
+            problems, version_notes = check_versions(base_kb, kb, rev)
+            notes += version_notes
+            return problems
+    except BaseError as error:
+        return [Problem("kb/manifest.yaml", 1, 1, "V100", f"cannot read the base revision: {error}")]
+
+
+def lint_checkout(root: Path, base: str | None = None) -> list[Problem]:
+    """Every problem (errors and warnings), sorted by place."""
+    return lint(root, base).problems

@@ -1,0 +1,469 @@
+"""The documentation site: generated pages, escaping, the strict build, its links, and a browser check.
+
+The generator tests need only gpukb. The build tests need the docs extra (MkDocs, Material) and
+the browser test also Debian's chromium and chromedriver with selenium: without them these tests
+are skipped, unless the environment variable CI is set, where they must run. The site is built
+once per session (with a second, smaller build of a tampered knowledge base, in parallel).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import html
+import http.server
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+import xml.etree.ElementTree as ET
+from collections.abc import Iterator
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import gpukb
+from gpukb.site import SiteContent, build_site, generate, load_scenarios
+from gpukb.site import pages as P
+from gpukb.site.chart import Point, scatter_svg
+from gpukb.site.conditions import readable
+from gpukb.site.text import code, esc, plain, title_text
+from gpukb.site.tree import build_tree, mermaid, mermaid_text, path, recommendation_rules
+
+REPO = Path(__file__).resolve().parent.parent
+SITE = REPO / "site"
+SCENARIOS = SITE / "scenarios.yaml"
+IN_CI = bool(os.environ.get("CI"))
+EVIL = '<script>alert("gpukb-xss")</script><img src=x onerror=alert(1)> **not bold** [a link](javascript:alert(2)) {#id}'
+
+
+def require(ok: bool, reason: str) -> None:
+    """Skip when something optional is missing, but fail in CI, where everything must run."""
+    if not ok:
+        if IN_CI:
+            pytest.fail(f"{reason} (CI is set, so this test must run)")
+        pytest.skip(reason)
+
+
+def have(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
+
+
+HAVE_DOCS = have("mkdocs") and have("material")
+
+
+# --- the generator, without MkDocs -----------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def site() -> SiteContent:
+    return generate(REPO, SCENARIOS, docs_dir=SITE / "docs")
+
+
+def test_the_scenario_file_holds_the_canonical_workloads():
+    workloads = [s.workload for s in load_scenarios(SCENARIOS)]
+    for expected in (
+        {"model": "llama-2-7b", "task": "lora"},
+        {"model": "llama-65b", "task": "qlora"},
+        {"model": "llama-2-7b", "task": "full_finetune"},
+        {"model": "llama-2-13b", "task": "full_finetune"},
+        {"model": "llama-2-70b", "task": "pretrain", "tokens": "2T"},
+        {"model": "gpt3-175b", "task": "pretrain", "tokens": "300B"},
+        {"model": "llama-2-70b", "task": "inference"},
+        {"model": "llama-3-8b", "task": "inference", "seq_len": 131072},
+    ):
+        assert expected in workloads
+
+
+def test_every_entry_and_scenario_has_a_page(site):
+    kb = site.kb
+    expected = ([P.claim_page(i) for i in kb.claims] + [P.rule_page(i) for i in kb.rules]
+                + [P.gpu_page(i) for i in kb.gpus] + [P.model_page(i) for i in kb.models]
+                + [P.scenario_page(s.id) for s in load_scenarios(SCENARIOS)])
+    missing = [page for page in expected if page not in site.pages]
+    assert not missing
+    for page in (P.HOME, P.ARTICLE, P.RULES, P.TREE, P.GPUS, P.CHART, P.MODELS, P.SCENARIOS, P.CHANGELOG):
+        assert page in site.pages
+    assert code(kb.version) in site.pages[P.CHANGELOG] and code(kb.version) in site.pages[P.HOME]
+
+
+def _targets(markdown: str, page: str) -> set[str]:
+    """Docs-relative pages (and fragments) that a page's Markdown links to."""
+    base = Path(page).parent
+    out = set()
+    for target in re.findall(r"\]\(([^)\s]+)\)", markdown):
+        if "://" in target:
+            continue
+        path_part, _, fragment = target.partition("#")
+        resolved = os.path.normpath(base / path_part).replace(os.sep, "/") if path_part else page
+        out.add(resolved + (f"#{fragment}" if fragment else ""))
+    return out
+
+
+def test_cross_links(site):
+    kb = site.kb
+    for rule_id, rule in kb.rules.items():  # a rule page links its claims
+        links = _targets(site.pages[P.rule_page(rule_id)], P.rule_page(rule_id))
+        assert {P.claim_page(c) for c in rule.claims} <= links
+    for rule_id, rule in kb.rules.items():  # a claim page lists the rules that cite it
+        for claim_id in rule.claims:
+            assert P.rule_page(rule_id) in _targets(site.pages[P.claim_page(claim_id)], P.claim_page(claim_id))
+    for run in site.runs:  # a scenario's trace links each rule and claim it used
+        page = P.scenario_page(run.scenario.id)
+        links = _targets(site.pages[page], page)
+        for step in run.answer.trace:
+            rule_id = step.rule.rsplit("@", 1)[0]
+            assert P.rule_page(rule_id) in links or f"{P.RULES}#built-in-{rule_id}" in links, step.rule
+            assert {P.claim_page(c["id"]) for c in step.claims} <= links
+        for option in run.answer.options[:1] + run.answer.rejected:  # a GPU page lists where it is recommended or rejected
+            assert page in _targets(site.pages[P.gpu_page(option.gpu)], P.gpu_page(option.gpu))
+    assert "**recommended**" in "".join(site.pages[P.gpu_page(r.answer.options[0].gpu)] for r in site.runs)
+
+
+def test_models_show_kv_bytes_per_token(site):
+    m = site.kb.models["llama-2-7b"]
+    assert P.kv_bytes_per_token(m.layers, m.kv_heads, m.head_dim) == 2 * 32 * 32 * 128 * 2 == 524_288
+    assert "524,288" in site.pages[P.model_page("llama-2-7b")]
+    assert "524,288" in site.pages[P.MODELS]
+
+
+def _tampered(kb: gpukb.KnowledgeBase) -> gpukb.KnowledgeBase:
+    claim_id = next(iter(kb.claims))
+    rule_id = sorted(kb.rules)[0]
+    gpu_id = sorted(kb.gpus)[0]
+    return dataclasses.replace(
+        kb,
+        claims={**kb.claims, claim_id: kb.claims[claim_id].model_copy(update={"text_en": EVIL, "reason": EVIL})},
+        rules={**kb.rules, rule_id: kb.rules[rule_id].model_copy(update={"title": EVIL, "explain": EVIL})},
+        gpus={**kb.gpus, gpu_id: kb.gpus[gpu_id].model_copy(update={"name": EVIL, "notes": EVIL})},
+    )
+
+
+def test_knowledge_base_text_is_escaped_by_the_generator(site):
+    kb = _tampered(site.kb)
+    tampered = build_site(kb, load_scenarios(SCENARIOS)[:1], readme=None)
+    claim_id, rule_id, gpu_id = next(iter(kb.claims)), sorted(kb.rules)[0], sorted(kb.gpus)[0]
+    markdown_raw = ("](javascript:", "**not bold**", "{#id}")  # an SVG is no Markdown: only its markup counts
+    for page, content in tampered.pages.items():
+        for raw in ("<script", "<img", *(() if page.endswith(".svg") else markdown_raw)):
+            assert raw not in content, f"{page} holds unescaped {raw!r}"
+    for page in (P.claim_page(claim_id), P.rule_page(rule_id), P.gpu_page(gpu_id), P.ARTICLE):
+        assert "&#60;script&#62;alert" in tampered.pages[page]
+
+    def titles(nav: object) -> Iterator[str]:
+        if isinstance(nav, dict):
+            for key, value in nav.items():
+                yield key
+                yield from titles(value)
+        elif isinstance(nav, list):
+            for item in nav:
+                yield from titles(item)
+
+    assert not [t for t in titles(tampered.nav) if set(t) & set("<>&\"'")]
+
+
+@pytest.mark.skipif(not (have("markdown") and have("pymdownx")), reason="Python-Markdown comes with the docs extra")
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(blacklist_categories=("Cs", "Cc")), max_size=60))
+def test_escaped_text_renders_as_itself(text):
+    import markdown
+
+    md = markdown.Markdown(extensions=["tables", "attr_list", "admonition", "toc", "pymdownx.superfences"])
+    expected = plain(text)
+    rendered = md.reset().convert(esc(text))
+    assert html.unescape(re.sub(r"^<p>|</p>$", "", rendered)) == expected
+    cell = md.reset().convert(f"| a | b |\n| --- | --- |\n| {esc(text) or ' '} | x |")
+    assert html.unescape(re.search(r"<td>(.*?)</td>", cell, re.S)[1]) == expected  # type: ignore[index]
+    heading = md.reset().convert(f"## {esc(text)} {{#h}}") if expected else '<h2 id="h"></h2>'
+    assert html.unescape(re.search(r'<h2 id="h">(.*?)</h2>', heading, re.S)[1]) == expected  # type: ignore[index]
+    if expected and "|" not in expected:
+        inline = md.reset().convert(code(text))
+        assert html.unescape(re.fullmatch(r"<p><code>(.*)</code></p>", inline, re.S)[1]) == expected  # type: ignore[index]
+
+
+def test_repository_markdown_links_and_lists_fit_the_site():
+    text = ("See [Versions](#versions), [the guide](CONTRIBUTING.md#versions), [the readme](./README.md) "
+            "and [the loader](src/gpukb/loader.py).\n\n1. Set up:\n\n   ```bash\n   pip install .\n   ```\n\n2. Next")
+    out = P.repository_markdown(text, P.CHANGELOG, P.REPOSITORY_PAGES)
+    assert "[Versions](#versions)" in out and "[the guide](contributing/repository.md#versions)" in out
+    assert "[the readme](index.md)" in out and "the loader (`src/gpukb/loader.py`)" in out
+    assert "\n    ```bash\n    pip install .\n    ```\n\n2. Next" in out  # the code stays inside item 1
+
+
+def test_titles_hold_no_markup_characters():
+    assert set(title_text(EVIL)) & set("<>&\"'`") == set()
+
+
+def test_conditions_read_as_words():
+    assert readable("task in ['lora', 'qlora']") == "task is either 'lora' or 'qlora'"
+    assert readable("fits == true and count >= 4") == "fits is true and count ≥ 4"
+    assert readable("training and params >= 1e11") == "training is true and params ≥ 100e9"
+    assert readable("task not in ['a', 'b', 'c']") == "task is none of 'a', 'b', 'c'"
+
+
+def test_the_decision_tree_is_derived_from_the_recommendation_rules(kb, checkout):
+    rules = recommendation_rules(kb.rules)
+    diagram = mermaid(build_tree(kb.rules))
+    for rule in rules:
+        assert mermaid_text(f"{rule.id}@{rule.version}") in diagram
+        for test in path(rule):
+            assert mermaid_text(test) in diagram
+    # a new recommendation rule (whatever rules already exist) changes the tree
+    (checkout / "rules" / "recommendations" / "zz-site-test.yaml").write_text(yaml.safe_dump({
+        "id": "rec.zz-site-test", "version": 3, "stage": "recommendations", "title": "A rule added by a test",
+        "when": [{"as": "w", "kind": "workload", "if": "task == 'inference' and batch_size >= 64"},
+                 {"as": "p", "kind": "plan", "if": "fits == true"},
+                 {"as": "g", "kind": "gpu", "if": "gpu == p.gpu"}],
+        "then": [{"kind": "estimate", "compute": {"gpu": "p.gpu", "tokens_per_s": "1", "score": "1"}}],
+        "explain": "test",
+    }), encoding="utf-8")
+    changed = gpukb.load_kb(checkout)
+    tree = mermaid(build_tree(changed.rules))
+    assert tree != diagram
+    assert "rec.zz-site-test@3" in tree and mermaid_text("workload: batch_size ≥ 64") in tree
+    assert "gpu = p.gpu" not in tree  # joins are not decisions
+    page = build_site(changed, [], readme=None).pages[P.TREE]
+    assert "rec.zz-site-test@3" in page and "```mermaid" in page
+
+
+def test_mermaid_labels_cannot_break_the_diagram():
+    text = mermaid_text('a "quote"]) --> x; click n1 call alert(1) <b>|`#')
+    assert not set(re.sub(r"#\d+;", "", text)) & set('"[]{}|;<>`#') and "#34;" in text
+
+
+def test_the_chart_is_well_formed_and_escaped():
+    svg = scatter_svg([Point("<b>&x", 24, 1.0, "nvidia", '"tip"'), Point("b", 80, 3.35, "amd")],
+                      title="T <&>", x_label="x", y_label="y")
+    root = ET.fromstring(svg)
+    texts = [t.text for t in root.iter("{http://www.w3.org/2000/svg}text")]
+    assert "<b>&x" in texts and "T <&>" in texts
+    ET.fromstring(P.gpu_chart(gpukb.load_kb()))
+
+
+# --- the built site --------------------------------------------------------------------------
+
+
+def _tampered_checkout(root: Path) -> None:
+    for top in ("kb", "rules"):
+        shutil.copytree(REPO / top, root / top)
+    path = root / "kb" / "claims" / "article.yaml"
+    claims = yaml.safe_load(path.read_text(encoding="utf-8"))
+    claims[0]["text_en"] = EVIL
+    claims[0]["reason"] = EVIL
+    path.write_text(yaml.safe_dump(claims, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    gpu = sorted((root / "kb" / "gpus").glob("*.yaml"))[0]
+    data = yaml.safe_load(gpu.read_text(encoding="utf-8"))
+    data["name"] = EVIL
+    data["notes"] = EVIL
+    gpu.write_text(yaml.safe_dump(data, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    rule = sorted((root / "rules").rglob("*.yaml"))[0]
+    data = yaml.safe_load(rule.read_text(encoding="utf-8"))
+    data["title"] = EVIL
+    rule.write_text(yaml.safe_dump(data, allow_unicode=True, sort_keys=False), encoding="utf-8")
+
+
+@dataclasses.dataclass(frozen=True)
+class Builds:
+    site: Path
+    tampered: Path
+    tampered_ids: tuple[str, str, str]  # claim, rule, gpu
+    seconds: float
+
+
+@pytest.fixture(scope="session")
+def builds(tmp_path_factory: pytest.TempPathFactory) -> Builds:
+    """The real site and a tampered one (one scenario), built strictly at the same time."""
+    require(HAVE_DOCS, "the docs extra (mkdocs, mkdocs-material) is not installed")
+    out = tmp_path_factory.mktemp("site")
+    checkout = tmp_path_factory.mktemp("tampered")
+    _tampered_checkout(checkout)
+    one = checkout / "scenarios.yaml"
+    one.write_text(yaml.safe_dump([load_scenarios(SCENARIOS)[0].model_dump()]), encoding="utf-8")
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    command = [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "-f", str(SITE / "mkdocs.yml"), "-d"]
+    started = time.perf_counter()
+    real = subprocess.Popen([*command, str(out / "real")], cwd=REPO, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    bad = subprocess.Popen([*command, str(out / "tampered")], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           text=True, env={**env, "GPUKB_SITE_ROOT": str(checkout), "GPUKB_SITE_SCENARIOS": str(one)})
+    real_log, _ = real.communicate(timeout=300)
+    bad_log, _ = bad.communicate(timeout=300)
+    assert real.returncode == 0, real_log
+    assert bad.returncode == 0, bad_log
+    kb = gpukb.load_kb(checkout)
+    claim = next(c for c in kb.claims.values() if c.text_en == EVIL).id
+    rule = next(r for r in kb.rules.values() if r.title == EVIL).id
+    gpu = next(g for g in kb.gpus.values() if g.name == EVIL).id
+    return Builds(out / "real", out / "tampered", (claim, rule, gpu), time.perf_counter() - started)
+
+
+def _page(root: Path, page: str) -> Path:
+    return root / page.removesuffix(".md").removesuffix("index") / "index.html"
+
+
+def test_the_strict_build_has_a_page_for_every_entry(builds, kb):
+    root = builds.site
+    assert (root / "index.html").is_file() and (root / "search" / "search_index.json").is_file()
+    assert (root / P.CHART).is_file()
+    pages = ([P.claim_page(i) for i in kb.claims] + [P.rule_page(i) for i in kb.rules] + [P.gpu_page(i) for i in kb.gpus]
+             + [P.model_page(i) for i in kb.models] + [P.scenario_page(s.id) for s in load_scenarios(SCENARIOS)])
+    missing = [page for page in pages if not _page(root, page).is_file()]
+    assert not missing
+    assert "gpukb-bilingual" in _page(root, P.ARTICLE).read_text(encoding="utf-8")
+    assert 'class="mermaid"' in _page(root, P.TREE).read_text(encoding="utf-8")
+
+
+class _Links(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.ids: set[str] = set()
+        self.links: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        for name, value in attrs:
+            if value is None:
+                continue
+            if name == "id" or (tag == "a" and name == "name"):
+                self.ids.add(value)
+            if (name == "href" and tag in ("a", "link")) or (name == "src" and tag in ("img", "script", "source")):
+                self.links.append(value)
+
+
+def test_every_internal_link_resolves(builds):
+    root = builds.site
+    parsed: dict[Path, _Links] = {}
+    for file in root.rglob("*.html"):
+        parser = _Links()
+        parser.feed(file.read_text(encoding="utf-8"))
+        parsed[file] = parser
+    broken = []
+    for file, parser in parsed.items():
+        for href in parser.links:
+            if re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*:|^//", href):
+                continue  # external
+            parts = urlsplit(href)
+            if parts.path.startswith("/"):  # root-relative (404.html): the site is served at the root
+                target = (root / unquote(parts.path).lstrip("/")).resolve()
+            else:
+                target = (file.parent / unquote(parts.path)).resolve() if parts.path else file
+            if target.is_dir():
+                target = target / "index.html"
+            if not target.is_file():
+                broken.append(f"{file.relative_to(root)}: {href}")
+            elif parts.fragment and target.suffix == ".html":
+                ids = parsed[target].ids if target in parsed else set()
+                if unquote(parts.fragment) not in ids:
+                    broken.append(f"{file.relative_to(root)}: {href} (no such anchor)")
+    assert not broken, "\n".join(broken[:50])
+    assert sum(len(p.links) for p in parsed.values()) > 1000
+
+
+def test_malicious_text_is_escaped_in_the_built_html(builds):
+    root = builds.tampered
+    claim, rule, gpu = builds.tampered_ids
+    everything = [f.read_text(encoding="utf-8") for f in root.rglob("*.html")]
+    everything.append((root / "search" / "search_index.json").read_text(encoding="utf-8"))
+    for text in everything:
+        assert "<script>alert" not in text and "<img src=x" not in text
+        assert 'href="javascript:' not in text and "<strong>not bold</strong>" not in text
+    for page in (P.claim_page(claim), P.rule_page(rule), P.gpu_page(gpu), P.ARTICLE):
+        text = _page(root, page).read_text(encoding="utf-8")
+        assert "&lt;script&gt;alert" in text or "&#60;script&#62;alert" in text, page
+    assert "‹script›alert" in _page(root, P.gpu_page(gpu)).read_text(encoding="utf-8")  # its name, as a title
+
+
+
+# --- the browser -----------------------------------------------------------------------------
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.fixture(scope="session")
+def served(builds) -> Iterator[str]:
+    handler = functools.partial(_Quiet, directory=str(builds.site))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+
+
+def _browser_paths() -> tuple[str | None, str | None]:
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    return chromium, shutil.which("chromedriver")
+
+
+@pytest.fixture(scope="session")
+def browser(served):
+    chromium, driver_path = _browser_paths()
+    require(have("selenium"), "selenium is not installed (pip install selenium)")
+    require(chromium is not None and driver_path is not None,
+            "Debian's chromium and chromium-driver are not installed (apt-get install chromium chromium-driver)")
+    os.environ.setdefault("SE_OFFLINE", "true")  # never let Selenium Manager fetch a browser or driver
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1280,900"):
+        options.add_argument(arg)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(options=options, service=Service(executable_path=driver_path))
+    driver.set_page_load_timeout(60)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def _errors(driver) -> list[str]:
+    return [entry["message"] for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
+
+
+def test_the_site_in_a_browser(browser, served):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as EC
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    wait = WebDriverWait(browser, 30)
+    # the home page renders, with no console errors
+    browser.get(served)
+    heading = wait.until(EC.visibility_of_element_located((By.CSS_SELECTOR, "article h1")))
+    assert heading.text == "gpukb"
+    assert browser.find_elements(By.LINK_TEXT, "Scenarios")
+    assert _errors(browser) == []
+    # the search finds NVLink
+    box = wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, "input.md-search__input")))
+    if not box.is_displayed():  # a narrow window keeps the search box behind the header's button
+        browser.find_element(By.CSS_SELECTOR, "label.md-header__button[for='__search']").click()
+        wait.until(EC.visibility_of(box))
+    box.click()
+    box.send_keys("NVLink")
+    wait.until(lambda d: any("nvlink" in item.text.lower()
+                             for item in d.find_elements(By.CSS_SELECTOR, ".md-search-result__item")))
+    assert _errors(browser) == []
+    # a scenario page shows its trace
+    scenario = load_scenarios(SCENARIOS)[0]
+    answer = gpukb.load_kb(REPO).ask(scenario.workload)
+    browser.get(served + f"scenarios/{scenario.id}/")
+    first = wait.until(EC.visibility_of_element_located((By.ID, "step-1")))
+    assert first.text.startswith("1.")
+    body = browser.find_element(By.TAG_NAME, "article").text
+    assert "Trace" in body and answer.trace[0].rule in body and answer.trace[-1].rule in body
+    assert _errors(browser) == []
