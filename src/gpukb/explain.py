@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 def _number(value: object) -> str:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return str(value)
-    if abs(value) >= 1e6:
+    if abs(value) >= 1000:
         return f"{value:,.0f}"
     return f"{value:,.4g}"
 

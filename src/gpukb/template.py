@@ -66,7 +66,7 @@ def render(template: str, env: Mapping[str, Any]) -> str:
         if fmt:
             return FORMATS[fmt](value)
         if isinstance(value, float):
-            return f"{value:,.4g}"
+            return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:,.4g}"
         return str(value)
 
     return _PLACEHOLDER.sub(substitute, template)

@@ -116,7 +116,7 @@ def number(value: object) -> str:
         return str(value)
     if isinstance(value, float) and not math.isfinite(value):
         return str(value)
-    if abs(value) >= 1e6 or (isinstance(value, int) and abs(value) >= 1000):
+    if abs(value) >= 1000:
         return f"{value:,.0f}"
     return f"{value:,.4g}"
 
