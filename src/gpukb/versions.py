@@ -82,15 +82,16 @@ def revision_tree(root: Path, rev: str) -> Iterator[Path | None]:
     commit = _git(root, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
     if commit.returncode:
         raise BaseError(f"unknown git revision '{rev}' (fetch it first, e.g. `git fetch origin {rev}`)")
+    sha = commit.stdout.decode().strip()  # the resolved commit: never pass user text on as git arguments
     prefix = root.relative_to(toplevel).as_posix()
     paths = [f"{prefix}/{top_dir}" if prefix != "." else top_dir for top_dir in ("kb", "rules")]
-    present = [p for p in paths if _git(toplevel, "cat-file", "-e", f"{rev}:{p}").returncode == 0]
+    present = [p for p in paths if _git(toplevel, "cat-file", "-e", f"{sha}:{p}").returncode == 0]
     dest = Path(tempfile.mkdtemp(prefix="gpukb-base-"))
     try:
         if not any(p.endswith("kb") for p in present):
             yield None
             return
-        archive = _git(toplevel, "archive", "--format=tar", rev, "--", *present)
+        archive = _git(toplevel, "archive", "--format=tar", sha, "--", *present)
         if archive.returncode:
             raise BaseError(f"git archive {rev} failed: {archive.stderr.decode().strip()}")
         _extract(archive.stdout, dest)
