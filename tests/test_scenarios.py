@@ -59,7 +59,7 @@ def test_175b_pretraining_needs_more_than_one_8_gpu_node(kb):
 def test_lora_prefers_one_consumer_card(kb):
     answer = kb.ask({"model": "llama-2-7b", "task": "qlora"})
     best = answer.options[0]
-    assert best.count == 1 and kb.gpus[best.gpu].segment in ("consumer", "workstation")
+    assert best.count == 1 and kb.gpus[best.gpu].segment == "consumer"
     assert any(s.rule.startswith("rec.tree.lora-consumer@") for s in best.trace)
 
 

@@ -72,6 +72,7 @@ class Option(BaseModel):
     efficiency: float | None
     score: float
     tier: int
+    branch: str | None
     findings: list[Finding]
     trace: list[TraceStep]
 
@@ -181,6 +182,7 @@ def build_answer(c: Collector, kb_version: str, kb_hash: str, workload: Resolved
             efficiency=rank.get("efficiency") if rank else None,
             score=rank["score"] if rank and fits else 0.0,
             tier=min((p["tier"] for p in facts.get("preference", [])), default=DEFAULT_TIER),
+            branch=min(((p["tier"], p["branch"]) for p in facts.get("preference", [])), default=(0, None))[1],
             findings=[_finding(c, f) for f in own],
             trace=_chain(c, related),
         )

@@ -131,9 +131,9 @@ def _print_answer(answer: Any) -> None:
     memory.add_row(*(gb(getattr(m, n)) for n in ("weights", "gradients", "optimizer", "activations", "kv_cache",
                                                    "overhead", "total")))
     out.print(memory)
-    options = Table(title="Options, best first")
-    for col in ("GPU", "count", "per GPU", "usable", "strategy", "tokens/s", "time to train"):
-        options.add_column(col, justify="left" if col in ("GPU", "strategy") else "right")
+    options = Table(title="Options, best first (decision-tree branch first, then effective tokens/s)")
+    for col in ("GPU", "count", "per GPU", "usable", "strategy", "tokens/s", "time to train", "branch"):
+        options.add_column(col, justify="left" if col in ("GPU", "strategy", "branch") else "right")
     for o in answer.options:
         s = o.strategy
         strategy = f"dp{s.data_parallel} tp{s.tensor_parallel} pp{s.pipeline_parallel} ZeRO-{s.zero_stage}"
@@ -141,7 +141,7 @@ def _print_answer(answer: Any) -> None:
         strategy += f" offload:{s.offload}" if s.offload != "none" else ""
         ttt = f"{o.time_to_train_s / 86400:,.1f} d" if o.time_to_train_s else "—"
         options.add_row(o.gpu, str(o.count), gb(o.per_gpu_bytes), gb(o.usable_bytes), strategy,
-                        f"{o.tokens_per_s:,.0f}" if o.tokens_per_s else "—", ttt)
+                        f"{o.tokens_per_s:,.0f}" if o.tokens_per_s else "—", ttt, o.branch or "")
     out.print(options)
     if answer.rejected:
         rejected = Table(title="Rejected")
