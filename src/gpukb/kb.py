@@ -33,6 +33,7 @@ class KnowledgeBase:
     compiled: tuple[CompiledRule, ...]
     locations: dict[str, tuple[str, int]] = field(default_factory=dict)
     documents: dict[str, tuple[Located, Loc]] = field(default_factory=dict, repr=False)
+    citations: dict[tuple[str, ...], Any] = field(default_factory=dict, repr=False)  # trace's cache of cited claims
 
     @property
     def version(self) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
+from functools import lru_cache
 from typing import Any
 
 from .units import fmt_bandwidth, fmt_flops, gb, gib
@@ -54,19 +55,34 @@ def placeholders(template: str) -> list[tuple[str, str | None]]:
     return found
 
 
-def render(template: str, env: Mapping[str, Any]) -> str:
-    def substitute(match: re.Match[str]) -> str:
+@lru_cache(maxsize=1024)
+def _parts(template: str) -> tuple[tuple[str, str, str, str | None], ...]:
+    """(literal text before, head, tail, format) for each placeholder, then the trailing text."""
+    parts, last = [], 0
+    for match in _PLACEHOLDER.finditer(template):
         head, _, tail = match[1].partition(".")
+        parts.append((template[last:match.start()], head, tail, match[2]))
+        last = match.end()
+    parts.append((template[last:], "", "", None))
+    return tuple(parts)
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:,.4g}"
+    return str(value)
+
+
+def render(template: str, env: Mapping[str, Any]) -> str:
+    out = []
+    for text, head, tail, fmt in _parts(template):
+        out.append(text)
+        if not head:
+            continue
         value: Any = env.get(head)
         if tail:
             value = value.get(tail) if isinstance(value, Mapping) else None
         if value is None:
-            raise TemplateError(f"no value for {{{match[1]}}}")
-        fmt = match[2]
-        if fmt:
-            return FORMATS[fmt](value)
-        if isinstance(value, float):
-            return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:,.4g}"
-        return str(value)
-
-    return _PLACEHOLDER.sub(substitute, template)
+            raise TemplateError(f"no value for {{{head}{'.' + tail if tail else ''}}}")
+        out.append(FORMATS[fmt](value) if fmt else _show(value))
+    return "".join(out)

@@ -65,6 +65,13 @@ def label(fact: dict[str, Any]) -> str:
 
 
 def cite(kb: KnowledgeBase, claim_ids: list[str]) -> list[CitedClaim]:
+    key = tuple(claim_ids)
+    if key not in kb.citations:  # the same rule cites the same claims on every firing
+        kb.citations[key] = _cite(kb, claim_ids)
+    return kb.citations[key]
+
+
+def _cite(kb: KnowledgeBase, claim_ids: list[str]) -> list[CitedClaim]:
     return [CitedClaim(id=c, section=kb.claims[c].section, quote_zh=kb.claims[c].quote_zh,
                        text_en=kb.claims[c].text_en, verdict=kb.claims[c].verdict) for c in claim_ids]
 
