@@ -167,28 +167,30 @@ def parse(text: str) -> Expr:
     return Expr(text.strip(), tree, frozenset(names - set(FUNCTIONS)), _closure(tree.body))
 
 
+# bools are ints in Python; arithmetic on them is allowed (True * x), strings and lists are not
 _NUMBER_TYPES = frozenset({int, float, bool})
-
-
-def _is_number(value: Any) -> bool:
-    # bools are ints in Python; arithmetic on them is allowed (True * x), strings and lists are not
-    return type(value) in _NUMBER_TYPES
 
 
 def _lookup(name: str) -> Callable[[Mapping[str, Any]], Any]:
     head, _, tail = name.partition(".")
 
     def get(env: Mapping[str, Any]) -> Any:
-        if head not in env:
-            raise ExpressionError(f"unknown name '{head}'")
-        value = env[head]
-        if tail:
-            if not isinstance(value, Mapping) or tail not in value:
-                raise ExpressionError(f"'{head}' has no field '{tail}'")
-            value = value[tail]
-        return value
+        try:
+            value = env[head]
+        except KeyError:
+            raise ExpressionError(f"unknown name '{head}'") from None
+        if not tail:
+            return value
+        try:  # dict lookup only: never getattr
+            return value[tail] if isinstance(value, dict) else _missing(head, tail)
+        except KeyError:
+            return _missing(head, tail)
 
     return get
+
+
+def _missing(head: str, tail: str) -> Any:
+    raise ExpressionError(f"'{head}' has no field '{tail}'")
 
 
 def _closure(node: ast.AST) -> Callable[[Mapping[str, Any]], Any]:
@@ -203,7 +205,7 @@ def _closure(node: ast.AST) -> Callable[[Mapping[str, Any]], Any]:
 
         def binop(env: Mapping[str, Any]) -> Any:
             a, b = left(env), right(env)
-            if not (_is_number(a) and _is_number(b)):
+            if type(a) not in _NUMBER_TYPES or type(b) not in _NUMBER_TYPES:
                 raise ExpressionError(f"'{text}': arithmetic needs numbers")
             return op(a, b)
 
