@@ -1,0 +1,25 @@
+"""The engine's facts carry exactly the fields the rule checker believes they do."""
+
+from gpukb.facts import ENGINE_KINDS
+from gpukb.planner import plan_gpu
+from gpukb.resolve import gpu_fact, policy_fact, resolve
+from gpukb.trace import Collector
+from gpukb.workload import Workload
+
+META = {"kind", "fid", "by"}
+
+
+def test_engine_facts_match_their_declared_fields(kb):
+    for task in ("full_finetune", "inference"):
+        resolved, wfact = resolve(kb, Workload(model="llama-2-7b", task=task))
+        assert set(wfact) == ENGINE_KINDS["workload"]
+        assert set(policy_fact(kb)) == ENGINE_KINDS["policy"]
+        gpu = gpu_fact(kb, kb.gpus["h100-sxm-80gb"], resolved.precision, task != "inference")
+        assert set(gpu) == ENGINE_KINDS["gpu"]
+        c = Collector(kb)
+        answer = kb.ask({"model": "llama-2-7b", "task": task, "gpus": ["h100-sxm-80gb"]})
+        memory = next(s for s in answer.trace if s.rule.startswith("req.memory."))
+        fields = {v["name"]: v["value"] for v in memory.values}
+        plan = plan_gpu(c, resolved, c.new_fact("workload", wfact, 0), c.new_fact("policy", policy_fact(kb), 0),
+                        c.new_fact("memory", fields, 0), c.new_fact("gpu", gpu, 0), {})
+        assert set(plan) - META == ENGINE_KINDS["plan"]
