@@ -8,7 +8,7 @@ from .answer import Answer, build_answer
 from .engine import ENGINE
 from .errors import EngineError
 from .kb import KnowledgeBase
-from .planner import plan_gpu
+from .planner import PlanCache, plan_gpu
 from .resolve import gpu_fact, policy_fact, resolve
 from .trace import Collector, Value
 from .workload import Workload, parse_workload
@@ -33,7 +33,7 @@ def ask(kb: KnowledgeBase, workload: Workload | dict[str, Any]) -> Answer:
         memory = memories[0]
         # Stage 2: the planner places the replica on each candidate GPU type; later rules diagnose
         # the plans, propose remedies and estimate throughput.
-        splits: dict = {}
+        splits = PlanCache()
         plans = [plan_gpu(c, resolved, wfact, policy, memory, g, splits) for g in gpus]
         fleet = _fleet(c, plans)
         session.assert_facts([*plans, fleet])

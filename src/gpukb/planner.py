@@ -61,27 +61,46 @@ def _parts(strategy: Strategy, dp: int, base: dict[str, Any]) -> dict[str, float
     return {name: float(e.evaluate(env)) for name, e in PARTS.items()}
 
 
-def _split(strategy: Strategy, base: dict[str, Any], inference: bool,
-           cache: dict[Strategy, tuple[float, float]]) -> tuple[float, float]:
-    """(A, B) with per_gpu(n) = A + B/n, n = dp (training) or the tp*pp shard count (inference).
+class PlanCache:
+    """What the GPU types of one ask share: the replica and the workload are the same for all of them,
+    so the per-GPU memory of a strategy, A + B/n, and the parts of a chosen split are computed once."""
 
-    A and B depend on the replica and the strategy, not on the GPU: `cache` holds them for one ask.
-    """
-    if strategy in cache:
-        return cache[strategy]
-    if inference:
-        one = sum(_parts(Strategy(1, 1, 0, False, "none"), 1, base).values())
-        two = sum(_parts(Strategy(2, 1, 0, False, "none"), 1, base).values())
-    else:
-        one = sum(_parts(strategy, 1, base).values())
-        two = sum(_parts(strategy, 2, base).values())
-    b = 2 * (one - two)
-    cache[strategy] = (one - b, b)
-    return cache[strategy]
+    def __init__(self) -> None:
+        self.splits: dict[tuple[Strategy, bool], tuple[float, float]] = {}
+        self.menus: dict[tuple[Any, ...], list[tuple[Strategy, float, float]]] = {}
+        self.parts: dict[tuple[Strategy, int], dict[str, float]] = {}
+
+    def split(self, strategy: Strategy, base: dict[str, Any], inference: bool) -> tuple[float, float]:
+        """(A, B) with per_gpu(n) = A + B/n, n = dp (training) or the tp*pp shard count (inference)."""
+        key = (strategy, inference)
+        if key not in self.splits:
+            if inference:
+                one = sum(_parts(Strategy(1, 1, 0, False, "none"), 1, base).values())
+                two = sum(_parts(Strategy(2, 1, 0, False, "none"), 1, base).values())
+            else:
+                one = sum(_parts(strategy, 1, base).values())
+                two = sum(_parts(strategy, 2, base).values())
+            b = 2 * (one - two)
+            self.splits[key] = (one - b, b)
+        return self.splits[key]
+
+    def menu(self, w: ResolvedWorkload, scale_up_domain: int, offloads: tuple[str, ...],
+             base: dict[str, Any]) -> list[tuple[Strategy, float, float]]:
+        """The training strategies for GPUs with this scale-up domain, each with its (A, B)."""
+        key = (scale_up_domain, offloads)
+        if key not in self.menus:
+            self.menus[key] = [(s, *self.split(s, base, False)) for s in _strategies(w, scale_up_domain, offloads)]
+        return self.menus[key]
+
+    def parts_of(self, strategy: Strategy, dp: int, base: dict[str, Any]) -> dict[str, float]:
+        key = (strategy, dp)
+        if key not in self.parts:
+            self.parts[key] = _parts(strategy, dp, base)
+        return dict(self.parts[key])
 
 
-def _strategies(w: ResolvedWorkload, gpu: dict[str, Any], offloads: list[str]) -> list[Strategy]:
-    max_tp = gpu["scale_up_domain"] if w.tensor_parallel is None else w.tensor_parallel
+def _strategies(w: ResolvedWorkload, scale_up_domain: int, offloads: tuple[str, ...]) -> list[Strategy]:
+    max_tp = scale_up_domain if w.tensor_parallel is None else w.tensor_parallel
     tps = [w.tensor_parallel] if w.tensor_parallel else [t for t in (1, 2, 4, 8) if t <= max_tp and w.heads % t == 0]
     ckpts = [w.activation_checkpointing] if w.activation_checkpointing is not None else [False, True]
     zeros = [w.zero_stage] if w.zero_stage is not None else [0, 1, 2, 3]
@@ -102,16 +121,21 @@ class Candidate:
     fits: bool
 
 
-def _training_candidate(strategy: Strategy, a: float, b: float, usable: float, limit: int) -> Candidate | None:
-    if a >= usable:
-        return None
-    dp = 1 if b <= 0 else max(1, math.ceil(b / (usable - a)))
-    group = strategy.tp * strategy.pp
-    count = _round_count(dp * group)
-    dp = count // group
-    if strategy.zero_stage > 0 and dp == 1 and strategy.offload == "none":
-        return None  # ZeRO on one data-parallel rank shards nothing; the zero-stage-0 strategy covers it
-    return Candidate(strategy, dp, count, True) if count <= limit else None
+def _fewest_training(menu: list[tuple[Strategy, float, float]], usable: float, limit: int) -> Candidate | None:
+    """The strategy needing the fewest GPUs (the first, least intrusive, among equals)."""
+    best: tuple[int, Strategy, int] | None = None
+    for strategy, a, b in menu:
+        if a >= usable:
+            continue
+        dp = 1 if b <= 0 else max(1, math.ceil(b / (usable - a)))
+        group = strategy.tp * strategy.pp
+        count = _round_count(dp * group)
+        dp = count // group
+        if strategy.zero_stage > 0 and dp == 1 and strategy.offload == "none":
+            continue  # ZeRO on one data-parallel rank shards nothing; the zero-stage-0 strategy covers it
+        if count <= limit and (best is None or count < best[0]):
+            best = (count, strategy, dp)
+    return None if best is None else Candidate(best[1], best[2], best[0], True)
 
 
 def _inference_candidate(w: ResolvedWorkload, gpu: dict[str, Any], a: float, b: float, usable: float,
@@ -129,35 +153,35 @@ def _inference_candidate(w: ResolvedWorkload, gpu: dict[str, Any], a: float, b: 
 
 
 def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], policy: dict[str, Any],
-             memory: dict[str, Any], gpu: dict[str, Any], cache: dict[Strategy, tuple[float, float]]) -> dict[str, Any]:
+             memory: dict[str, Any], gpu: dict[str, Any], cache: PlanCache | None = None) -> dict[str, Any]:
     """Choose the plan for one GPU type, record it as a trace step, and return the plan fact.
 
     `cache` is shared by the GPU types of one ask (same workload and replica).
     """
+    cache = cache if cache is not None else PlanCache()
     inference = w.task == "inference"
     limit = w.gpu_count or NO_LIMIT
     base = {"m": memory, "w": wfact}
     usable = float(USABLE.evaluate({"g": gpu, "p": policy}))
-    offload_sets = [[w.offload]] if w.offload else [["none"], ["optimizer", "optimizer+params"]]
+    offload_sets = [(w.offload,)] if w.offload else [("none",), ("optimizer", "optimizer+params")]
     chosen: Candidate | None = None
     tried: list[Strategy] = []
     for offloads in offload_sets:
-        strategies = [Strategy(1, 1, 0, False, "none")] if inference else _strategies(w, gpu, offloads)
-        tried += strategies
-        best: Candidate | None = None
-        for strategy in strategies:
-            a, b = _split(strategy, base, inference, cache)
-            cand = (_inference_candidate(w, gpu, a, b, usable, limit) if inference
-                    else _training_candidate(strategy, a, b, usable, limit))
-            if cand and (best is None or cand.count < best.count):
-                best = cand
+        if inference:
+            strategy = Strategy(1, 1, 0, False, "none")
+            tried.append(strategy)
+            best = _inference_candidate(w, gpu, *cache.split(strategy, base, True), usable, limit)
+        else:
+            menu = cache.menu(w, gpu["scale_up_domain"], offloads, base)
+            tried += [strategy for strategy, _, _ in menu]
+            best = _fewest_training(menu, usable, limit)
         if best:
             chosen = best
             break
     if chosen is None:  # the closest miss: the strategy with the least memory per GPU at the limit
         # with no gpu_count limit only the unshardable part can fail to fit: show it at one node
         chosen = _closest_miss(w, base, tried, limit if w.gpu_count else NODE_SIZE, inference)
-    parts = _parts(chosen.strategy, chosen.dp, base)
+    parts = cache.parts_of(chosen.strategy, chosen.dp, base)
     per_gpu = float(PER_GPU.evaluate(parts))
     fits = chosen.fits and per_gpu <= usable
     s = chosen.strategy

@@ -8,6 +8,7 @@ restricted template. Nothing in a rule is ever executed as Python.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, WithJsonSchema
@@ -73,6 +74,12 @@ class CompiledOutput:
     computed: tuple[tuple[str, ex.Expr], ...]  # `let` entries first, then `compute`
     local_names: frozenset[str]  # the `let` names, which stay out of the asserted fact
 
+    @cached_property
+    def field_names(self) -> tuple[str, ...]:
+        """The asserted fact's fields in order: `set` literals, then `compute` (`let` stays local)."""
+        names = [*self.literals, *(name for name, _ in self.computed if name not in self.local_names)]
+        return tuple(dict.fromkeys(names))
+
 
 @dataclass(frozen=True)
 class CompiledRule:
@@ -81,7 +88,7 @@ class CompiledRule:
     conditions: tuple[ex.Expr | None, ...]
     outputs: tuple[CompiledOutput, ...]
 
-    @property
+    @cached_property
     def key(self) -> str:
         return f"{self.rule.id}@{self.rule.version}"
 
