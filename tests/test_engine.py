@@ -1,8 +1,11 @@
 """The engine's guards: the firing bound, failing actions, and sessions left clean after a failure."""
 
+import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import gpukb
 from gpukb import engine
@@ -52,3 +55,25 @@ def test_a_failed_ask_leaves_nothing_behind(checkout: Path, kb):
     # the next asks, in the same process and the same engine, are unaffected
     first = kb.ask({"model": "llama-2-7b", "task": "full_finetune"}).model_dump_json()
     assert kb.ask({"model": "llama-2-7b", "task": "full_finetune"}).model_dump_json() == first
+
+
+# --- reading durable's messages ------------------------------------------------------------------
+
+scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=30),
+                    st.sampled_from(['":{"fid":"f1"', '{"fid":"f9"}', '\\"', "}{", '"x":{"fid":"f2",']))
+fields = st.dictionaries(st.from_regex(r"[a-z_]{1,12}", fullmatch=True).filter(lambda k: k not in ("fid", "sid")),
+                         scalars, max_size=6)
+
+
+@given(st.dictionaries(st.from_regex(r"[a-z][a-z0-9_]{0,5}", fullmatch=True), fields, min_size=1, max_size=5),
+       st.from_regex(r"[a-z][a-z0-9.-]{0,30}_v[0-9]{1,3}", fullmatch=True))
+def test_matched_fids_are_read_exactly_whatever_the_facts_hold(facts, action):
+    ruleset = engine._Ruleset(0, {"k": frozenset()})
+    texts, expected = [], {}
+    for n, (alias, extra) in enumerate(facts.items(), start=1):
+        ruleset.fields["k"] = frozenset(extra) | {"kind"}
+        texts.append(f'"{alias}":' + ruleset.slim({"kind": "k", **extra, "fid": f"f{n}"}, "ask1"))
+        expected[alias] = f"f{n}"
+    message = "{" + f'"{action}":' + "{" + ",".join(texts) + "}}"  # durable's layout, with the texts verbatim
+    assert json.loads(message) == {action: {a: json.loads(t.split(":", 1)[1]) for a, t in zip(facts, texts, strict=True)}}
+    assert engine.read_message(message) == (action, expected)

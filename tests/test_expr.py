@@ -40,6 +40,25 @@ def test_unsafe_expressions_are_rejected(text, message):
             ex.parse(text)
 
 
+class _Attrs(dict):
+    secret = "an attribute"
+
+
+@pytest.mark.parametrize(("text", "env", "message"), [
+    ("w.x + 1", {}, "unknown name 'w'"),
+    ("y * 2", {"w": {}}, "unknown name 'y'"),
+    ("w.x * 2", {"w": {"y": 1}}, "'w' has no field 'x'"),
+    ("w.upper", {"w": "text"}, "'w' has no field 'upper'"),  # a string is not a fact: no attribute lookups
+    ("w.real", {"w": 3}, "'w' has no field 'real'"),
+    ("w.secret", {"w": _Attrs()}, "'w' has no field 'secret'"),  # fields are keys, never attributes
+    ("w.x * 2", {"w": {"x": "7b"}}, "arithmetic needs numbers"),
+    ("2 * w.x", {"w": {"x": [1]}}, "arithmetic needs numbers"),
+])
+def test_run_time_lookups_fail_with_the_name(text, env, message):
+    with pytest.raises(ex.ExpressionError, match=re.escape(message)):
+        ex.parse(text).evaluate(env)
+
+
 def test_long_expressions_are_rejected():
     with pytest.raises(ex.ExpressionError, match="longer than"):
         ex.parse("1 + " * 600 + "1")

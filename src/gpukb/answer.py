@@ -111,20 +111,36 @@ def _finding(c: Collector, fact: dict[str, Any]) -> Finding:
                    claims=[cl["id"] for cl in step.claims], gpu=fact.get("gpu") or None)
 
 
-def _chain(c: Collector, facts: list[dict[str, Any]]) -> list[TraceStep]:
-    """Every step that contributed to `facts`, followed back through their inputs, in firing order."""
-    seen: set[int] = set()
-    todo = [f["by"] for f in facts if f.get("by")]
-    while todo:
-        number = todo.pop()
-        if number in seen:
-            continue
-        seen.add(number)
-        for ref in c.steps[number - 1].inputs:
-            by = c.facts[ref["fid"]].get("by", 0)
-            if by:
-                todo.append(by)
-    return [c.steps[n - 1] for n in sorted(seen)]
+class _Lineage:
+    """Every step behind a step, memoised: the options of one ask share most of their history."""
+
+    def __init__(self, c: Collector):
+        self.c = c
+        self.memo: dict[int, frozenset[int]] = {}
+
+    def of_step(self, number: int) -> frozenset[int]:
+        memo, stack = self.memo, [number]
+        while stack:  # iterative: a long chain of rules must not hit Python's recursion limit
+            n = stack[-1]
+            if n in memo:
+                stack.pop()
+                continue
+            parents = [by for ref in self.c.steps[n - 1].inputs if (by := self.c.facts[ref["fid"]]["by"])]
+            missing = [p for p in parents if p not in memo]  # inputs always come from earlier steps
+            if missing:
+                stack += missing
+                continue
+            memo[n] = frozenset({n}).union(*(memo[p] for p in parents))
+            stack.pop()
+        return memo[number]
+
+    def chain(self, facts: list[dict[str, Any]]) -> list[TraceStep]:
+        """Every step that contributed to `facts`, followed back through their inputs, in firing order."""
+        numbers: set[int] = set()
+        for fact in facts:
+            if fact["by"]:
+                numbers |= self.of_step(fact["by"])
+        return [self.c.steps[n - 1] for n in sorted(numbers)]
 
 
 _SEVERITY = {"error": 0, "warning": 1, "info": 2}
@@ -154,17 +170,21 @@ def option_sort_key(o: Option, price: float) -> tuple[Any, ...]:
 
 def build_answer(c: Collector, kb_version: str, kb_hash: str, workload: ResolvedWorkload,
                  memory: dict[str, Any], prices: dict[str, float]) -> Answer:
-    findings = sorted(c.of_kind("finding"),
+    of_kind: dict[str, list[dict[str, Any]]] = {}
+    for fact in c.facts.values():
+        of_kind.setdefault(fact["kind"], []).append(fact)
+    findings = sorted(of_kind.get("finding", []),
                       key=lambda f: (_SEVERITY[f["severity"]], f.get("gpu", ""), f["finding"], f["fid"]))
     per_gpu: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for kind in ("estimate", "comm", "rank", "preference", "remedy"):
-        for fact in c.of_kind(kind):
+        for fact in of_kind.get(kind, []):
             per_gpu.setdefault(fact.get("gpu") or "", {}).setdefault(kind, []).append(fact)
+    lineage = _Lineage(c)
     by_gpu: dict[str, list[dict[str, Any]]] = {}
     for f in findings:
         by_gpu.setdefault(f.get("gpu") or "", []).append(f)
     options, rejected = [], []
-    for plan in c.of_kind("plan"):
+    for plan in of_kind.get("plan", []):
         gpu = plan["gpu"]
         facts = per_gpu.get(gpu, {})
         rank = (facts.get("rank") or [None])[0]
@@ -184,14 +204,14 @@ def build_answer(c: Collector, kb_version: str, kb_hash: str, workload: Resolved
             tier=min((p["tier"] for p in facts.get("preference", [])), default=DEFAULT_TIER),
             branch=min(((p["tier"], p["branch"]) for p in facts.get("preference", [])), default=(0, None))[1],
             findings=[_finding(c, f) for f in own],
-            trace=_chain(c, related),
+            trace=lineage.chain(related),
         )
         (options if fits else rejected).append(option)
     options.sort(key=lambda o: option_sort_key(o, prices.get(o.gpu, 0.0)))
     rejected.sort(key=lambda o: o.gpu)
     remedies: dict[tuple[str, str], Remedy] = {}
     best = options[0].gpu if options else ""
-    for fact in sorted(c.of_kind("remedy"), key=lambda r: (-r.get("effect_bytes", 0), r["remedy"], r.get("gpu", ""))):
+    for fact in sorted(of_kind.get("remedy", []), key=lambda r: (-r.get("effect_bytes", 0), r["remedy"], r.get("gpu", ""))):
         # GPU-specific remedies are listed for the best option only; general ones once
         if fact.get("gpu") and fact["gpu"] != best:
             continue

@@ -173,23 +173,27 @@ _NUMBER_TYPES = frozenset({int, float, bool})
 
 def _lookup(name: str) -> Callable[[Mapping[str, Any]], Any]:
     head, _, tail = name.partition(".")
+    if not tail:
+        def get_name(env: Mapping[str, Any]) -> Any:
+            try:
+                return env[head]
+            except KeyError:
+                raise ExpressionError(f"unknown name '{head}'") from None
 
-    def get(env: Mapping[str, Any]) -> Any:
-        try:
-            value = env[head]
-        except KeyError:
-            raise ExpressionError(f"unknown name '{head}'") from None
-        if not tail:
-            return value
-        try:  # dict lookup only: never getattr
-            return value[tail] if isinstance(value, dict) else _missing(head, tail)
-        except KeyError:
-            return _missing(head, tail)
+        return get_name
 
-    return get
+    def get_field(env: Mapping[str, Any]) -> Any:
+        try:  # subscription only, never getattr: a fact is a dict, anything else raises TypeError
+            return env[head][tail]
+        except (KeyError, TypeError):
+            return _missing(env, head, tail)
+
+    return get_field
 
 
-def _missing(head: str, tail: str) -> Any:
+def _missing(env: Mapping[str, Any], head: str, tail: str) -> Any:
+    if head not in env:
+        raise ExpressionError(f"unknown name '{head}'")
     raise ExpressionError(f"'{head}' has no field '{tail}'")
 
 
@@ -202,6 +206,16 @@ def _closure(node: ast.AST) -> Callable[[Mapping[str, Any]], Any]:
         return _lookup(_qualified(node) or "")
     if isinstance(node, ast.BinOp):
         left, right, op, text = _closure(node.left), _closure(node.right), _BINOPS[type(node.op)], ast.unparse(node)
+        if isinstance(node.right, ast.Constant) and type(node.right.value) in _NUMBER_TYPES:
+            constant = node.right.value
+
+            def binop_constant(env: Mapping[str, Any]) -> Any:  # `x * 2`, `x / 1e9`: one operand to check
+                a = left(env)
+                if type(a) not in _NUMBER_TYPES:
+                    raise ExpressionError(f"'{text}': arithmetic needs numbers")
+                return op(a, constant)
+
+            return binop_constant
 
         def binop(env: Mapping[str, Any]) -> Any:
             a, b = left(env), right(env)
