@@ -180,6 +180,7 @@ def build_answer(c: Collector, kb_version: str, kb_hash: str, workload: Resolved
         for fact in of_kind.get(kind, []):
             per_gpu.setdefault(fact.get("gpu") or "", {}).setdefault(kind, []).append(fact)
     lineage = _Lineage(c)
+    finding_of = {f["fid"]: _finding(c, f) for f in findings}  # frozen models: options share them with the answer
     by_gpu: dict[str, list[dict[str, Any]]] = {}
     for f in findings:
         by_gpu.setdefault(f.get("gpu") or "", []).append(f)
@@ -203,7 +204,7 @@ def build_answer(c: Collector, kb_version: str, kb_hash: str, workload: Resolved
             score=rank["score"] if rank and fits else 0.0,
             tier=min((p["tier"] for p in facts.get("preference", [])), default=DEFAULT_TIER),
             branch=min(((p["tier"], p["branch"]) for p in facts.get("preference", [])), default=(0, None))[1],
-            findings=[_finding(c, f) for f in own],
+            findings=[finding_of[f["fid"]] for f in own],
             trace=lineage.chain(related),
         )
         (options if fits else rejected).append(option)
@@ -222,6 +223,6 @@ def build_answer(c: Collector, kb_version: str, kb_hash: str, workload: Resolved
         replica["activations"] = memory["activations_checkpointed"]
     return Answer(
         kb_version=kb_version, kb_hash=kb_hash, workload=workload, memory=_memory(replica, memory["total"]),
-        options=options, rejected=rejected, findings=[_finding(c, f) for f in findings],
+        options=options, rejected=rejected, findings=[finding_of[f["fid"]] for f in findings],
         remedies=list(remedies.values()), trace=list(c.steps),
     )
