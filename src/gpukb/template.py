@@ -55,34 +55,34 @@ def placeholders(template: str) -> list[tuple[str, str | None]]:
     return found
 
 
-@lru_cache(maxsize=1024)
-def _parts(template: str) -> tuple[tuple[str, str, str, str | None], ...]:
-    """(literal text before, head, tail, format) for each placeholder, then the trailing text."""
-    parts, last = [], 0
-    for match in _PLACEHOLDER.finditer(template):
-        head, _, tail = match[1].partition(".")
-        parts.append((template[last:match.start()], head, tail, match[2]))
-        last = match.end()
-    parts.append((template[last:], "", "", None))
-    return tuple(parts)
-
-
 def _show(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:,.4g}"
     return str(value)
 
 
+@lru_cache(maxsize=1024)
+def _parts(template: str) -> tuple[tuple[str, str, str, Callable[[Any], str]], ...]:
+    """(literal text before, head, tail, formatter) for each placeholder, then the trailing text."""
+    parts, last = [], 0
+    for match in _PLACEHOLDER.finditer(template):
+        head, _, tail = match[1].partition(".")
+        parts.append((template[last:match.start()], head, tail, FORMATS[match[2]] if match[2] else _show))
+        last = match.end()
+    parts.append((template[last:], "", "", _show))
+    return tuple(parts)
+
+
 def render(template: str, env: Mapping[str, Any]) -> str:
     out = []
-    for text, head, tail, fmt in _parts(template):
+    for text, head, tail, show in _parts(template):
         out.append(text)
         if not head:
             continue
         value: Any = env.get(head)
-        if tail:
-            value = value.get(tail) if isinstance(value, Mapping) else None
+        if tail:  # dict lookups only: a fact is a dict, anything else has no fields
+            value = value.get(tail) if isinstance(value, dict) else None
         if value is None:
             raise TemplateError(f"no value for {{{head}{'.' + tail if tail else ''}}}")
-        out.append(FORMATS[fmt](value) if fmt else _show(value))
+        out.append(show(value))
     return "".join(out)
