@@ -4,7 +4,8 @@ durable-rules is a C extension with process-global state, so this module keeps i
 - one Host per process, without the timer threads `Host.__init__` would start (gpukb uses no
   timers, and those threads never stop and could run actions concurrently with ours);
 - a ruleset is registered once and named by the KB content hash (names cannot be reused);
-- every dict is copied before it is asserted (durable adds `sid` to what it is given);
+- durable gets JSON text built afresh for every assert, never a dict of ours (its own wrapper would
+  add `sid` to the dict it is given, and a later assert would land in an earlier session);
 - every ask has a fresh session id whose state is deleted afterwards;
 - one lock serialises all engine calls, so concurrent asks from several threads are safe;
 - actions never raise into durable (it would swallow the error): failures are kept and re-raised.
@@ -12,14 +13,13 @@ durable-rules is a C extension with process-global state, so this module keeps i
 Facts go in, and the agenda is drained, through the ruleset's C handle directly (the same calls
 `durable.engine.Ruleset` makes, version pinned in pyproject.toml) rather than through its Python
 wrapper: the wrapper builds a Closure and encodes, decodes and writes back the session state around
-every firing, which gpukb never reads — a third of the time of an ask.
+every firing, which gpukb never reads (about a sixth of the time of an ask).
 """
 
 from __future__ import annotations
 
 import itertools
 import json
-import re
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -84,14 +84,17 @@ _NOT_HANDLED, _OBSERVED, _QUEUED = 1, 2, 3  # durable's assert result codes (dur
 
 # durable names an action's matched facts by handing back, verbatim, the text gpukb asserted for
 # each: `{"<action>":{"<alias>":<fact>,...}}`. Every asserted fact is a flat object whose first
-# field is its fid, so `"alias":{"fid":"f12"` can only start a matched fact (a quote inside a JSON
-# string is always escaped). Reading the fids this way costs a fifth of decoding the JSON.
-_MATCHED = re.compile(r'"([A-Za-z_][A-Za-z0-9_]*)":\{"fid":"(f[0-9]+)"')
+# field is its fid, so `":{"fid":"` can only follow an alias (a quote inside a JSON string is always
+# escaped). Splitting on it reads the fids in a quarter of the time of decoding the JSON.
+_FACT_START = '":{"fid":"'
 
 
 def read_message(message: str) -> tuple[str, dict[str, str]]:
     """(action name, {alias: fid}) of one message from durable's agenda."""
-    return message[2:message.index('"', 2)], dict(_MATCHED.findall(message))
+    pieces = message.split(_FACT_START)
+    fids = {before[before.rindex('"') + 1:]: after[:after.index('"')]
+            for before, after in itertools.pairwise(pieces)}
+    return message[2:message.index('"', 2)], fids
 
 
 class _Ruleset:
