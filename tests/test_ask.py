@@ -1,5 +1,6 @@
 """ask() end to end: every task, the API contract, pins, bad input, determinism, threads."""
 
+import dataclasses
 import json
 import os
 import threading
@@ -150,6 +151,18 @@ def test_same_workload_gives_byte_identical_json(kb):
     for _ in range(3):
         assert kb.ask(workload).model_dump_json() == first
     assert json.loads(first)["workload"]["tokens"] == 10**12
+
+
+def test_an_answer_cannot_be_changed_behind_the_next_one(kb):
+    """Trace steps and their citations are shared with the knowledge base's caches: they are frozen."""
+    answer = kb.ask({"model": "llama-2-7b", "task": "lora"})
+    step = next(s for s in answer.trace if s.claims)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        step.claims[0].verdict = "supported"  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        step.sentence = "something else"  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        step.sources.append("made-up")  # type: ignore[attr-defined]
 
 
 def test_concurrent_asks_match_sequential_ones(kb):

@@ -123,7 +123,7 @@ def test_cross_links(site):
         for step in run.answer.trace:
             rule_id = step.rule.rsplit("@", 1)[0]
             assert P.rule_page(rule_id) in links or f"{P.RULES}#built-in-{rule_id}" in links, step.rule
-            assert {P.claim_page(c["id"]) for c in step.claims} <= links
+            assert {P.claim_page(c.id) for c in step.claims} <= links
         for option in run.answer.options[:1] + run.answer.rejected:  # a GPU page lists where it is recommended or rejected
             assert page in _targets(site.pages[P.gpu_page(option.gpu)], P.gpu_page(option.gpu))
     assert "**recommended**" in "".join(site.pages[P.gpu_page(r.answer.options[0].gpu)] for r in site.runs)

@@ -108,7 +108,7 @@ def _finding(c: Collector, fact: dict[str, Any]) -> Finding:
     step = c.step_of(fact)
     assert step is not None
     return Finding(kind=fact["finding"], severity=fact["severity"], message=step.sentence, rule=step.rule,
-                   claims=[cl["id"] for cl in step.claims], gpu=fact.get("gpu") or None)
+                   claims=[cl.id for cl in step.claims], gpu=fact.get("gpu") or None)
 
 
 class _Lineage:
@@ -155,7 +155,7 @@ def _remedy(c: Collector, fact: dict[str, Any]) -> Remedy:
     else:
         effect = f"saves about {gb(fact.get('effect_bytes', 0))}"
     return Remedy(id=fact["remedy"], title=fact["title"], effect=effect, effect_bytes=round(fact.get("effect_bytes", 0)),
-                  rule=step.rule, claims=[cl["id"] for cl in step.claims], gpu=fact.get("gpu") or None)
+                  rule=step.rule, claims=[cl.id for cl in step.claims], gpu=fact.get("gpu") or None)
 
 
 DEFAULT_TIER = 1  # options no decision-tree branch prefers; a preferred option has tier 0

@@ -25,7 +25,7 @@ def render_step(step: TraceStep, indent: str = "  ") -> list[str]:
         if value["expr"]:
             lines.append(f"{indent}    {value['name']} = {value['expr']} = {_number(value['value'])}")
     for claim in step.claims:
-        lines.append(f"{indent}    rests on {claim['id']} [{claim['verdict']}] 「{claim['quote_zh']}」")
+        lines.append(f"{indent}    rests on {claim.id} [{claim.verdict}] 「{claim.quote_zh}」")
     if step.sources:
         lines.append(f"{indent}    sources: {', '.join(step.sources)}")
     return lines

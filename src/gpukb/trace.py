@@ -20,8 +20,9 @@ from .template import TemplateError, render
 MAX_FIRINGS = 5000  # a healthy ask fires a few hundred times; more means rules chain without end
 
 
-# Plain typed dicts, not models: an ask records hundreds of these and they only need serializing.
-class CitedClaim(TypedDict):
+# A cited claim is frozen: the same citations are shared by every firing of a rule, in every ask.
+@dataclass(frozen=True, slots=True)
+class CitedClaim:
     id: str
     section: str
     quote_zh: str
@@ -29,6 +30,7 @@ class CitedClaim(TypedDict):
     verdict: str
 
 
+# Plain typed dicts, not models: an ask records hundreds of these and they only need serializing.
 class FactRef(TypedDict):
     alias: str
     kind: str

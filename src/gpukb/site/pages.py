@@ -110,8 +110,8 @@ class Context:
                 elif run not in rule_runs[rule_id]:
                     rule_runs[rule_id].append(run)
                 for claim in step.claims:
-                    if run not in claim_runs[claim["id"]]:
-                        claim_runs[claim["id"]].append(run)
+                    if run not in claim_runs[claim.id]:
+                        claim_runs[claim.id].append(run)
             for i, option in enumerate(run.answer.options):
                 roles[option.gpu].append(Role(run, option, i + 1))
             for option in run.answer.rejected:
@@ -415,7 +415,7 @@ def rules_index(ctx: Context) -> str:
         for rule_id, step in sorted(ctx.builtins.items()):
             out += [f"### {esc(step.rule)} {{#built-in-{rule_id}}}", "", f"{esc(step.title)} · stage {esc(step.stage)}", ""]
             if step.claims:
-                out += ["Rests on " + ", ".join(ctx.claim(here, c["id"]) for c in step.claims) + ".", ""]
+                out += ["Rests on " + ", ".join(ctx.claim(here, c.id) for c in step.claims) + ".", ""]
             if step.sources:
                 out += ["Sources: " + ", ".join(ctx.source(here, s) for s in step.sources) + ".", ""]
     return "\n".join(out)
@@ -673,7 +673,7 @@ def render_step(ctx: Context, here: str, step: TraceStep, heading_level: int = 4
     if step.values:
         out += [_values_table(step), ""]
     for c in step.claims:
-        out.append(f"- rests on {ctx.claim(here, c['id'])} 「{esc(c['quote_zh'])}」 — {esc(c['text_en'])}")
+        out.append(f"- rests on {ctx.claim(here, c.id)} 「{esc(c.quote_zh)}」 — {esc(c.text_en)}")
     if step.sources:
         out.append("- sources: " + ", ".join(ctx.source(here, s) for s in step.sources))
     return "\n".join(out).rstrip()
