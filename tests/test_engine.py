@@ -77,3 +77,16 @@ def test_matched_fids_are_read_exactly_whatever_the_facts_hold(facts, action):
     message = "{" + f'"{action}":' + "{" + ",".join(texts) + "}}"  # durable's layout, with the texts verbatim
     assert json.loads(message) == {action: {a: json.loads(t.split(":", 1)[1]) for a, t in zip(facts, texts, strict=True)}}
     assert engine.read_message(message) == (action, expected)
+
+
+def test_the_same_fact_twice_is_an_engine_error_not_a_silent_skip(kb):
+    kb.ask({"model": "llama-2-7b", "task": "lora"})  # registers the ruleset
+    name = engine.ENGINE._ruleset_for(kb)
+    ruleset = engine.ENGINE._rulesets[name]
+    fact = {"kind": "policy", "fid": "f1", "scaling_efficiency_floor": 0.8}
+    try:
+        assert ruleset.put(fact, "twice") is not None
+        with pytest.raises(EngineError, match="durable-rules saw the same policy fact twice"):
+            ruleset.put(fact, "twice")
+    finally:
+        engine.ENGINE._host.delete_state(name, "twice")

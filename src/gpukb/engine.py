@@ -80,7 +80,9 @@ class Session:
 # One encoder for every fact: json.dumps with options would build a new one per call. Compact
 # separators keep the text durable parses short; non-ASCII stays as is, as durable's own wrapper sends it.
 _encode = json.JSONEncoder(ensure_ascii=False, check_circular=False, separators=(",", ":")).encode
-_NOT_HANDLED, _OBSERVED, _QUEUED = 1, 2, 3  # durable's assert result codes (durable.engine.Ruleset._handle_result)
+# durable's assert result codes besides 0 (RULES_OK): its rules.h calls them ERR_EVENT_NOT_HANDLED,
+# ERR_EVENT_OBSERVED and ERR_EVENT_DEFERRED (handed to a queue callback, which gpukb never sets)
+_NOT_HANDLED, _OBSERVED, _DEFERRED = 1, 2, 3
 
 # durable names an action's matched facts by handing back, verbatim, the text gpukb asserted for
 # each: `{"<action>":{"<alias>":<fact>,...}}`. Every asserted fact is a flat object whose first
@@ -122,7 +124,9 @@ class _Ruleset:
             return None
         if code == _OBSERVED:  # every fact carries a fresh fid, so this is a bug, not an input error
             raise EngineError(f"durable-rules saw the same {fact['kind']} fact twice")
-        return 0 if code == _QUEUED else state
+        if code == _DEFERRED:  # a fact left unprocessed would silently drop conclusions
+            raise EngineError(f"durable-rules deferred a {fact['kind']} fact instead of matching it")
+        return state
 
 
 class Engine:
