@@ -4,7 +4,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import gpukb
-from gpukb import WorkloadError
+from gpukb import WorkloadError, planner
 
 KB = gpukb.load_kb()
 TRAINING = ["pretrain", "full_finetune", "lora", "qlora"]
@@ -55,3 +55,20 @@ def test_every_option_fits_and_every_rejection_says_why(w):
     total = answer.memory
     assert total.total >= total.weights > 0
     assert KB.ask(w).model_dump_json() == answer.model_dump_json()
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([1, 2, 4, 8]), st.sampled_from([1, 2, 4]), st.integers(0, 3), st.booleans(),
+                          st.sampled_from(["none", "optimizer", "optimizer+params"]), st.integers(1, 64)),
+                min_size=1, max_size=12))
+def test_planner_memo_gives_what_the_expressions_give(splits):
+    """The planner computes each memory part once per combination of the strategy names it reads;
+    in any order of requests that must equal evaluating the expressions afresh."""
+    answer = KB.ask({"model": "llama-2-13b", "task": "full_finetune", "gpus": ["h100-sxm-80gb"]})
+    step = next(s for s in answer.trace if s.rule.startswith("req.memory."))
+    base = {"m": {v["name"]: v["value"] for v in step.values}, "w": {"layers": 40}}
+    cache = planner.PlanCache()
+    for tp, pp, zero, ckpt, offload, dp in splits:
+        strategy = planner.Strategy(tp, pp, zero, ckpt, offload)
+        fresh = {name: float(e.evaluate({**base, **strategy.env(dp)})) for name, e in planner.PARTS.items()}
+        assert cache.parts_of(strategy, dp, base) == fresh

@@ -56,9 +56,10 @@ class Strategy:
                 "checkpointing": self.checkpointing, "offload": self.offload}
 
 
-def _parts(strategy: Strategy, dp: int, base: dict[str, Any]) -> dict[str, float]:
-    env = {**base, **strategy.env(dp)}
-    return {name: float(e.evaluate(env)) for name, e in PARTS.items()}
+# The strategy names each part's expression reads: a part's value depends on the replica (the same
+# for a whole ask) and on these alone, so it is computed once per combination of their values.
+_SPLIT_NAMES = ("dp", "tp", "pp", "zero_stage", "checkpointing", "offload")
+_PART_READS = {name: tuple(n for n in _SPLIT_NAMES if n in e.names) for name, e in PARTS.items()}
 
 
 class PlanCache:
@@ -68,18 +69,18 @@ class PlanCache:
     def __init__(self) -> None:
         self.splits: dict[tuple[Strategy, bool], tuple[float, float]] = {}
         self.menus: dict[tuple[Any, ...], list[tuple[Strategy, float, float]]] = {}
-        self.parts: dict[tuple[Strategy, int], dict[str, float]] = {}
+        self.part_values: dict[tuple[Any, ...], float] = {}
 
     def split(self, strategy: Strategy, base: dict[str, Any], inference: bool) -> tuple[float, float]:
         """(A, B) with per_gpu(n) = A + B/n, n = dp (training) or the tp*pp shard count (inference)."""
         key = (strategy, inference)
         if key not in self.splits:
             if inference:
-                one = sum(_parts(Strategy(1, 1, 0, False, "none"), 1, base).values())
-                two = sum(_parts(Strategy(2, 1, 0, False, "none"), 1, base).values())
+                one = sum(self.parts_of(Strategy(1, 1, 0, False, "none"), 1, base).values())
+                two = sum(self.parts_of(Strategy(2, 1, 0, False, "none"), 1, base).values())
             else:
-                one = sum(_parts(strategy, 1, base).values())
-                two = sum(_parts(strategy, 2, base).values())
+                one = sum(self.parts_of(strategy, 1, base).values())
+                two = sum(self.parts_of(strategy, 2, base).values())
             b = 2 * (one - two)
             self.splits[key] = (one - b, b)
         return self.splits[key]
@@ -93,10 +94,17 @@ class PlanCache:
         return self.menus[key]
 
     def parts_of(self, strategy: Strategy, dp: int, base: dict[str, Any]) -> dict[str, float]:
-        key = (strategy, dp)
-        if key not in self.parts:
-            self.parts[key] = _parts(strategy, dp, base)
-        return dict(self.parts[key])
+        """Per-GPU bytes of each part under this split, as the PARTS expressions give them."""
+        split = strategy.env(dp)
+        env: dict[str, Any] | None = None
+        parts = {}
+        for name, expression in PARTS.items():
+            key = (name, *(split[n] for n in _PART_READS[name]))
+            if key not in self.part_values:
+                env = env or {**base, **split}
+                self.part_values[key] = float(expression.evaluate(env))
+            parts[name] = self.part_values[key]
+        return parts
 
 
 def _strategies(w: ResolvedWorkload, scale_up_domain: int, offloads: tuple[str, ...]) -> list[Strategy]:
@@ -180,7 +188,7 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
             break
     if chosen is None:  # the closest miss: the strategy with the least memory per GPU at the limit
         # with no gpu_count limit only the unshardable part can fail to fit: show it at one node
-        chosen = _closest_miss(w, base, tried, limit if w.gpu_count else NODE_SIZE, inference)
+        chosen = _closest_miss(w, base, tried, limit if w.gpu_count else NODE_SIZE, inference, cache)
     parts = cache.parts_of(chosen.strategy, chosen.dp, base)
     per_gpu = float(PER_GPU.evaluate(parts))
     fits = chosen.fits and per_gpu <= usable
@@ -215,7 +223,7 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
 
 
 def _closest_miss(w: ResolvedWorkload, base: dict[str, Any], tried: list[Strategy], limit: int,
-                  inference: bool) -> Candidate:
+                  inference: bool, cache: PlanCache) -> Candidate:
     best: tuple[float, Candidate] | None = None
     for strategy in tried:
         if inference:
@@ -227,7 +235,7 @@ def _closest_miss(w: ResolvedWorkload, base: dict[str, Any], tried: list[Strateg
             dp = max(1, limit // (strategy.tp * strategy.pp))
         if dp * strategy.tp * strategy.pp > limit:
             continue
-        per_gpu = sum(_parts(strategy, dp, base).values())
+        per_gpu = sum(cache.parts_of(strategy, dp, base).values())
         cand = Candidate(strategy, dp, dp * strategy.tp * strategy.pp, False)
         if best is None or per_gpu < best[0]:
             best = (per_gpu, cand)
