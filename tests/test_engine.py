@@ -90,3 +90,18 @@ def test_the_same_fact_twice_is_an_engine_error_not_a_silent_skip(kb):
             ruleset.put(fact, "twice")
     finally:
         engine.ENGINE._host.delete_state(name, "twice")
+
+
+def test_a_message_that_does_not_name_the_rules_aliases_fails_the_ask(kb, monkeypatch):
+    read = engine.read_message
+
+    def lose_an_alias(message: str):
+        name, fids = read(message)
+        return name, dict(list(fids.items())[1:])
+
+    monkeypatch.setattr(engine, "read_message", lose_an_alias)
+    with pytest.raises(EngineError, match=r"durable matched \[.*\], the rule has \[.*\]"):
+        kb.ask({"model": "llama-2-7b", "task": "lora"})
+    monkeypatch.undo()
+    assert engine.ENGINE._collectors == {}
+    kb.ask({"model": "llama-2-7b", "task": "lora"})  # the engine is still usable

@@ -1,7 +1,7 @@
 """The engine's facts carry exactly the fields the rule checker believes they do."""
 
 from gpukb.facts import ENGINE_KINDS
-from gpukb.planner import plan_gpu
+from gpukb.planner import PlanCache, plan_gpu
 from gpukb.resolve import gpu_fact, policy_fact, resolve
 from gpukb.trace import Collector
 from gpukb.workload import Workload
@@ -21,5 +21,5 @@ def test_engine_facts_match_their_declared_fields(kb):
         memory = next(s for s in answer.trace if s.rule.startswith("req.memory."))
         fields = {v["name"]: v["value"] for v in memory.values}
         plan = plan_gpu(c, resolved, c.new_fact("workload", wfact, 0), c.new_fact("policy", policy_fact(kb), 0),
-                        c.new_fact("memory", fields, 0), c.new_fact("gpu", gpu, 0))
+                        c.new_fact("memory", fields, 0), c.new_fact("gpu", gpu, 0), PlanCache())
         assert set(plan) - META == ENGINE_KINDS["plan"]

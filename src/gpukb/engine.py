@@ -13,7 +13,8 @@ durable-rules is a C extension with process-global state, so this module keeps i
 Facts go in, and the agenda is drained, through the ruleset's C handle directly (the same calls
 `durable.engine.Ruleset` makes, version pinned in pyproject.toml) rather than through its Python
 wrapper: the wrapper builds a Closure and encodes, decodes and writes back the session state around
-every firing, which gpukb never reads (about a sixth of the time of an ask).
+every firing, which gpukb never reads (dropping it made asks 1.2–1.5× faster: medians of six
+alternating A/B rounds per workload).
 """
 
 from __future__ import annotations
@@ -87,7 +88,8 @@ _NOT_HANDLED, _OBSERVED, _DEFERRED = 1, 2, 3
 # durable names an action's matched facts by handing back, verbatim, the text gpukb asserted for
 # each: `{"<action>":{"<alias>":<fact>,...}}`. Every asserted fact is a flat object whose first
 # field is its fid, so `":{"fid":"` can only follow an alias (a quote inside a JSON string is always
-# escaped). Splitting on it reads the fids in a quarter of the time of decoding the JSON.
+# escaped). Splitting on it takes 1.8 µs a message against 6.5 µs for json.loads (the messages of a
+# 7B full fine-tune, ~560 bytes each).
 _FACT_START = '":{"fid":"'
 
 
@@ -183,10 +185,11 @@ class Engine:
         while message:
             action_name, fids = read_message(message)
             aliases, action = ruleset.actions[action_name]
-            if fids.keys() != aliases:  # not the text gpukb asserted: read it the slow, general way
-                ((action_name, matched),) = json.loads(message).items()
-                fids = {alias: fact["fid"] for alias, fact in matched.items()}
-            action(sid, fids)
+            if fids.keys() == aliases:
+                action(sid, fids)
+            else:  # not the text gpukb asserted (another durable version?): fail the ask, never guess
+                self._collectors[sid].errors.append(
+                    f"{action_name}: durable matched {sorted(fids)}, the rule has {sorted(aliases)}")
             message = _c_complete_and_start_action(ruleset.handle, state)
 
     @contextmanager

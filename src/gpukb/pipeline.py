@@ -33,8 +33,8 @@ def ask(kb: KnowledgeBase, workload: Workload | dict[str, Any]) -> Answer:
         memory = memories[0]
         # Stage 2: the planner places the replica on each candidate GPU type; later rules diagnose
         # the plans, propose remedies and estimate throughput.
-        splits = PlanCache()
-        plans = [plan_gpu(c, resolved, wfact, policy, memory, g, splits) for g in gpus]
+        plan_cache = PlanCache()
+        plans = [plan_gpu(c, resolved, wfact, policy, memory, g, plan_cache) for g in gpus]
         fleet = _fleet(c, plans)
         session.assert_facts([*plans, fleet])
     prices = {g: kb.gpus[g].price.usd for g in resolved.gpus if kb.gpus[g].price}

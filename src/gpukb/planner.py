@@ -161,12 +161,11 @@ def _inference_candidate(w: ResolvedWorkload, gpu: dict[str, Any], a: float, b: 
 
 
 def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], policy: dict[str, Any],
-             memory: dict[str, Any], gpu: dict[str, Any], cache: PlanCache | None = None) -> dict[str, Any]:
+             memory: dict[str, Any], gpu: dict[str, Any], cache: PlanCache) -> dict[str, Any]:
     """Choose the plan for one GPU type, record it as a trace step, and return the plan fact.
 
     `cache` is shared by the GPU types of one ask (same workload and replica).
     """
-    cache = cache if cache is not None else PlanCache()
     inference = w.task == "inference"
     limit = w.gpu_count or NO_LIMIT
     base = {"m": memory, "w": wfact}
