@@ -30,7 +30,7 @@ def _replace(path: Path, old: str, new: str) -> None:
 
 def test_the_repository_passes_every_check(kb):
     problems = checks.check_all(kb, checks.load_allowances(kb.root)[0])
-    assert [p for p in problems if not checks.is_warning(p)] == []
+    assert [p for p in problems if not p.is_warning] == []
 
 
 # --- R101 / R102: dead rules ---------------------------------------------------------------------
@@ -161,7 +161,7 @@ def test_W101_a_claim_nothing_cites_is_a_warning(checkout, kb):
     edit_entry(checkout, rule_id, lambda r: r.update(claims=[c for c in r["claims"] if c != claim_id]))
     problems = checks.check_uncited_claims(gpukb.load_kb(checkout))
     (problem,) = [p for p in problems if f"'{claim_id}'" in p.message]
-    assert problem.code == "W101" and checks.is_warning(problem) and problem.file == "kb/claims/article.yaml"
+    assert problem.code == "W101" and problem.is_warning and problem.file == "kb/claims/article.yaml"
     assert problem.message == f"claim '{claim_id}' is cited by no rule and no policy: no answer rests on it"
 
     # a warning does not fail lint; --strict makes it fail

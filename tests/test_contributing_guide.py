@@ -4,11 +4,13 @@ lint code, expression function and template format the code knows."""
 import re
 from pathlib import Path
 
+import pytest
 import yaml
 from typer.testing import CliRunner
 
 import gpukb
 from gpukb.cli import app
+from gpukb.codes import CODES
 from gpukb.expr import FUNCTIONS
 from gpukb.facts import ENGINE_KINDS, RULE_KINDS
 from gpukb.lint import lint
@@ -59,14 +61,28 @@ def test_the_worked_examples_load_and_pass_lint(checkout: Path):
     assert shown.exit_code == 0 and "[draft]" in shown.output
 
 
-def test_every_lint_code_is_in_the_guide():
+def test_the_guide_lists_the_table_of_lint_codes():
+    """CONTRIBUTING.md's table is gpukb.codes.CODES, row for row."""
     text = GUIDE.read_text(encoding="utf-8")
-    codes = set()
-    for path in (REPO / "src" / "gpukb").glob("*.py"):
-        codes |= set(re.findall(r'"([ERTVWSDA]\d{3})"', path.read_text(encoding="utf-8")))
-    listed = set(re.findall(r"^\| ([A-Z]\d{3}) \|", text, re.MULTILINE))
-    assert codes - listed == set(), "codes missing from the table in CONTRIBUTING.md"
-    assert listed - codes == set(), "codes in CONTRIBUTING.md that nothing reports"
+    listed = {code: (summary, where) for code, summary, where in
+              re.findall(r"^\| ([A-Z]\d{3}) \| (.*?) \| (.*?) \|$", text, re.MULTILINE)}
+    assert listed == {code: (c.summary, c.where) for code, c in CODES.items()}
+
+
+def test_every_code_the_source_names_is_in_the_table_and_every_row_is_used():
+    named: set[str] = set()
+    for path in (REPO / "src" / "gpukb").rglob("*.py"):
+        if path.name != "codes.py":
+            named |= set(re.findall(r'"([A-Z]\d{3})"', path.read_text(encoding="utf-8")))
+    assert named - set(CODES) == set(), "codes reported but missing from gpukb.codes.CODES"
+    assert set(CODES) - named == set(), "codes in gpukb.codes.CODES that nothing reports"
+
+
+def test_a_problem_with_a_code_outside_the_table_cannot_be_built():
+    with pytest.raises(ValueError, match="Z999"):
+        gpukb.Problem("kb/x.yaml", 1, 1, "Z999", "made up")
+    assert gpukb.Problem("kb/x.yaml", 1, 1, "W101", "m").severity == "warning"
+    assert gpukb.Problem("kb/x.yaml", 1, 1, "E001", "m").severity == "error"
 
 
 def test_the_languages_are_documented_completely():

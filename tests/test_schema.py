@@ -7,7 +7,8 @@ import jsonschema
 import pytest
 import yaml
 
-from gpukb.loader import KIND_DIRS, SCHEMA_NAMES, json_schemas
+from gpukb.kinds import KINDS
+from gpukb.loader import json_schemas
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -19,11 +20,9 @@ def test_schema_files_match_the_models():
 
 
 def _files():
-    for kind in KIND_DIRS:
-        for path in sorted((REPO / "kb" / kind).glob("*.yaml")):
-            yield SCHEMA_NAMES[kind], path
-    for path in sorted((REPO / "rules").glob("*/*.yaml")):
-        yield "rule", path
+    for kind in KINDS:
+        for path in sorted((REPO / kind.folder).glob("*.yaml" if kind.name != "rules" else "*/*.yaml")):
+            yield kind.singular, path
 
 
 @pytest.mark.parametrize(("schema", "path"), list(_files()), ids=lambda v: v if isinstance(v, str) else v.name)

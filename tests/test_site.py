@@ -140,12 +140,12 @@ def _tampered(kb: gpukb.KnowledgeBase) -> gpukb.KnowledgeBase:
     claim_id = next(iter(kb.claims))
     rule_id = sorted(kb.rules)[0]
     gpu_id = sorted(kb.gpus)[0]
-    return dataclasses.replace(
-        kb,
-        claims={**kb.claims, claim_id: kb.claims[claim_id].model_copy(update={"text_en": EVIL, "reason": EVIL})},
-        rules={**kb.rules, rule_id: kb.rules[rule_id].model_copy(update={"title": EVIL, "explain": EVIL})},
-        gpus={**kb.gpus, gpu_id: kb.gpus[gpu_id].model_copy(update={"name": EVIL, "notes": EVIL})},
-    )
+    return dataclasses.replace(kb, tables={
+        **kb.tables,
+        "claims": {**kb.claims, claim_id: kb.claims[claim_id].model_copy(update={"text_en": EVIL, "reason": EVIL})},
+        "rules": {**kb.rules, rule_id: kb.rules[rule_id].model_copy(update={"title": EVIL, "explain": EVIL})},
+        "gpus": {**kb.gpus, gpu_id: kb.gpus[gpu_id].model_copy(update={"name": EVIL, "notes": EVIL})},
+    })
 
 
 def test_knowledge_base_text_is_escaped_by_the_generator(site):

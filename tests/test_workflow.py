@@ -4,7 +4,7 @@ import re
 
 import yaml
 
-from gpukb.loader import KIND_DIRS, SCHEMA_NAMES
+from gpukb.kinds import KINDS
 from kbfiles import REPO
 
 WORKFLOW = REPO / ".github" / "workflows" / "pr.yml"
@@ -36,8 +36,9 @@ def test_pre_commit_validates_every_kind_against_its_schema():
     config = yaml.safe_load((REPO / ".pre-commit-config.yaml").read_text(encoding="utf-8"))
     hooks = [h for repo in config["repos"] for h in repo["hooks"]]
     schema_hooks = {h["files"]: h["args"][1] for h in hooks if h["id"] == "check-jsonschema"}
-    for kind in KIND_DIRS:
-        assert schema_hooks[rf"^kb/{kind}/.*\.ya?ml$"] == f"kb/schema/{SCHEMA_NAMES[kind]}.schema.json"
+    for kind in KINDS:
+        if kind.name != "rules":
+            assert schema_hooks[rf"^{kind.folder}/.*\.ya?ml$"] == f"kb/schema/{kind.singular}.schema.json"
     assert schema_hooks[r"^rules/.*\.ya?ml$"] == "kb/schema/rule.schema.json"
     assert {"yamllint", "ruff", "gpukb-lint"} <= {h["id"] for h in hooks}
     for path in schema_hooks.values():

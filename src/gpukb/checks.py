@@ -3,11 +3,11 @@
 The loader already rejects what cannot be read (schema, references, unsafe expressions). These
 checks find what loads but cannot be right: rules that can never fire, rules that chain in a
 cycle, claims nothing cites, sources without an address or a date, and deprecations without a
-successor. Codes are listed in CONTRIBUTING.md. A code starting with W is a warning: it is
-reported but does not fail lint (unless `--strict`).
+successor. Codes, their severity and whether they may be allowed are in codes.CODES (and the
+table in CONTRIBUTING.md); a warning is reported but does not fail lint (unless `--strict`).
 
 Some findings may be deliberate. kb/lint.yaml allows one code for one entry with a written reason
-(`allow: [{code, id, reason}]`); only the codes in ALLOWABLE can be allowed, and an allowance that
+(`allow: [{code, id, reason}]`); only codes marked allowable in codes.CODES can be allowed, and an allowance that
 matches nothing is itself reported, so exceptions never go stale silently.
 """
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import ast
 import itertools
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, get_args
@@ -23,6 +23,7 @@ from typing import Any, get_args
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from . import expr as ex
+from .codes import CODES
 from .errors import Problem
 from .facts import ENGINE_KINDS, FINDING_KINDS, SEVERITIES
 from .kb import KnowledgeBase
@@ -32,28 +33,7 @@ from .workload import Offload, OptimizerId, Precision, Task
 from .yamlpos import Loc, load_located
 
 ALLOWANCES_FILE = "kb/lint.yaml"
-# Codes that kb/lint.yaml may allow for an entry, with a reason. Errors about logic (dead rules,
-# cycles, versions) cannot be allowed: fix them instead.
-ALLOWABLE = {
-    "S102": "a source without a date (as_of)",
-    "D102": "a deprecated entry without a successor",
-    "W101": "a claim that nothing cites",
-}
-# Entry tables of a KnowledgeBase, by the kind name used in locations (kb/ folder names, or "rules").
-TABLES = ("sources", "claims", "gpus", "models", "interconnects", "dtypes", "optimizers", "policies", "rules")
-
-
-def is_warning(problem: Problem) -> bool:
-    """Warnings (codes W...) are reported but do not fail `gpukb lint` unless --strict."""
-    return problem.code.startswith("W")
-
-
-def entries(kb: KnowledgeBase) -> Iterator[tuple[str, str, Any]]:
-    """(kind, id, entry) for every entry with an id, kinds as in TABLES."""
-    for kind in TABLES:
-        table: dict[str, Any] = getattr(kb, kind)
-        for entry_id in sorted(table):
-            yield kind, entry_id, table[entry_id]
+ALLOWABLE = sorted(code for code, spec in CODES.items() if spec.allowable)
 
 
 def _at(kb: KnowledgeBase, kind: str, entry_id: str, loc: Loc, code: str, message: str) -> Problem:
@@ -123,7 +103,7 @@ def load_allowances(root: Path) -> tuple[Allowances, list[Problem]]:
         key = (allowance.code, allowance.id)
         if allowance.code not in ALLOWABLE:
             problems.append(Problem(ALLOWANCES_FILE, line, col, "A101",
-                                    f"{allowance.code} cannot be allowed (only {', '.join(sorted(ALLOWABLE))}): fix it",
+                                    f"{allowance.code} cannot be allowed (only {', '.join(ALLOWABLE)}): fix it",
                                     f"allow.{i}.code"))
         elif key in allowances.items:
             problems.append(Problem(ALLOWANCES_FILE, line, col, "A101", f"{key[0]} for '{key[1]}' is allowed twice",
@@ -465,9 +445,10 @@ def check_deprecations(kb: KnowledgeBase, allow: Allowances | None = None) -> li
     successor and kb/lint.yaml gives no reason. D103: superseded_by on an entry still in use.
     (That the successor exists and is of the same kind is checked when the KB loads, E030.)"""
     problems = []
-    for kind, entry_id, entry in entries(kb):
+    for kind_spec, entry_id, entry in kb.entries():
+        kind = kind_spec.name
         successor = entry.superseded_by
-        table: dict[str, Any] = getattr(kb, kind)
+        table: dict[str, Any] = kb.tables[kind]
         if successor is not None:
             if entry.status != "deprecated":
                 problems.append(_at(kb, kind, entry_id, ("superseded_by",), "D103",

@@ -208,18 +208,16 @@ def _github_escape(text: str, *, prop: bool = False) -> str:
 
 
 def _report(problems: list[Problem], fmt: Format, notes: list[str] | None = None) -> None:
-    from .checks import is_warning
-
     notes = notes or []
     if fmt is Format.json:
-        rows = [{**p.__dict__, "severity": "warning" if is_warning(p) else "error"} for p in problems]
+        rows = [{**p.__dict__, "severity": p.severity} for p in problems]
         sys.stdout.write(json.dumps(rows, ensure_ascii=False, indent=2) + "\n")
         return
-    errors = [p for p in problems if not is_warning(p)]
-    warnings = [p for p in problems if is_warning(p)]
+    errors = [p for p in problems if not p.is_warning]
+    warnings = [p for p in problems if p.is_warning]
     if fmt is Format.github:
         for p in errors + warnings:  # errors first: the checks summary shows the first ones
-            level = "warning" if is_warning(p) else "error"
+            level = p.severity
             sys.stdout.write(f"::{level} file={_github_escape(p.file, prop=True)},line={p.line},col={p.column},"
                              f"title={p.code}::{_github_escape((p.field + ': ') if p.field else '')}"
                              f"{_github_escape(p.message)}\n")

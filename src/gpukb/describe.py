@@ -18,8 +18,9 @@ def describe(kb: KnowledgeBase, entry_id: str) -> str | None:
     found = kb.lookup(entry_id)
     if found is None:
         return None
-    kind, entry = found
-    where = kb.locations.get(f"{'rules' if kind == 'rule' else kind + 's'}:{entry_id}")
+    spec, entry = found
+    kind = spec.singular
+    where = kb.locations.get((spec.name, entry_id))
     head = f"{kind} {entry_id} v{entry.version} [{entry.status}]" + (f" — {where[0]}:{where[1]}" if where else "")
     lines = [head]
     if kind == "rule":
@@ -69,5 +70,9 @@ def describe(kb: KnowledgeBase, entry_id: str) -> str | None:
     elif kind == "source":
         lines += [f"{entry.title} — {entry.publisher} ({entry.kind}, {entry.as_of}) {entry.url or entry.path}"]
     else:
-        lines += [f"{k}: {v}" for k, v in entry.model_dump().items() if k not in ("id", "version", "status")]
+        lines += [f"{name}: {getattr(entry, name)}" for name in spec.shown if getattr(entry, name) not in (None, "", [])]
+        if kind == "measurement":
+            lines += [f"workload: {entry.workload}", "source:"] + _sources(kb, [entry.source])
+        else:
+            lines += ["sources:"] + _sources(kb, getattr(entry, "sources", []))
     return "\n".join(lines)

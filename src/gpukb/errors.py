@@ -4,6 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .codes import CODES, Severity
+
+
+class GpukbError(Exception):
+    """The root of every error gpukb raises on purpose: catch this to catch them all."""
+
 
 @dataclass(frozen=True)
 class Problem:
@@ -12,16 +18,28 @@ class Problem:
     file: str
     line: int
     column: int
-    code: str
+    code: str  # a key of codes.CODES
     message: str
     field: str = ""
+
+    def __post_init__(self) -> None:
+        if self.code not in CODES:
+            raise ValueError(f"lint code {self.code} is not in gpukb.codes.CODES")
+
+    @property
+    def severity(self) -> Severity:
+        return CODES[self.code].severity
+
+    @property
+    def is_warning(self) -> bool:
+        return self.severity == "warning"
 
     def __str__(self) -> str:
         where = f" {self.field}:" if self.field else ""
         return f"{self.file}:{self.line}:{self.column}: {self.code}{where} {self.message}"
 
 
-class KBError(Exception):
+class KBError(GpukbError):
     """The knowledge base (kb/ or rules/) is invalid; holds every problem found."""
 
     def __init__(self, problems: list[Problem]):
@@ -29,7 +47,7 @@ class KBError(Exception):
         super().__init__("\n".join(str(p) for p in self.problems))
 
 
-class WorkloadError(ValueError):
+class WorkloadError(GpukbError, ValueError):
     """A workload the engine cannot answer; the message names the field."""
 
     def __init__(self, field: str, message: str):
@@ -37,5 +55,9 @@ class WorkloadError(ValueError):
         super().__init__(f"{field}: {message}")
 
 
-class EngineError(RuntimeError):
+class EngineError(GpukbError, RuntimeError):
     """The rules misbehaved at run time (e.g. the firing bound was hit)."""
+
+
+class BaseRevisionError(GpukbError):
+    """The base revision of `--base` cannot be read (not a git checkout, unknown revision, ...)."""

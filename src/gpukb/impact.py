@@ -22,8 +22,8 @@ from .answer import Answer, Option
 from .errors import EngineError, KBError, WorkloadError
 from .kb import KnowledgeBase
 from .loader import read_checkout
-from .site.scenarios import Scenario, ScenarioError
-from .site.scenarios import load_scenarios as site_scenarios
+from .scenarios import Scenario, ScenarioError
+from .scenarios import load_scenarios as site_scenarios
 from .units import gb
 
 SCENARIO_FILES = ("site/scenarios.yaml", "scenarios.yaml")
@@ -51,7 +51,7 @@ def scenario_file(root: Path, explicit: Path | None = None) -> Path:
 
 
 def load_scenarios(path: Path) -> list[Scenario]:
-    """The scenario file format of the site (gpukb.site.scenarios): a YAML list of
+    """The scenario file format of the site (gpukb.scenarios): a YAML list of
     {id, title, description?, workload}, one parser for every tool that reads it."""
     try:
         return site_scenarios(path)
@@ -322,7 +322,7 @@ def render(base_kb: KnowledgeBase, head_kb: KnowledgeBase, rev: str, scenarios: 
 
 def impact_report(root: Path, rev: str, scenarios_path: Path | None = None) -> str:
     """The Markdown report comparing `rev`'s kb/ and rules/ with the working tree's under `root`."""
-    from .versions import BaseError, revision_tree
+    from .versions import BaseRevisionError, revision_tree
 
     root = Path(root)
     path = scenario_file(root, scenarios_path)
@@ -341,5 +341,5 @@ def impact_report(root: Path, rev: str, scenarios_path: Path | None = None) -> s
             except ValueError:
                 source = str(path)
             return render(base_kb, head_kb, rev, scenarios, source)
-    except BaseError as error:
+    except BaseRevisionError as error:
         raise ImpactError(str(error)) from None

@@ -1,4 +1,4 @@
-"""The loaded knowledge base: typed entries keyed by id, plus the compiled rules."""
+"""The loaded knowledge base: typed entries keyed by (kind, id), plus the compiled rules."""
 
 from __future__ import annotations
 
@@ -6,13 +6,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .kinds import BY_NAME, KEYED, Kind
 from .rules import CompiledRule, Rule
-from .schema import Claim, Dtype, Gpu, Interconnect, Manifest, Model, Optimizer, Policy, Rhetoric, Source
+from .schema import Claim, Dtype, Gpu, Interconnect, Manifest, Measurement, Model, Optimizer, Policy, Rhetoric, Source
 from .yamlpos import Loc, Located
 
 if TYPE_CHECKING:
     from .answer import Answer
     from .workload import Workload
+
+EntryKey = tuple[str, str]  # (kind name, entry id)
 
 
 @dataclass(frozen=True, eq=False)
@@ -20,20 +23,53 @@ class KnowledgeBase:
     root: Path
     manifest: Manifest
     content_hash: str
-    sources: dict[str, Source]
-    claims: dict[str, Claim]
-    gpus: dict[str, Gpu]
-    models: dict[str, Model]
-    interconnects: dict[str, Interconnect]
-    dtypes: dict[str, Dtype]
-    optimizers: dict[str, Optimizer]
-    policies: dict[str, Policy]
+    tables: dict[str, dict[str, Any]]  # kind name -> id -> entry, for every keyed kind in kinds.KINDS
     rhetoric: list[Rhetoric]
-    rules: dict[str, Rule]
     compiled: tuple[CompiledRule, ...]
-    locations: dict[str, tuple[str, int]] = field(default_factory=dict)
-    documents: dict[str, tuple[Located, Loc]] = field(default_factory=dict, repr=False)
+    locations: dict[EntryKey, tuple[str, int]] = field(default_factory=dict)
+    documents: dict[EntryKey, tuple[Located, Loc]] = field(default_factory=dict, repr=False)
     citations: dict[tuple[str, ...], Any] = field(default_factory=dict, repr=False)  # trace's cache of cited claims
+
+    # typed views of the tables, the public names of DESIGN.md
+    @property
+    def sources(self) -> dict[str, Source]:
+        return self.tables["sources"]
+
+    @property
+    def claims(self) -> dict[str, Claim]:
+        return self.tables["claims"]
+
+    @property
+    def gpus(self) -> dict[str, Gpu]:
+        return self.tables["gpus"]
+
+    @property
+    def models(self) -> dict[str, Model]:
+        return self.tables["models"]
+
+    @property
+    def interconnects(self) -> dict[str, Interconnect]:
+        return self.tables["interconnects"]
+
+    @property
+    def dtypes(self) -> dict[str, Dtype]:
+        return self.tables["dtypes"]
+
+    @property
+    def optimizers(self) -> dict[str, Optimizer]:
+        return self.tables["optimizers"]
+
+    @property
+    def policies(self) -> dict[str, Policy]:
+        return self.tables["policies"]
+
+    @property
+    def measurements(self) -> dict[str, Measurement]:
+        return self.tables["measurements"]
+
+    @property
+    def rules(self) -> dict[str, Rule]:
+        return self.tables["rules"]
 
     @property
     def version(self) -> str:
@@ -45,8 +81,8 @@ class KnowledgeBase:
         return tuple(c for c in self.compiled if c.rule.status != "deprecated")
 
     def locate(self, kind: str, entry_id: str, loc: Loc = ()) -> tuple[str, int, int]:
-        """file, line, column of a field of an entry (kind as in kb/ folder names, or 'rules')."""
-        doc, prefix = self.documents[f"{kind}:{entry_id}"]
+        """file, line, column of a field of an entry (kind as in kinds.KINDS: 'gpus', 'rules', ...)."""
+        doc, prefix = self.documents[(kind, entry_id)]
         line, col = doc.where(prefix + tuple(loc))
         return doc.file, line, col
 
@@ -58,12 +94,14 @@ class KnowledgeBase:
 
         return ask(self, workload)
 
-    def lookup(self, entry_id: str) -> tuple[str, Any] | None:
-        """Find an entry of any kind by id: ('rule', Rule), ('claim', Claim), ..."""
-        for kind, table in (("rule", self.rules), ("claim", self.claims), ("gpu", self.gpus),
-                            ("model", self.models), ("source", self.sources),
-                            ("interconnect", self.interconnects), ("dtype", self.dtypes),
-                            ("optimizer", self.optimizers), ("policy", self.policies)):
-            if entry_id in table:
-                return kind, table[entry_id]
+    def entries(self) -> list[tuple[Kind, str, Any]]:
+        """(kind, id, entry) for every entry with an id, kinds in registry order, ids sorted."""
+        return [(kind, entry_id, self.tables[kind.name][entry_id])
+                for kind in KEYED for entry_id in sorted(self.tables[kind.name])]
+
+    def lookup(self, entry_id: str) -> tuple[Kind, Any] | None:
+        """Find an entry of any kind by id (rules first, then kb/ kinds in registry order)."""
+        for kind in (BY_NAME["rules"], *(k for k in KEYED if k.name != "rules")):
+            if entry_id in self.tables[kind.name]:
+                return kind, self.tables[kind.name][entry_id]
         return None

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .checks import check_all, is_warning, load_allowances
+from .checks import check_all, load_allowances
 from .errors import KBError, Problem
 from .kb import KnowledgeBase
 from .loader import read_checkout
@@ -41,11 +41,11 @@ class LintResult:
 
     @property
     def errors(self) -> list[Problem]:
-        return [p for p in self.problems if not is_warning(p)]
+        return [p for p in self.problems if not p.is_warning]
 
     @property
     def warnings(self) -> list[Problem]:
-        return [p for p in self.problems if is_warning(p)]
+        return [p for p in self.problems if p.is_warning]
 
     def failed(self, strict: bool = False) -> bool:
         return bool(self.errors or (strict and self.warnings))
@@ -75,7 +75,7 @@ def lint(root: Path, base: str | None = None) -> LintResult:
 
 
 def _against_base(kb: KnowledgeBase, root: Path, rev: str, notes: list[str]) -> list[Problem]:
-    from .versions import BaseError, check_versions, revision_tree
+    from .versions import BaseRevisionError, check_versions, revision_tree
 
     try:
         with revision_tree(root, rev) as base_root:
@@ -91,7 +91,7 @@ def _against_base(kb: KnowledgeBase, root: Path, rev: str, notes: list[str]) -> 
             problems, version_notes = check_versions(base_kb, kb, rev)
             notes += version_notes
             return problems
-    except BaseError as error:
+    except BaseRevisionError as error:
         return [Problem("kb/manifest.yaml", 1, 1, "V100", f"cannot read the base revision: {error}")]
 
 

@@ -15,25 +15,10 @@ from pydantic import BaseModel, ValidationError
 from .architecture import count_parameters
 from .errors import KBError, Problem
 from .kb import KnowledgeBase
-from .rules import STAGES, Rule, compile_rule
-from .schema import Claim, Dtype, Gpu, Interconnect, Manifest, Model, Optimizer, Policy, Rhetoric, Source
+from .kinds import BY_NAME, KEYED, KINDS, Kind
+from .rules import STAGES, compile_rule
+from .schema import Manifest, Rhetoric
 from .yamlpos import Loc, Located, load_located
-
-KIND_DIRS: dict[str, type[BaseModel]] = {
-    "sources": Source,
-    "claims": Claim,
-    "gpus": Gpu,
-    "models": Model,
-    "interconnects": Interconnect,
-    "dtypes": Dtype,
-    "optimizers": Optimizer,
-    "policies": Policy,
-    "rhetoric": Rhetoric,
-}
-SCHEMA_NAMES = {"sources": "source", "claims": "claim", "gpus": "gpu", "models": "model",
-                "interconnects": "interconnect", "dtypes": "dtype", "optimizers": "optimizer",
-                "policies": "policy", "rhetoric": "rhetoric"}
-
 
 _UNION_TAGS = {"str", "int", "float", "bool", "list", "dict", "none"}
 
@@ -68,9 +53,8 @@ class _Reader:
     def __init__(self, root: Path):
         self.root = root
         self.problems: list[Problem] = []
-        self.entries: dict[str, dict[str, Any]] = {k: {} for k in KIND_DIRS}
+        self.entries: dict[str, dict[str, Any]] = {k.name: {} for k in KEYED}
         self.rhetoric: list[Rhetoric] = []
-        self.rules: dict[str, Rule] = {}
         self.where: dict[tuple[str, str], tuple[str, int]] = {}  # (kind, id) -> (file, line)
         self.docs: dict[tuple[str, str], tuple[Located, Loc]] = {}
 
@@ -91,21 +75,21 @@ class _Reader:
         self.problems.append(Problem(doc.file, line, col, "E003", "expected an entry (mapping) or a list of entries"))
         return []
 
-    def add(self, kind: str, model: type[BaseModel], doc: Located) -> None:
+    def add(self, kind: Kind, doc: Located) -> None:
         for prefix, raw in self.items(doc):
             if not isinstance(raw, dict):
                 line, col = doc.where(prefix)
                 self.problems.append(Problem(doc.file, line, col, "E003", "expected a mapping"))
                 continue
             try:
-                entry = model.model_validate(raw)
+                entry = kind.model.model_validate(raw)
             except ValidationError as err:
                 self.problems += _pydantic_problems(err, doc, prefix)
                 continue
-            if isinstance(entry, Rhetoric):
+            if not kind.keyed:
                 self.rhetoric.append(entry)
                 continue
-            self._register(kind, entry, doc, prefix)
+            self._register(kind.name, entry, doc, prefix)
 
     def _register(self, kind: str, entry: Any, doc: Located, prefix: Loc) -> None:
         line, col = doc.where(prefix + ("id",))
@@ -116,10 +100,7 @@ class _Reader:
             return
         self.where[(kind, entry.id)] = (doc.file, line)
         self.docs[(kind, entry.id)] = (doc, prefix)
-        if kind == "rules":
-            self.rules[entry.id] = entry
-        else:
-            self.entries[kind][entry.id] = entry
+        self.entries[kind][entry.id] = entry
 
     def problem_at(self, kind: str, entry_id: str, loc: Loc, code: str, message: str) -> None:
         doc, prefix = self.docs[(kind, entry_id)]
@@ -142,30 +123,14 @@ def content_hash(root: Path) -> str:
 
 
 def _check_references(r: _Reader) -> None:
-    e = r.entries
-    exists = {kind: set(items) for kind, items in e.items()}
-    exists["rules"] = set(r.rules)
-
-    def need(kind: str, entry_id: str, loc: Loc, target_kind: str, target: str | None) -> None:
-        if target is not None and target not in exists[target_kind]:
-            r.problem_at(kind, entry_id, loc, "E030", f"unknown {target_kind[:-1]} id '{target}'")
-
-    for kind in ("gpus", "models", "interconnects", "dtypes", "optimizers", "policies", "rules"):
-        items = r.rules if kind == "rules" else e[kind]
-        for entry_id, entry in items.items():
-            for i, src in enumerate(getattr(entry, "sources", [])):
-                need(kind, entry_id, ("sources", i), "sources", src)
-            for i, claim in enumerate(getattr(entry, "claims", [])):
-                need(kind, entry_id, ("claims", i), "claims", claim)
-            need(kind, entry_id, ("superseded_by",), kind, entry.superseded_by)
-    for claim_id, claim in e["claims"].items():
-        for i, src in enumerate(claim.evidence):
-            need("claims", claim_id, ("evidence", i), "sources", src)
-    for gpu_id, gpu in e["gpus"].items():
-        need("gpus", gpu_id, ("scale_up",), "interconnects", gpu.scale_up)
-        need("gpus", gpu_id, ("pcie",), "interconnects", gpu.pcie)
-        if gpu.price:
-            need("gpus", gpu_id, ("price", "source"), "sources", gpu.price.source)
+    """Every id an entry names exists, in the kind its Ref says (kinds.KINDS)."""
+    for kind in KEYED:
+        for entry_id, entry in r.entries[kind.name].items():
+            for ref in kind.refs:
+                for loc, target in ref.values(entry):
+                    if target not in r.entries[ref.target]:
+                        r.problem_at(kind.name, entry_id, loc, "E030",
+                                     f"unknown {BY_NAME[ref.target].singular} id '{target}'")
 
 
 def _check_models(r: _Reader) -> None:
@@ -193,22 +158,25 @@ def read_checkout(root: Path) -> KnowledgeBase:
             manifest = Manifest.model_validate(doc.data)
         except ValidationError as err:
             r.problems += _pydantic_problems(err, doc, ())
-    for kind, model in KIND_DIRS.items():
-        for path in _yaml_files(root / "kb" / kind):
+    for kind in KINDS:
+        if kind.name == "rules":
+            continue
+        for path in _yaml_files(root / kind.folder):
             doc = r.read(path)
             if doc is not None:
-                r.add(kind, model, doc)
+                r.add(kind, doc)
+    rules = r.entries["rules"]
     for stage in STAGES:
         for path in _yaml_files(root / "rules" / stage):
             doc = r.read(path)
             if doc is None:
                 continue
-            before = set(r.rules)
-            r.add("rules", Rule, doc)
-            for rule_id in sorted(set(r.rules) - before):
-                if r.rules[rule_id].stage != stage:
+            before = set(rules)
+            r.add(BY_NAME["rules"], doc)
+            for rule_id in sorted(set(rules) - before):
+                if rules[rule_id].stage != stage:
                     r.problem_at("rules", rule_id, ("stage",), "R008",
-                                 f"stage '{r.rules[rule_id].stage}' does not match its folder rules/{stage}/")
+                                 f"stage '{rules[rule_id].stage}' does not match its folder rules/{stage}/")
     for path in _yaml_files(root / "rules"):
         if path.parent.name not in STAGES:
             message = f"rules live in rules/<stage>/, stage one of {', '.join(STAGES)}"
@@ -216,7 +184,7 @@ def read_checkout(root: Path) -> KnowledgeBase:
     _check_references(r)
     _check_models(r)
     compiled = []
-    for rule_id, rule in r.rules.items():
+    for rule_id, rule in rules.items():
         result, problems = compile_rule(rule)
         for loc, code, message in problems:
             r.problem_at("rules", rule_id, loc, code, message)
@@ -228,26 +196,17 @@ def read_checkout(root: Path) -> KnowledgeBase:
         root=root,
         manifest=manifest,
         content_hash=content_hash(root),
-        sources=r.entries["sources"],
-        claims=r.entries["claims"],
-        gpus=r.entries["gpus"],
-        models=r.entries["models"],
-        interconnects=r.entries["interconnects"],
-        dtypes=r.entries["dtypes"],
-        optimizers=r.entries["optimizers"],
-        policies=r.entries["policies"],
+        tables=r.entries,
         rhetoric=r.rhetoric,
-        rules=r.rules,
         compiled=tuple(sorted(compiled, key=lambda c: (STAGES.index(c.rule.stage), c.rule.id))),
-        locations={f"{kind}:{entry_id}": where for (kind, entry_id), where in r.where.items()},
-        documents={f"{kind}:{entry_id}": doc for (kind, entry_id), doc in r.docs.items()},
+        locations=dict(r.where),
+        documents=dict(r.docs),
     )
 
 
 def json_schemas() -> dict[str, dict[str, Any]]:
     """JSON Schema per entry kind: a file holds one entry or a list of them."""
-    models: dict[str, type[BaseModel]] = {SCHEMA_NAMES[k]: m for k, m in KIND_DIRS.items()}
-    models["rule"] = Rule
+    models: dict[str, type[BaseModel]] = {k.singular: k.model for k in KINDS}
     out: dict[str, dict[str, Any]] = {}
     for name, model in sorted(models.items()):
         entry = model.model_json_schema(by_alias=True)

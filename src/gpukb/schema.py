@@ -207,3 +207,70 @@ class Policy(Entry):
         if isinstance(data, dict) and isinstance(data.get("value"), str) and data.get("unit") in ("bytes", "bandwidth"):
             data = {**data, "value": parse_quantity(data["value"], data["unit"])}
         return data
+
+
+# --- measurements: published measured runs, the yardstick for every estimate ---------------------
+
+Quantity = Literal[
+    "training_tokens_per_s_per_gpu",  # training throughput per GPU
+    "model_tflops_per_gpu",           # achieved model FLOP/s per GPU (6·N + attention per token, no recomputation)
+    "hardware_tflops_per_gpu",        # achieved FLOP/s per GPU counting recomputation (Megatron-LM's convention)
+    "mfu",                            # model FLOPs utilisation: model FLOP/s over the GPU's dense peak
+    "gpu_hours",                      # GPU-hours for a whole run of `tokens`
+    "decode_tokens_per_s",            # output tokens/s of one stream
+    "decode_tokens_per_s_total",      # output tokens/s of all streams together
+    "ttft_s",                         # time to first token
+    "peak_memory_per_gpu",            # peak memory on one GPU
+    "fewest_gpus",                    # the fewest GPUs of a type that ran it
+]
+# unit as published -> (quantities it may measure, factor to the canonical unit, inverted):
+# canonical units are tokens/s, FLOP/s, fraction, hours, seconds, bytes, GPUs.
+UNITS: dict[str, tuple[frozenset[str], float, bool]] = {
+    "tokens/s": (frozenset({"training_tokens_per_s_per_gpu", "decode_tokens_per_s", "decode_tokens_per_s_total"}), 1, False),
+    "tokens/s/GPU": (frozenset({"training_tokens_per_s_per_gpu"}), 1, False),
+    "ms/token": (frozenset({"decode_tokens_per_s"}), 1e-3, True),
+    "TFLOP/s": (frozenset({"model_tflops_per_gpu", "hardware_tflops_per_gpu"}), 1e12, False),
+    "%": (frozenset({"mfu"}), 0.01, False),
+    "fraction": (frozenset({"mfu"}), 1, False),
+    "GPU hours": (frozenset({"gpu_hours"}), 1, False),
+    "million GPU hours": (frozenset({"gpu_hours"}), 1e6, False),
+    "s": (frozenset({"ttft_s"}), 1, False),
+    "ms": (frozenset({"ttft_s"}), 1e-3, False),
+    "GB": (frozenset({"peak_memory_per_gpu"}), 1e9, False),
+    "GiB": (frozenset({"peak_memory_per_gpu"}), 2**30, False),
+    "GPUs": (frozenset({"fewest_gpus"}), 1, False),
+}
+
+
+class Measurement(Entry):
+    """A published measurement of a real run: what a prediction is checked against."""
+
+    title: str
+    quantity: Quantity
+    value: float = Field(gt=0, allow_inf_nan=False, description="exactly as published, in `unit`")
+    unit: Literal[tuple(UNITS)]  # type: ignore[valid-type]
+    workload: dict[str, object] = Field(description="the run as a gpukb workload (checked by lint)")
+    setup: str = Field(min_length=10, description="what the source states: GPUs, layout, batch, framework, precision")
+    framework: str
+    flop_accounting: str | None = Field(default=None, description="for FLOP/s and MFU: what the FLOP count includes")
+    source: Slug
+    locator: str = Field(min_length=3, description="where in the source: table, figure, row, section")
+    quote: str = Field(min_length=3, description="the source's words or table row, verbatim")
+    unstated: list[str] = Field(default=[], description="what the source leaves unstated, and what was assumed")
+    notes: str = ""
+
+    @model_validator(mode="after")
+    def _unit_fits(self) -> Measurement:
+        quantities, _, _ = UNITS[self.unit]
+        if self.quantity not in quantities:
+            raise ValueError(f"unit '{self.unit}' cannot measure {self.quantity} "
+                             f"(units for it: {', '.join(u for u, (q, _, _) in UNITS.items() if self.quantity in q)})")
+        if self.quantity in ("model_tflops_per_gpu", "hardware_tflops_per_gpu", "mfu") and not self.flop_accounting:
+            raise ValueError("flop_accounting: say what the published FLOP count includes (recomputation, attention)")
+        return self
+
+    @property
+    def canonical(self) -> float:
+        """The value in the canonical unit of its quantity (tokens/s, FLOP/s, fraction, hours, s, bytes, GPUs)."""
+        _, factor, inverted = UNITS[self.unit]
+        return 1 / (self.value * factor) if inverted else self.value * factor

@@ -26,25 +26,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from .errors import Problem
+from .errors import BaseRevisionError, Problem
 from .kb import KnowledgeBase
+from .kinds import KEYED
 from .yamlpos import load_located
 
 Level = Literal["patch", "minor", "major"]
 LEVELS: tuple[Level, ...] = ("patch", "minor", "major")
 CHANGELOG = "CHANGELOG.md"
 MANIFEST = "kb/manifest.yaml"
-KB_TABLES = ("sources", "claims", "gpus", "models", "interconnects", "dtypes", "optimizers", "policies", "rules")
 # Entry fields whose change cannot alter an answer's numbers or choices: a patch-level change.
 WORDING_FIELDS = frozenset({
     "title", "name", "notes", "reason", "text_en", "explain", "description", "publisher", "url", "path", "as_of",
     "sources", "evidence", "claims", "tests", "section", "section_en", "quote_zh", "quoted", "states",
     "architecture", "memory_type", "family", "superseded_by",
 })
-
-
-class BaseError(Exception):
-    """The base revision cannot be read (not a git checkout, unknown revision, ...)."""
 
 
 # --- reading a revision -------------------------------------------------------------------------
@@ -54,7 +50,7 @@ def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
     try:
         return subprocess.run(["git", "-C", str(cwd), *args], capture_output=True, check=False)
     except FileNotFoundError:
-        raise BaseError("git is not installed") from None
+        raise BaseRevisionError("git is not installed") from None
 
 
 def _extract(data: bytes, dest: Path) -> None:
@@ -66,7 +62,7 @@ def _extract(data: bytes, dest: Path) -> None:
         for member in tar.getmembers():
             target = (dest / member.name).resolve()
             if not (member.isfile() or member.isdir()) or not target.is_relative_to(dest.resolve()):
-                raise BaseError(f"unexpected entry in git archive: {member.name}")
+                raise BaseRevisionError(f"unexpected entry in git archive: {member.name}")
         tar.extractall(dest)  # every member was checked above
 
 
@@ -77,11 +73,11 @@ def revision_tree(root: Path, rev: str) -> Iterator[Path | None]:
     root = Path(root).resolve()
     top = _git(root, "rev-parse", "--show-toplevel")
     if top.returncode:
-        raise BaseError(f"{root} is not inside a git repository: {top.stderr.decode().strip()}")
+        raise BaseRevisionError(f"{root} is not inside a git repository: {top.stderr.decode().strip()}")
     toplevel = Path(top.stdout.decode().strip()).resolve()
     commit = _git(root, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
     if commit.returncode:
-        raise BaseError(f"unknown git revision '{rev}' (fetch it first, e.g. `git fetch origin {rev}`)")
+        raise BaseRevisionError(f"unknown git revision '{rev}' (fetch it first, e.g. `git fetch origin {rev}`)")
     sha = commit.stdout.decode().strip()  # the resolved commit: never pass user text on as git arguments
     prefix = root.relative_to(toplevel).as_posix()
     paths = [f"{prefix}/{top_dir}" if prefix != "." else top_dir for top_dir in ("kb", "rules")]
@@ -93,7 +89,7 @@ def revision_tree(root: Path, rev: str) -> Iterator[Path | None]:
             return
         archive = _git(toplevel, "archive", "--format=tar", sha, "--", *present)
         if archive.returncode:
-            raise BaseError(f"git archive {rev} failed: {archive.stderr.decode().strip()}")
+            raise BaseRevisionError(f"git archive {rev} failed: {archive.stderr.decode().strip()}")
         _extract(archive.stdout, dest)
         yield dest / prefix if prefix != "." else dest
     finally:
@@ -182,19 +178,19 @@ def _schema_fields(root: Path) -> dict[str, set[str]]:
 def diff(base: KnowledgeBase, head: KnowledgeBase) -> KBDiff:
     """Every entry added, removed or changed, with the version bump each calls for."""
     result = KBDiff()
-    for kind in KB_TABLES:
-        old: dict[str, Any] = getattr(base, kind)
-        new: dict[str, Any] = getattr(head, kind)
+    for kind in KEYED:
+        old: dict[str, Any] = base.tables[kind.name]
+        new: dict[str, Any] = head.tables[kind.name]
         for entry_id in sorted(set(old) | set(new)):
             if entry_id not in old:
-                result.changes.append(Change(kind, entry_id, "added", "minor", head_version=new[entry_id].version))
+                result.changes.append(Change(kind.name, entry_id, "added", "minor", head_version=new[entry_id].version))
             elif entry_id not in new:
-                result.changes.append(Change(kind, entry_id, "removed", "major", base_version=old[entry_id].version))
+                result.changes.append(Change(kind.name, entry_id, "removed", "major", base_version=old[entry_id].version))
             else:
                 a, b = content(old[entry_id]), content(new[entry_id])
                 if a != b:
                     fields = {k for k in set(a) | set(b) if a.get(k) != b.get(k)}
-                    result.changes.append(Change(kind, entry_id, "changed", _field_level(fields), tuple(sorted(fields)),
+                    result.changes.append(Change(kind.name, entry_id, "changed", _field_level(fields), tuple(sorted(fields)),
                                                  old[entry_id].version, new[entry_id].version))
     if [r.model_dump() for r in base.rhetoric] != [r.model_dump() for r in head.rhetoric]:
         result.other.append(("kb/rhetoric/ changed", "patch"))

@@ -13,8 +13,8 @@ from typing import Any
 
 from ..kb import KnowledgeBase
 from ..rules import STAGES
+from ..scenarios import Run, Scenario, ScenarioError, load_scenarios, run_scenarios
 from . import pages as p
-from .scenarios import Run, Scenario, ScenarioError, load_scenarios, run_scenarios
 from .text import title_text
 
 __all__ = ["Run", "Scenario", "ScenarioError", "SiteContent", "build_site", "generate", "load_scenarios",

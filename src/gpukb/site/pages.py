@@ -14,11 +14,11 @@ from ..answer import MEMORY_PARTS, Answer, Option
 from ..explain import describe_strategy
 from ..kb import KnowledgeBase
 from ..rules import STAGES, Rule
+from ..scenarios import Run
 from ..trace import TraceStep
 from . import tree as dtree
 from .chart import Point, scatter_svg
 from .conditions import readable
-from .scenarios import Run
 from .text import badge, code, duration, esc, esc_spaced, gb, html_text, link, number, rel, table, title_text
 
 # --- where each page lives (paths relative to the docs folder) -------------------------------

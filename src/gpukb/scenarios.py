@@ -10,10 +10,10 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..answer import Answer
-from ..errors import EngineError, WorkloadError
-from ..kb import KnowledgeBase
-from ..schema import Slug
+from .answer import Answer
+from .errors import EngineError, WorkloadError
+from .kb import KnowledgeBase
+from .schema import Slug
 
 
 class Scenario(BaseModel):
