@@ -70,6 +70,9 @@ class Option(BaseModel):
     tokens_per_s: float | None
     time_to_train_s: float | None
     efficiency: float | None
+    mfu: float | None = None  # training: model FLOPs utilisation (the model's FLOPs, not recomputation)
+    ttft_s: float | None = None  # inference: time to the first token of one prompt
+    tpot_s: float | None = None  # inference: time per output token of one stream
     score: float
     tier: int
     branch: str | None
@@ -201,6 +204,9 @@ def build_answer(c: Collector, kb_version: str, kb_hash: str, workload: Resolved
             tokens_per_s=rank["tokens_per_s"] if rank else None,
             time_to_train_s=(rank.get("time_to_train_s") or None) if rank else None,
             efficiency=rank.get("efficiency") if rank else None,
+            mfu=rank.get("mfu") if rank else None,
+            ttft_s=rank.get("ttft_s") if rank else None,
+            tpot_s=rank.get("tpot_s") if rank else None,
             score=rank["score"] if rank and fits else 0.0,
             tier=min((p["tier"] for p in facts.get("preference", [])), default=DEFAULT_TIER),
             branch=min(((p["tier"], p["branch"]) for p in facts.get("preference", [])), default=(0, None))[1],

@@ -24,6 +24,7 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "floor": math.floor,
     "sqrt": math.sqrt,
     "log2": math.log2,
+    "exp": math.exp,
     "round": round,
 }
 MAX_LENGTH = 2000

@@ -14,15 +14,17 @@ ENGINE_KINDS: dict[str, frozenset[str]] = {
         "mlp_matrices", "experts", "experts_per_token", "seq_len", "micro_batch_size", "batch_size",
         "lora_rank", "tokens", "weight_bytes", "grad_bytes", "master_bytes", "optimizer_state_bytes",
         "adapter_weight_bytes", "kv_bytes", "activation_checkpointing", "flash_attention", "gpu_count",
-        "dp_hint",
+        "dp_hint", "global_batch_size", "prompt_len", "decode_context", "embedding_params", "embedding_weight_bytes",
+        "expert_params", "placement",
     }),
-    "policy": frozenset({"reserve_fraction", "runtime_overhead", "mfu", "prefill_chunk", "scale_out_bandwidth",
-                         "scaling_efficiency_floor"}),
+    "policy": frozenset({"reserve_fraction", "runtime_overhead", "prefill_chunk", "scaling_efficiency_floor",
+                         "decode_bandwidth_utilisation", "allreduce_base_latency", "allreduce_hop_latency_nvlink",
+                         "allreduce_hop_latency_pcie", "pipeline_microbatches_per_stage"}),
     "gpu": frozenset({
         "gpu", "name", "vendor", "form_factor", "memory_bytes", "memory_bandwidth",
         "flops", "bf16_flops", "fp8_flops", "has_bf16", "has_fp8", "scale_up_bandwidth",
         "scale_up_domain", "pcie_bandwidth", "tdp", "liquid_only", "air_cooled", "consumer", "segment",
-        "price_usd",
+        "price_usd", "utilisation", "node_network_bandwidth", "utilisation_policy", "node_network_bandwidth_policy",
     }),
     "plan": frozenset({
         "gpu", "count", "dp", "tp", "pp", "zero_stage", "checkpointing", "offload", "weights",
@@ -51,15 +53,18 @@ RULE_KINDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     # communication per training step against its compute (the "communication wall")
     "comm": (frozenset({"gpu", "comm_time_s", "compute_time_s", "efficiency"}),
              frozenset({"gpu", "dp_bytes", "tp_bytes", "offload_bytes", "link_bandwidth", "tp_bandwidth", "comm_time_s",
-                        "compute_time_s", "efficiency", "link"})),
+                        "compute_time_s", "efficiency", "link", "microbatches", "dp_time_s", "exposed_dp_s",
+                        "tp_time_s", "offload_time_s", "bubble_time_s"})),
     # what ranks an option: effective throughput after communication, and its time to train
     "rank": (frozenset({"gpu", "score", "tokens_per_s"}),
-             frozenset({"gpu", "score", "tokens_per_s", "time_to_train_s", "efficiency", "tokens_per_dollar"})),
+             frozenset({"gpu", "score", "tokens_per_s", "time_to_train_s", "efficiency", "tokens_per_dollar", "mfu",
+                        "ttft_s", "tpot_s"})),
     # a decision-tree branch that prefers some GPU types for this workload (lower tier first)
     "preference": (frozenset({"gpu", "tier", "branch"}), frozenset({"gpu", "tier", "branch"})),
     "estimate": (frozenset({"gpu", "tokens_per_s"}),
                  frozenset({"gpu", "tokens_per_s", "step_time_s", "time_to_train_s", "score", "bound",
-                            "intensity", "ridge", "flop_per_token"})),
+                            "intensity", "ridge", "flop_per_token", "model_flop_per_token", "utilisation",
+                            "ttft_s", "tpot_s", "bytes_per_step", "tp_latency_s"})),
 }
 
 FINDING_KINDS = ("memory_capacity", "memory_bandwidth", "interconnect", "compute", "thermal", "precision")

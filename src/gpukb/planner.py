@@ -129,7 +129,8 @@ class Candidate:
     fits: bool
 
 
-def _fewest_training(menu: list[tuple[Strategy, float, float]], usable: float, limit: int) -> Candidate | None:
+def _fewest_training(menu: list[tuple[Strategy, float, float]], usable: float, limit: int,
+                     zero_pinned: bool = False) -> Candidate | None:
     """The strategy needing the fewest GPUs (the first, least intrusive, among equals)."""
     best: tuple[int, Strategy, int] | None = None
     for strategy, a, b in menu:
@@ -139,7 +140,7 @@ def _fewest_training(menu: list[tuple[Strategy, float, float]], usable: float, l
         group = strategy.tp * strategy.pp
         count = _round_count(dp * group)
         dp = count // group
-        if strategy.zero_stage > 0 and dp == 1 and strategy.offload == "none":
+        if strategy.zero_stage > 0 and dp == 1 and strategy.offload == "none" and not zero_pinned:
             continue  # ZeRO on one data-parallel rank shards nothing; the zero-stage-0 strategy covers it
         if count <= limit and (best is None or count < best[0]):
             best = (count, strategy, dp)
@@ -152,7 +153,10 @@ def _inference_candidate(w: ResolvedWorkload, gpu: dict[str, Any], a: float, b: 
         return None
     shards = max(1, math.ceil(b / (usable - a)))
     max_tp = min(NODE_SIZE, w.tensor_parallel or NODE_SIZE)
-    tp = next((t for t in (1, 2, 4, 8) if t >= min(shards, max_tp) and w.heads % t == 0 and t <= max_tp), None)
+    if w.tensor_parallel:  # a pinned tensor-parallel size is exact
+        tp: int | None = w.tensor_parallel
+    else:
+        tp = next((t for t in (1, 2, 4, 8) if t >= min(shards, max_tp) and w.heads % t == 0 and t <= max_tp), None)
     if tp is None:
         return None
     pp = w.pipeline_parallel or max(1, math.ceil(shards / tp))
@@ -181,10 +185,12 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
         else:
             menu = cache.menu(w, gpu["scale_up_domain"], offloads, base)
             tried += [strategy for strategy, _, _ in menu]
-            best = _fewest_training(menu, usable, limit)
+            best = _fewest_training(menu, usable, limit, zero_pinned=w.zero_stage is not None)
         if best:
             chosen = best
             break
+    if chosen is not None and w.placement == "all":
+        chosen = _use_all(chosen, limit)
     if chosen is None:  # the closest miss: the strategy with the least memory per GPU at the limit
         # with no gpu_count limit only the unshardable part can fail to fit: show it at one node
         chosen = _closest_miss(w, base, tried, limit if w.gpu_count else NODE_SIZE, inference, cache)
@@ -194,7 +200,8 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
     s = chosen.strategy
     fields = {
         "gpu": gpu["gpu"], "count": chosen.count, "dp": chosen.dp, "tp": s.tp, "pp": s.pp,
-        "zero_stage": s.zero_stage if chosen.dp > 1 or s.offload != "none" else 0, "checkpointing": s.checkpointing,
+        "zero_stage": s.zero_stage if chosen.dp > 1 or s.offload != "none" or w.zero_stage is not None else 0,
+        "checkpointing": s.checkpointing,
         "offload": s.offload, **parts, "per_gpu_bytes": per_gpu, "usable_bytes": usable,
         "capacity_bytes": gpu["memory_bytes"], "fits": fits, "fill": per_gpu / gpu["memory_bytes"],
         "nodes": math.ceil(chosen.count / NODE_SIZE), "tp_over_pcie": s.tp > 1 and gpu["scale_up_domain"] < s.tp,
@@ -219,6 +226,13 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
         inputs={"m": memory, "g": gpu, "w": wfact, "p": policy}, values=values, claims=CLAIMS, sources=SOURCES,
         sentence=sentence, outputs=[("plan", fields)])
     return plan
+
+
+def _use_all(chosen: Candidate, gpu_count: int) -> Candidate:
+    """placement 'all': the extra GPUs of gpu_count become data-parallel replicas of the plan."""
+    group = chosen.strategy.tp * chosen.strategy.pp
+    dp = max(chosen.dp, gpu_count // group)
+    return Candidate(chosen.strategy, dp, dp * group, chosen.fits)
 
 
 def _closest_miss(w: ResolvedWorkload, base: dict[str, Any], tried: list[Strategy], limit: int,

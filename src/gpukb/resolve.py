@@ -10,9 +10,17 @@ from .schema import Gpu
 from .workload import TRAINING_TASKS, ResolvedWorkload, Workload, suggest
 
 ARCHITECTURE = ("layers", "hidden_size", "heads", "kv_heads", "vocab_size", "intermediate_size")
-POLICY_IDS = {"reserve_fraction": "reserve-fraction", "runtime_overhead": "runtime-overhead", "mfu": "mfu",
-              "prefill_chunk": "prefill-chunk", "scale_out_bandwidth": "scale-out-bandwidth",
-              "scaling_efficiency_floor": "scaling-efficiency-floor"}
+POLICY_IDS = {"reserve_fraction": "reserve-fraction", "runtime_overhead": "runtime-overhead",
+              "prefill_chunk": "prefill-chunk", "scaling_efficiency_floor": "scaling-efficiency-floor",
+              "decode_bandwidth_utilisation": "decode-bandwidth-utilisation",
+              "allreduce_base_latency": "allreduce-base-latency",
+              "allreduce_hop_latency_nvlink": "allreduce-hop-latency-nvlink",
+              "allreduce_hop_latency_pcie": "allreduce-hop-latency-pcie",
+              "pipeline_microbatches_per_stage": "pipeline-microbatches-per-stage"}
+# Policies whose value depends on the GPU generation: the entry listing the GPU's architecture, else
+# the default (the entry of this id, which lists none). They become fields of the gpu fact.
+GPU_POLICIES = {"utilisation": "mfu", "node_network_bandwidth": "node-network-bandwidth"}
+QUANTIZED = ("int8", "int4")  # weight-only formats: embeddings and the output layer stay in 16 bit
 KV_BYTES = {"fp32": 4.0}  # every other precision keeps the KV cache in 16-bit (weight-only quantization)
 QLORA_BASE = "nf4"
 # Which dense throughput a precision runs at, with fallbacks where a GPU lacks the native format.
@@ -39,7 +47,7 @@ def _architecture(kb: KnowledgeBase, w: Workload) -> dict[str, Any]:
             "model": model.id, "params": model.params, "active_params": model.active_params or model.params,
             "layers": model.layers, "hidden_size": model.hidden_size, "heads": model.heads,
             "kv_heads": model.kv_heads, "head_dim": model.head_dim, "vocab_size": model.vocab_size,
-            "intermediate_size": model.intermediate_size, "mlp": model.mlp,
+            "intermediate_size": model.intermediate_size, "mlp": model.mlp, "tied_embeddings": model.tied_embeddings,
             "experts": model.moe.experts if model.moe else 1,
             "experts_per_token": model.moe.experts_per_token if model.moe else 1, "assumptions": [],
         }
@@ -58,11 +66,14 @@ def _architecture(kb: KnowledgeBase, w: Workload) -> dict[str, Any]:
         assumptions.append("kv_heads not given: assumed equal to heads (multi-head attention)")
     if w.intermediate_size is None:
         assumptions.append("intermediate_size not given: assumed 4 x hidden_size with a two-matrix MLP")
+    mlp = w.mlp or ("standard" if w.intermediate_size is None else "gated")
+    if w.mlp is None and w.intermediate_size is not None:
+        assumptions.append("mlp not given: assumed gated (SwiGLU, three matrices) since intermediate_size was given")
     return {
         "model": "custom", "params": w.params, "active_params": w.params, "layers": w.layers,
         "hidden_size": w.hidden_size, "heads": w.heads, "kv_heads": kv_heads, "head_dim": w.hidden_size // w.heads,
         "vocab_size": w.vocab_size, "intermediate_size": w.intermediate_size or 4 * w.hidden_size,
-        "mlp": "standard" if w.intermediate_size is None else "gated", "experts": 1, "experts_per_token": 1,
+        "mlp": mlp, "tied_embeddings": False, "experts": 1, "experts_per_token": 1,
         "assumptions": assumptions,
     }
 
@@ -76,15 +87,25 @@ def resolve(kb: KnowledgeBase, w: Workload) -> tuple[ResolvedWorkload, dict[str,
             raise WorkloadError(f"gpus.{i}", f"unknown GPU '{gpu_id}'{suggest(gpu_id, kb.gpus)}")
     if len(set(gpus)) != len(gpus):
         raise WorkloadError("gpus", "lists a GPU twice")
+    if w.pipeline_parallel and w.pipeline_parallel > arch["layers"]:
+        raise WorkloadError("pipeline_parallel", f"{w.pipeline_parallel} stages for {arch['layers']} layers: "
+                                                 "a stage needs at least one layer")
     if w.tensor_parallel and arch["heads"] % w.tensor_parallel:
         raise WorkloadError("tensor_parallel", f"{w.tensor_parallel} does not divide the {arch['heads']} attention heads")
     dtype = kb.dtypes[w.precision]
     optimizer = (w.optimizer or "adamw") if training else None
     if training and dtype.training is None:
         raise WorkloadError("precision", f"{w.precision} is not a training precision")
+    seq_len = w.seq_len
+    if not training and "seq_len" not in w.model_fields_set and (w.prompt_len or w.output_len):
+        seq_len = (w.prompt_len or 0) + (w.output_len or 0)  # the context a request reaches
+    elif not training and (w.prompt_len or 0) + (w.output_len or 0) > w.seq_len:
+        raise WorkloadError("seq_len", f"{w.seq_len} is shorter than prompt_len + output_len")
     resolved = ResolvedWorkload(
-        task=w.task, precision=w.precision, optimizer=optimizer, seq_len=w.seq_len,
+        task=w.task, precision=w.precision, optimizer=optimizer, seq_len=seq_len,
         micro_batch_size=w.micro_batch_size if training else 0, batch_size=w.batch_size if not training else 0,
+        global_batch_size=w.global_batch_size, prompt_len=w.prompt_len, output_len=w.output_len,
+        placement=w.placement,
         activation_checkpointing=w.activation_checkpointing, lora_rank=w.lora_rank if w.task in ("lora", "qlora") else None,
         gpu_count=w.gpu_count, gpus=list(gpus), tokens=w.tokens, zero_stage=w.zero_stage,
         tensor_parallel=w.tensor_parallel, pipeline_parallel=w.pipeline_parallel, offload=w.offload, **arch,
@@ -104,6 +125,16 @@ def workload_fact(kb: KnowledgeBase, w: ResolvedWorkload) -> dict[str, Any]:
     else:
         weight_bytes = t.weight_bytes if t else dtype.bytes
     ckpt = "auto" if w.activation_checkpointing is None else ("on" if w.activation_checkpointing else "off")
+    embedding_params = w.vocab_size * w.hidden_size * (1 if w.tied_embeddings else 2)
+    # weight-only quantization (QLoRA's NF4, GPTQ/AWQ int4, LLM.int8) leaves the embeddings and the
+    # output layer in 16 bit (bitsandbytes and transformers skip them)
+    embedding_weight_bytes = 2.0 if (w.task == "qlora" or w.precision in QUANTIZED) else weight_bytes
+    # one expert's MLP over all layers (MoE); decode reads only the experts a step's tokens route to
+    expert_params = w.layers * (3 if w.mlp == "gated" else 2) * w.hidden_size * w.intermediate_size \
+        if w.experts > 1 else 0
+    prompt_len = w.prompt_len or max(1, w.seq_len - (w.output_len or 0))
+    # decode reads the KV cache of the context reached so far: on average the prompt plus half the output
+    decode_context = prompt_len + w.output_len / 2 if w.output_len else w.seq_len
     return {
         "model": w.model, "task": w.task, "precision": w.precision, "optimizer": w.optimizer or "",
         "training": training, "params": w.params, "active_params": w.active_params, "layers": w.layers,
@@ -111,6 +142,9 @@ def workload_fact(kb: KnowledgeBase, w: ResolvedWorkload) -> dict[str, Any]:
         "intermediate_size": w.intermediate_size, "vocab_size": w.vocab_size,
         "mlp_matrices": 3 if w.mlp == "gated" else 2, "experts": w.experts, "experts_per_token": w.experts_per_token,
         "seq_len": w.seq_len, "micro_batch_size": w.micro_batch_size, "batch_size": w.batch_size,
+        "global_batch_size": w.global_batch_size or 0, "prompt_len": prompt_len, "decode_context": decode_context,
+        "embedding_params": embedding_params, "embedding_weight_bytes": embedding_weight_bytes,
+        "expert_params": expert_params, "placement": w.placement,
         "lora_rank": w.lora_rank or 0, "tokens": w.tokens or 0, "weight_bytes": weight_bytes,
         "grad_bytes": t.grad_bytes if (t and training) else 0.0, "master_bytes": t.master_bytes if (t and training) else 0.0,
         "optimizer_state_bytes": state, "adapter_weight_bytes": t.weight_bytes if t else dtype.bytes,
@@ -126,6 +160,14 @@ def policy_fact(kb: KnowledgeBase) -> dict[str, Any]:
     return {name: kb.policy(pid) for name, pid in POLICY_IDS.items()}
 
 
+def gpu_policy(kb: KnowledgeBase, default_id: str, architecture: str) -> str:
+    """The id of the policy for this GPU architecture: one listing it, else the default."""
+    for pid, policy in kb.policies.items():
+        if pid.startswith(default_id) and architecture in policy.architectures and policy.status != "deprecated":
+            return pid
+    return default_id
+
+
 def gpu_fact(kb: KnowledgeBase, gpu: Gpu, precision: str, training: bool) -> dict[str, Any]:
     # FP8 training keeps attention, norms, communication and the optimizer in higher precision and
     # no source gives a general end-to-end speed-up, so training estimates use the 16-bit rate.
@@ -135,11 +177,13 @@ def gpu_fact(kb: KnowledgeBase, gpu: Gpu, precision: str, training: bool) -> dic
     pcie = kb.interconnects[gpu.pcie].bandwidth
     return {
         "gpu": gpu.id, "name": gpu.name, "vendor": gpu.vendor, "form_factor": gpu.form_factor,
-        "memory_bytes": gpu.memory, "memory_bandwidth": gpu.memory_bandwidth, "flops": flops,
+        "memory_bytes": gpu.memory_bytes, "memory_bandwidth": gpu.memory_bandwidth, "flops": flops,
         "bf16_flops": gpu.bf16_flops or 0.0, "fp8_flops": gpu.fp8_flops or 0.0,
         "has_bf16": gpu.bf16_flops is not None, "has_fp8": gpu.fp8_flops is not None,
         "scale_up_bandwidth": gpu.scale_up_bandwidth or 0.0,
         "scale_up_domain": gpu.scale_up_domain, "pcie_bandwidth": pcie, "tdp": gpu.tdp,
         "liquid_only": gpu.cooling == ["liquid"], "air_cooled": bool({"passive", "active"} & set(gpu.cooling)),
         "consumer": gpu.segment == "consumer", "segment": gpu.segment, "price_usd": gpu.price.usd if gpu.price else 0.0,
+        **{name: kb.policy(gpu_policy(kb, pid, gpu.architecture)) for name, pid in GPU_POLICIES.items()},
+        **{f"{name}_policy": gpu_policy(kb, pid, gpu.architecture) for name, pid in GPU_POLICIES.items()},
     }

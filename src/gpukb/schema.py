@@ -85,6 +85,10 @@ class Gpu(Entry):
     architecture: str
     form_factor: Literal["sxm", "pcie", "oam", "mezzanine"]
     memory: Bytes = Field(gt=0)
+    memory_reported: Bytes | None = Field(default=None, gt=0, description=(
+        "total memory the driver reports (nvidia-smi), where a source publishes it: datasheets round "
+        "(an '80 GB' A100 reports 81,920 MiB); plans are made against this when it is known"))
+    memory_source: Slug | None = Field(default=None, description="the source of memory_reported")
     memory_type: str
     memory_bandwidth: Bandwidth = Field(gt=0)
     bf16_flops: Flops | None = Field(description="dense BF16 tensor FLOP/s; null if unsupported")
@@ -104,7 +108,8 @@ class Gpu(Entry):
 
     @property
     def memory_bytes(self) -> float:
-        return self.memory
+        """The memory plans are made against: what the driver reports where known, else the datasheet's."""
+        return self.memory_reported or self.memory
 
     @model_validator(mode="after")
     def _consistent(self) -> Gpu:
@@ -196,7 +201,10 @@ class Policy(Entry):
     value: Annotated[float, WithJsonSchema({
         "anyOf": [{"type": "number", "minimum": 0}, {"type": "string"}],
         "description": "a number, or a quantity with a unit matching `unit` ('2 GB', '50 GB/s')"})] = Field(ge=0)
-    unit: Literal["fraction", "bytes", "bandwidth", "ratio", "tokens"]
+    unit: Literal["fraction", "bytes", "bandwidth", "ratio", "tokens", "seconds"]
+    architectures: list[str] = Field(default=[], description=(
+        "GPU architectures (as in kb/gpus) this value is for; a policy with the same id prefix and no "
+        "architectures is the default for the others"))
     reason: str
     claims: list[Slug] = []
     sources: list[Slug] = Field(min_length=1)
@@ -227,7 +235,7 @@ Quantity = Literal[
 # canonical units are tokens/s, FLOP/s, fraction, hours, seconds, bytes, GPUs.
 UNITS: dict[str, tuple[frozenset[str], float, bool]] = {
     "tokens/s": (frozenset({"training_tokens_per_s_per_gpu", "decode_tokens_per_s", "decode_tokens_per_s_total"}), 1, False),
-    "tokens/s/GPU": (frozenset({"training_tokens_per_s_per_gpu"}), 1, False),
+    "tokens/s/GPU": (frozenset({"training_tokens_per_s_per_gpu", "decode_tokens_per_s_total"}), 1, False),
     "ms/token": (frozenset({"decode_tokens_per_s"}), 1e-3, True),
     "TFLOP/s": (frozenset({"model_tflops_per_gpu", "hardware_tflops_per_gpu"}), 1e12, False),
     "%": (frozenset({"mfu"}), 0.01, False),
@@ -249,6 +257,7 @@ class Measurement(Entry):
     quantity: Quantity
     value: float = Field(gt=0, allow_inf_nan=False, description="exactly as published, in `unit`")
     unit: Literal[tuple(UNITS)]  # type: ignore[valid-type]
+    unit_as_published: str | None = Field(default=None, description="the source's own wording, where it differs")
     workload: dict[str, object] = Field(description="the run as a gpukb workload (checked by lint)")
     setup: str = Field(min_length=10, description="what the source states: GPUs, layout, batch, framework, precision")
     framework: str

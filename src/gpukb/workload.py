@@ -18,6 +18,8 @@ Task = Literal["pretrain", "full_finetune", "lora", "qlora", "inference"]
 Precision = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4"]
 OptimizerId = Literal["adamw", "adamw_8bit", "sgd", "sgd_momentum", "adafactor"]
 Offload = Literal["none", "optimizer", "optimizer+params"]
+Placement = Literal["fewest", "all"]
+Mlp = Literal["gated", "standard"]
 TRAINING_TASKS = ("pretrain", "full_finetune", "lora", "qlora")
 MAX_PARAMS = 10**13  # 10 trillion: beyond any published dense or MoE model
 
@@ -54,12 +56,17 @@ class Workload(BaseModel):
     kv_heads: int | None = Field(default=None, gt=0, le=4096)
     vocab_size: int | None = Field(default=None, gt=0, le=10_000_000)
     intermediate_size: int | None = Field(default=None, gt=0, le=1_048_576)
+    mlp: Mlp | None = Field(default=None, description="custom models: 'gated' (SwiGLU, 3 matrices) or 'standard' (2)")
     task: Task
     precision: Precision = "bf16"
     optimizer: OptimizerId | None = Field(default=None, description="default adamw for training")
     seq_len: int = Field(default=4096, gt=0, le=10_000_000)
     micro_batch_size: int = Field(default=1, gt=0, le=65536)
+    global_batch_size: int | None = Field(default=None, gt=0, le=10_000_000,
+                                          description="training: sequences per optimizer step (sets gradient accumulation)")
     batch_size: int = Field(default=1, gt=0, le=65536, description="inference concurrency")
+    prompt_len: int | None = Field(default=None, gt=0, le=10_000_000, description="inference: prompt tokens per request")
+    output_len: int | None = Field(default=None, gt=0, le=10_000_000, description="inference: output tokens per request")
     activation_checkpointing: bool | None = None
     lora_rank: int = Field(default=16, gt=0, le=65536)
     gpu_count: int | None = Field(default=None, gt=0, le=1_000_000)
@@ -69,6 +76,7 @@ class Workload(BaseModel):
     tensor_parallel: int | None = Field(default=None, gt=0, le=512)
     pipeline_parallel: int | None = Field(default=None, gt=0, le=1024)
     offload: Offload | None = None
+    placement: Placement = Field(default="fewest", description="'fewest' GPUs that fit, or 'all' gpu_count GPUs")
 
     @model_validator(mode="after")
     def _fits_together(self) -> Workload:
@@ -77,7 +85,7 @@ class Workload(BaseModel):
             raise ValueError("give either model (a catalog id) or params (with its architecture), not both or neither")
         if self.task == "inference":
             for name in ("optimizer", "activation_checkpointing", "zero_stage", "offload", "micro_batch_size",
-                         "tokens", "lora_rank"):
+                         "tokens", "lora_rank", "global_batch_size"):
                 if name in given:
                     raise ValueError(f"{name}: not used for inference; remove it")
         else:
@@ -85,10 +93,20 @@ class Workload(BaseModel):
                 raise ValueError(f"precision: {self.precision} is for inference only; for 4-bit fine-tuning use task 'qlora'")
             if "batch_size" in given:
                 raise ValueError("batch_size: inference concurrency; for training use micro_batch_size")
+            for name in ("prompt_len", "output_len"):
+                if name in given:
+                    raise ValueError(f"{name}: only for inference; for training use seq_len")
+            if self.global_batch_size is not None and self.global_batch_size % self.micro_batch_size:
+                raise ValueError(f"global_batch_size: {self.global_batch_size} is not a multiple of micro_batch_size "
+                                 f"{self.micro_batch_size}")
             if "lora_rank" in given and self.task not in ("lora", "qlora"):
                 raise ValueError("lora_rank: only for task lora or qlora")
             if self.offload == "optimizer+params" and self.zero_stage not in (None, 3):
                 raise ValueError("offload: parameter offload needs zero_stage 3 (ZeRO-Infinity)")
+        if self.mlp is not None and self.model is not None:
+            raise ValueError("mlp: comes from the catalog model; give it only with params")
+        if self.placement == "all" and self.gpu_count is None:
+            raise ValueError("placement: 'all' uses exactly gpu_count GPUs; give gpu_count")
         if self.gpu_count is not None:
             needed = (self.tensor_parallel or 1) * (self.pipeline_parallel or 1)
             if needed > self.gpu_count:
@@ -114,12 +132,16 @@ class ResolvedWorkload(BaseModel):
     head_dim: int
     vocab_size: int
     intermediate_size: int
-    mlp: Literal["gated", "standard"]
+    mlp: Mlp
+    tied_embeddings: bool
     experts: int
     experts_per_token: int
     seq_len: int
     micro_batch_size: int
+    global_batch_size: int | None
     batch_size: int
+    prompt_len: int | None
+    output_len: int | None
     activation_checkpointing: bool | None
     lora_rank: int | None
     gpu_count: int | None
@@ -129,6 +151,7 @@ class ResolvedWorkload(BaseModel):
     tensor_parallel: int | None
     pipeline_parallel: int | None
     offload: Offload | None
+    placement: Placement
     assumptions: list[str] = []
 
 

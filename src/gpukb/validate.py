@@ -1,0 +1,193 @@
+"""`gpukb validate`: every published measurement in kb/measurements/ predicted through ask().
+
+Accuracy is reported the way the field does: the median error exp(median |ln(predicted/measured)|) − 1
+and the share of points within ±25%, overall and per quantity. A point gpukb cannot answer is a miss
+(with its reason): it counts as outside ±25% and as an infinite error in the median.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from statistics import median
+from typing import Any
+
+from .answer import Answer, Option
+from .errors import EngineError, WorkloadError
+from .kb import KnowledgeBase
+from .schema import Measurement
+
+THRESHOLD_POLICIES = {"median_error": "validation-median-error", "within_25": "validation-within-25"}
+BAND = 0.25
+# the trace values behind each quantity: the rules that computed them are shown with the point
+VALUES_BEHIND = {
+    "training": ("tokens_per_s", "efficiency", "utilisation", "time_to_train_s", "mfu", "flop_per_token"),
+    "decode": ("tokens_per_s", "tpot_s", "ttft_s", "step_time_s", "bytes_per_step"),
+    "memory": ("per_gpu_bytes", "weights", "activations", "optimizer", "gradients", "kv_cache", "total"),
+}
+KIND_OF = {
+    "training_tokens_per_s_per_gpu": "training", "model_tflops_per_gpu": "training",
+    "hardware_tflops_per_gpu": "training", "mfu": "training", "gpu_hours": "training",
+    "decode_tokens_per_s": "decode", "decode_tokens_per_s_total": "decode", "ttft_s": "decode",
+    "peak_memory_per_gpu": "memory", "fewest_gpus": "memory",
+}
+
+
+@dataclass(frozen=True)
+class Point:
+    id: str
+    quantity: str
+    measured: float  # in the canonical unit of the quantity (see schema.UNITS)
+    predicted: float | None
+    ratio: float | None  # predicted / measured
+    source: str
+    gpu: str
+    rules: tuple[str, ...] = ()
+    reason: str = ""  # why there is no prediction
+
+    @property
+    def log_error(self) -> float:
+        return abs(math.log(self.ratio)) if self.ratio else math.inf
+
+    @property
+    def within(self) -> bool:
+        return self.ratio is not None and abs(self.ratio - 1) <= BAND
+
+
+@dataclass(frozen=True)
+class Summary:
+    points: int
+    median_error: float  # exp(median |ln ratio|) - 1; inf when most points miss
+    within_25: float  # share of points with |ratio - 1| <= 0.25
+
+    @staticmethod
+    def of(points: list[Point]) -> Summary:
+        if not points:
+            return Summary(0, 0.0, 1.0)
+        errors = [p.log_error for p in points]
+        return Summary(len(points), math.exp(median(errors)) - 1 if median(errors) < math.inf else math.inf,
+                       sum(p.within for p in points) / len(points))
+
+
+@dataclass
+class Validation:
+    points: list[Point]
+    overall: Summary
+    by_quantity: dict[str, Summary]
+    thresholds: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def passed(self) -> bool:
+        return (self.overall.median_error <= self.thresholds.get("median_error", math.inf)
+                and self.overall.within_25 >= self.thresholds.get("within_25", 0.0))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "points": [{**asdict(p), "rules": list(p.rules)} for p in self.points],
+            "median_error": _finite(self.overall.median_error),
+            "within_25": self.overall.within_25,
+            "by_quantity": {q: {"points": s.points, "median_error": _finite(s.median_error), "within_25": s.within_25}
+                            for q, s in self.by_quantity.items()},
+            "thresholds": self.thresholds,
+            "passed": self.passed,
+        }
+
+
+def _finite(x: float) -> float | None:
+    return x if math.isfinite(x) else None
+
+
+def workload_of(m: Measurement) -> dict[str, Any]:
+    """The measurement's run as an ask(): exactly its GPUs (placement 'all') unless it asks for the fewest."""
+    workload = dict(m.workload)
+    if m.quantity == "fewest_gpus":
+        workload.pop("gpu_count", None)
+    elif workload.get("gpu_count"):
+        workload["placement"] = "all"
+    return workload
+
+
+def _value(step_values: list[Any], name: str) -> float | None:
+    return next((v["value"] for v in step_values if v["name"] == name), None)
+
+
+def _traced(option: Option, name: str) -> float | None:
+    """A value computed for this option by a rule (the last step that computed it)."""
+    for step in reversed(option.trace):
+        value = _value(step.values, name)
+        if value is not None:
+            return float(value)
+    return None
+
+
+def predict(m: Measurement, answer: Answer) -> tuple[float, Option]:
+    """The prediction for a measurement, in the canonical unit of its quantity."""
+    if not answer.options:
+        why = "; ".join(f.message for o in answer.rejected for f in o.findings)[:300]
+        raise LookupError(f"no option fits{': ' + why if why else ''}")
+    option = answer.options[0]
+    q = m.quantity
+    if q == "fewest_gpus":
+        return float(option.count), option
+    if q == "peak_memory_per_gpu":
+        return float(option.per_gpu_bytes), option
+    if q == "ttft_s":
+        return _need(option.ttft_s, "time to first token"), option
+    if q == "decode_tokens_per_s":
+        return 1 / _need(option.tpot_s, "time per output token"), option
+    if q == "decode_tokens_per_s_total":
+        total = _need(option.tokens_per_s, "decode throughput")
+        return (total / option.count if m.unit == "tokens/s/GPU" else total), option
+    tokens_per_s = _need(option.tokens_per_s, "training throughput")
+    if q == "training_tokens_per_s_per_gpu":
+        return tokens_per_s / option.count, option
+    if q == "gpu_hours":
+        return _need(option.time_to_train_s, "time to train (give tokens)") * option.count / 3600, option
+    if q == "mfu":
+        return _need(option.mfu, "model FLOPs utilisation"), option
+    per_token = _traced(option, "model_flop_per_token" if q == "model_tflops_per_gpu" else "flop_per_token")
+    return tokens_per_s / option.count * _need(per_token, "FLOP per token"), option
+
+
+def _need(value: float | None, what: str) -> float:
+    if value is None:
+        raise LookupError(f"the answer has no {what}")
+    return value
+
+
+def _rules(option: Option, kind: str) -> tuple[str, ...]:
+    names = VALUES_BEHIND[kind]
+    return tuple(dict.fromkeys(s.rule for s in option.trace if any(v["name"] in names for v in s.values)))
+
+
+def check_point(kb: KnowledgeBase, m: Measurement) -> Point:
+    gpu = ",".join(m.workload.get("gpus", []) or [])  # type: ignore[arg-type]
+    measured = m.canonical
+    try:
+        answer = kb.ask(workload_of(m))
+        predicted, option = predict(m, answer)
+    except (WorkloadError, EngineError, LookupError, ZeroDivisionError) as err:
+        return Point(m.id, m.quantity, measured, None, None, m.source, gpu, reason=str(err))
+    return Point(m.id, m.quantity, measured, predicted, predicted / measured, m.source, gpu,
+                 _rules(option, KIND_OF[m.quantity]))
+
+
+def validate(kb: KnowledgeBase) -> Validation:
+    points = [check_point(kb, m) for _, m in sorted(kb.measurements.items()) if m.status != "deprecated"]
+    quantities = sorted({p.quantity for p in points})
+    thresholds = {name: kb.policy(pid) for name, pid in THRESHOLD_POLICIES.items() if pid in kb.policies}
+    return Validation(points, Summary.of(points),
+                      {q: Summary.of([p for p in points if p.quantity == q]) for q in quantities}, thresholds)
+
+
+def compare(base: Validation, head: Validation, limit: int = 10) -> list[tuple[str, float | None, float | None]]:
+    """Points whose error changed most between two validations: (id, base ratio, head ratio)."""
+    old = {p.id: p for p in base.points}
+    moved = []
+    for p in head.points:
+        before = old.get(p.id)
+        change = p.log_error - (before.log_error if before else 0.0)
+        if before is None or before.ratio != p.ratio:
+            moved.append((change, p.id, before.ratio if before else None, p.ratio))
+    moved.sort(key=lambda t: -t[0] if math.isfinite(t[0]) else -math.inf)
+    return [(pid, b, h) for _, pid, b, h in moved[:limit]]
