@@ -139,13 +139,13 @@ class ResolvedWorkload(BaseModel):
     activation_checkpointing: bool | None
     lora_rank: int | None
     gpu_count: int | None
-    gpus: list[str]
+    gpus: tuple[str, ...]
     tokens: int | None
     zero_stage: int | None
     tensor_parallel: int | None
     pipeline_parallel: int | None
     offload: Offload | None
-    assumptions: list[str] = []
+    assumptions: tuple[str, ...] = ()
 
 
 def parse_workload(data: Workload | dict[str, Any]) -> Workload:

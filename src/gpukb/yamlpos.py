@@ -14,7 +14,6 @@ finite and control characters in text are located errors too.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,15 +21,13 @@ from typing import Any
 import yaml
 
 from .errors import Problem
+from .terminal import CONTROL
 
 Loc = tuple[str | int, ...]
 
 MAX_FILE_BYTES = 256 * 1024  # six times the largest file today (the article's claims, 41 kB)
 MAX_NODES = 20_000           # values (scalars, lists, mappings) in one file; the largest has ~1,300
 MAX_NESTING = 32             # lists and mappings inside each other; rules nest 6 deep
-# C0 and C1 control characters (tab, newline and carriage return aside) and bidirectional
-# overrides: text shown in a terminal or a page must not move the cursor, retitle or reorder it.
-CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 @dataclass
