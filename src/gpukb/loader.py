@@ -130,7 +130,9 @@ class _Reader:
 
 
 def _yaml_files(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file())
+    # rglob does not enter linked folders: they are returned, for load_located to refuse
+    return sorted(p for p in folder.rglob("*") if (p.suffix in (".yaml", ".yml") and p.is_file()) or
+                  (p.is_symlink() and p.is_dir()))
 
 
 def content_hash(root: Path) -> str:

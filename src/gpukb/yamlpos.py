@@ -8,7 +8,8 @@ kb/ and rules/ come from strangers' pull requests, so a file is refused before i
 a file larger than MAX_FILE_BYTES, holding more than MAX_NODES values or nesting deeper than
 MAX_NESTING, a symbolic link leading out of the checkout, and anchors or aliases (the KB has no
 use for them, and they are how a small file expands to billions of values). Numbers that are not
-finite and control characters in text are located errors too.
+finite or larger than expressions allow (expr.MAX_MAGNITUDE), and control characters in text, are
+located errors too.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 import yaml
 
 from .errors import Problem
+from .expr import MAX_MAGNITUDE
 from .terminal import CONTROL
 
 Loc = tuple[str | int, ...]
@@ -84,8 +86,18 @@ class _BoundedLoader(yaml.SafeLoader):
 
     def construct_yaml_float(self, node: yaml.ScalarNode) -> float:
         value = super().construct_yaml_float(node)
-        if not math.isfinite(value):
-            self.found.append((node.start_mark, "E013", f"{node.value!r} is not a finite number"))
+        if not math.isfinite(value) or abs(value) > MAX_MAGNITUDE:
+            self.found.append((node.start_mark, "E013", f"{node.value!r} is not a finite number of at most "
+                                                        f"{MAX_MAGNITUDE:g}"))
+        return value
+
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
+        if len(node.value) > 80:  # refused before Python converts it: thousands of digits take long
+            self.found.append((node.start_mark, "E013", f"an integer of {len(node.value):,} digits"))
+            return 0
+        value = super().construct_yaml_int(node)
+        if abs(value) > MAX_MAGNITUDE:
+            self.found.append((node.start_mark, "E013", f"{node.value} is larger than {MAX_MAGNITUDE:g}"))
         return value
 
     def construct_yaml_str(self, node: yaml.ScalarNode) -> str:
@@ -97,6 +109,7 @@ class _BoundedLoader(yaml.SafeLoader):
 
 
 _BoundedLoader.add_constructor("tag:yaml.org,2002:float", _BoundedLoader.construct_yaml_float)
+_BoundedLoader.add_constructor("tag:yaml.org,2002:int", _BoundedLoader.construct_yaml_int)
 _BoundedLoader.add_constructor("tag:yaml.org,2002:str", _BoundedLoader.construct_yaml_str)
 
 
@@ -121,6 +134,9 @@ def _read(path: Path, display: str, root: Path | None) -> tuple[str | None, list
     if root is not None and not path.resolve().is_relative_to(Path(root).resolve()):
         return None, [Problem(display, 1, 1, "E005", "a symbolic link leading out of the checkout: "
                                                      "kb/ and rules/ hold their files themselves")]
+    if not path.is_file():
+        return None, [Problem(display, 1, 1, "E005", "not a regular file (a linked folder?): kb/ and rules/ hold "
+                                                     "their YAML files themselves")]
     with path.open("rb") as handle:  # read at most one byte past the limit, whatever the file claims to be
         raw = handle.read(MAX_FILE_BYTES + 1)
     if len(raw) > MAX_FILE_BYTES:
