@@ -80,7 +80,7 @@ def _check_custom_params(w: Workload, kv_heads: int) -> None:
     derived, _ = count_parameters(shape)
     if not derived / CUSTOM_PARAMS_TOLERANCE <= w.params <= derived * CUSTOM_PARAMS_TOLERANCE:
         raise WorkloadError("params", f"{w.params:,} is not within a factor {CUSTOM_PARAMS_TOLERANCE:g} of the "
-                                      f"{derived:,} parameters the architecture given holds; check params and the dimensions")
+                                      f"{derived:,} parameters the given dimensions hold; check params and the dimensions")
 
 
 def resolve(kb: KnowledgeBase, w: Workload) -> tuple[ResolvedWorkload, dict[str, Any]]:
