@@ -44,6 +44,7 @@ SITE = REPO / "site"
 SCENARIOS = SITE / "scenarios.yaml"
 IN_CI = bool(os.environ.get("CI"))
 EVIL = '<script>alert("gpukb-xss")</script><img src=x onerror=alert(1)> **not bold** [a link](javascript:alert(2)) {#id}'
+EVIL_URL = "https://arxiv.org/abs/2211.05102)[CLICK](javascript:alert(document.domain)"  # a valid https URL
 
 
 def require(ok: bool, reason: str) -> None:
@@ -269,6 +270,12 @@ def _tampered_checkout(root: Path) -> None:
     data = yaml.safe_load(rule.read_text(encoding="utf-8"))
     data["title"] = EVIL
     rule.write_text(yaml.safe_dump(data, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    sources = root / "kb" / "sources" / "hardware.yaml"
+    data = yaml.safe_load(sources.read_text(encoding="utf-8"))
+    for source in data:
+        if source.get("url"):
+            source["url"] = EVIL_URL
+    sources.write_text(yaml.safe_dump(data, allow_unicode=True, sort_keys=False), encoding="utf-8")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -375,10 +382,12 @@ def test_malicious_text_is_escaped_in_the_built_html(builds):
     for text in everything:
         assert "<script>alert" not in text and "<img src=x" not in text
         assert 'href="javascript:' not in text and "<strong>not bold</strong>" not in text
+        assert not re.search(r"""(href|src)\s*=\s*["']?\s*javascript:""", text, re.I)
     for page in (P.claim_page(claim), P.rule_page(rule), P.gpu_page(gpu), P.ARTICLE):
         text = _page(root, page).read_text(encoding="utf-8")
         assert "&lt;script&gt;alert" in text or "&#60;script&#62;alert" in text, page
     assert "‹script›alert" in _page(root, P.gpu_page(gpu)).read_text(encoding="utf-8")  # its name, as a title
+    assert "2211.05102%29%5BCLICK%5D%28javascript:alert" in _page(root, P.SOURCES).read_text(encoding="utf-8")
 
 
 

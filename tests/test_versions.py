@@ -133,3 +133,11 @@ def test_semver_helpers(tmp_path):
 
 def test_the_repository_changelog_has_the_current_version(kb):
     assert changelog_has(Path(__file__).resolve().parent.parent, kb.version)
+
+
+def test_any_revision_syntax_names_the_base_and_unknown_text_is_not_echoed_as_a_command(repo):
+    assert not [p for p in lint(repo, base=":/base").problems if p.code.startswith("V")]  # a commit by its message
+    hostile = lint(repo, base="x\x1b]0;t\x07 --upload-pack=touch")
+    message = next(p.message for p in hostile.problems if p.code == "V100")
+    assert "\x1b" not in message and "git fetch" not in message
+    assert "git fetch origin main`" in next(p.message for p in lint(repo, base="origin/main").problems if p.code == "V100")

@@ -1,4 +1,8 @@
-"""The Answer: what ask() returns, built from the facts and trace of one session."""
+"""The Answer: what ask() returns, built from the facts and trace of one session.
+
+Every part is frozen and every sequence a tuple: answers share findings and trace steps with each
+other and with the knowledge base's caches, so none may be changed through one answer.
+"""
 
 from __future__ import annotations
 
@@ -43,7 +47,7 @@ class Finding(BaseModel):
     severity: str
     message: str
     rule: str
-    claims: list[str]
+    claims: tuple[str, ...]
     gpu: str | None = None
 
 
@@ -54,7 +58,7 @@ class Remedy(BaseModel):
     effect: str
     effect_bytes: int
     rule: str
-    claims: list[str]
+    claims: tuple[str, ...]
     gpu: str | None = None
 
 
@@ -76,8 +80,8 @@ class Option(BaseModel):
     score: float
     tier: int
     branch: str | None
-    findings: list[Finding]
-    trace: list[TraceStep]
+    findings: tuple[Finding, ...]
+    trace: tuple[TraceStep, ...]
 
 
 class Answer(BaseModel):
@@ -86,11 +90,11 @@ class Answer(BaseModel):
     kb_hash: str
     workload: ResolvedWorkload
     memory: Memory
-    options: list[Option]
-    rejected: list[Option]
-    findings: list[Finding]
-    remedies: list[Remedy]
-    trace: list[TraceStep]
+    options: tuple[Option, ...]
+    rejected: tuple[Option, ...]
+    findings: tuple[Finding, ...]
+    remedies: tuple[Remedy, ...]
+    trace: tuple[TraceStep, ...]
 
     @property
     def best(self) -> Option | None:

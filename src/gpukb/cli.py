@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from enum import Enum, StrEnum
@@ -11,9 +12,11 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from . import load_kb
 from .errors import EngineError, KBError, Problem, WorkloadError
+from .terminal import clean
 from .units import gb
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -61,8 +64,13 @@ class Format(StrEnum):
 
 def _fail_kb(error: KBError) -> None:
     for problem in error.problems:
-        err.print(str(problem), markup=False, highlight=False)
+        err.print(clean(problem), markup=False, highlight=False)
     raise typer.Exit(1)
+
+
+def _cell(value: object) -> Text:
+    """A table cell shown as the text it is: never read as rich markup, no control characters."""
+    return Text(clean(value))
 
 
 @app.command()
@@ -110,21 +118,22 @@ def ask(
     except KBError as error:
         _fail_kb(error)
     except (WorkloadError, EngineError) as error:
-        err.print(f"error: {error}", markup=False, highlight=False)
+        err.print(f"error: {clean(error)}", markup=False, highlight=False)
         raise typer.Exit(2) from None
     if as_json:
         sys.stdout.write(answer.model_dump_json(indent=2) + "\n")
         return
     if explain:
-        out.print(answer.explain(), markup=False, highlight=False)
+        out.print(clean(answer.explain()), markup=False, highlight=False)
         return
     _print_answer(answer)
 
 
 def _print_answer(answer: Any) -> None:
     w, m = answer.workload, answer.memory
-    out.print(f"[bold]{w.model}[/] · {w.task} · {w.precision}" + (f" · {w.optimizer}" if w.optimizer else "")
-              + f" · seq {w.seq_len}   (kb {answer.kb_version})")
+    out.print(Text(clean(w.model), style="bold") + Text(clean(
+        f" · {w.task} · {w.precision}" + (f" · {w.optimizer}" if w.optimizer else "")
+        + f" · seq {w.seq_len}   (kb {answer.kb_version})")))
     memory = Table(title="One replica, before sharding (GB = 1e9 bytes)")
     for name in ("weights", "gradients", "optimizer", "activations", "kv_cache", "overhead", "total"):
         memory.add_column(name, justify="right")
@@ -140,8 +149,8 @@ def _print_answer(answer: Any) -> None:
         strategy += " +ckpt" if s.activation_checkpointing else ""
         strategy += f" offload:{s.offload}" if s.offload != "none" else ""
         ttt = f"{o.time_to_train_s / 86400:,.1f} d" if o.time_to_train_s else "—"
-        options.add_row(o.gpu, str(o.count), gb(o.per_gpu_bytes), gb(o.usable_bytes), strategy,
-                        f"{o.tokens_per_s:,.0f}" if o.tokens_per_s else "—", ttt, o.branch or "")
+        options.add_row(*map(_cell, (o.gpu, o.count, gb(o.per_gpu_bytes), gb(o.usable_bytes), strategy,
+                                     f"{o.tokens_per_s:,.0f}" if o.tokens_per_s else "—", ttt, o.branch or "")))
     out.print(options)
     if answer.rejected:
         rejected = Table(title="Rejected")
@@ -149,18 +158,18 @@ def _print_answer(answer: Any) -> None:
         rejected.add_column("why")
         for o in answer.rejected:
             reason = next((f for f in o.findings if f.severity == "error"), None)
-            rejected.add_row(o.gpu, f"{reason.message} [{reason.rule}]" if reason else "")
+            rejected.add_row(_cell(o.gpu), _cell(f"{reason.message} [{reason.rule}]" if reason else ""))
         out.print(rejected)
     best = answer.best
     shown = [f for f in answer.findings if f.gpu is None or (best and f.gpu == best.gpu)]
     if shown:
         out.print("[bold]Findings[/]")
         for f in shown:
-            out.print(f"  {f.severity}: {f.message} [{f.rule}]", markup=False, highlight=False)
+            out.print(clean(f"  {f.severity}: {f.message} [{f.rule}]"), markup=False, highlight=False)
     if answer.remedies:
         out.print("[bold]Remedies[/]")
         for r in answer.remedies:
-            out.print(f"  {r.title}: {r.effect} [{r.rule}]", markup=False, highlight=False)
+            out.print(clean(f"  {r.title}: {r.effect} [{r.rule}]"), markup=False, highlight=False)
     out.print("Run with --explain for the full trace, --json for everything.")
 
 
@@ -178,9 +187,10 @@ def explain_entry(
         _fail_kb(error)
     text = describe(kb, entry_id)
     if text is None:
-        err.print(f"error: no rule, claim, GPU, model or source has the id '{entry_id}'", markup=False)
+        err.print(clean(f"error: no rule, claim, GPU, model or source has the id '{entry_id}'"), markup=False,
+                  highlight=False)
         raise typer.Exit(2)
-    out.print(text, markup=False, highlight=False)
+    out.print(clean(text), markup=False, highlight=False)
 
 
 @app.command()
@@ -208,7 +218,10 @@ def _github_escape(text: str, *, prop: bool = False) -> str:
 
 
 def _report(problems: list[Problem], fmt: Format, notes: list[str] | None = None) -> None:
-    notes = notes or []
+    # problems quote what the files hold (ids, keys, values): printed without control characters
+    problems = [dataclasses.replace(p, file=clean(p.file), message=clean(p.message), field=clean(p.field))
+                for p in problems]
+    notes = [clean(note) for note in notes or []]
     if fmt is Format.json:
         rows = [{**p.__dict__, "severity": p.severity} for p in problems]
         sys.stdout.write(json.dumps(rows, ensure_ascii=False, indent=2) + "\n")
@@ -256,8 +269,9 @@ def impact(
     except KBError as error:
         _fail_kb(error)
     except ImpactError as error:
-        err.print(f"error: {error}", markup=False, highlight=False)
+        err.print(f"error: {clean(error)}", markup=False, highlight=False)
         raise typer.Exit(2) from None
+    text = clean(text)
     if output is not None:
         output.write_text(text, encoding="utf-8")
     sys.stdout.write(text)
@@ -271,6 +285,10 @@ def schema(
     """Write the JSON Schemas generated from the models to kb/schema/."""
     from .loader import json_schemas
 
+    if not (root / "kb" / "manifest.yaml").is_file():  # never create kb/schema/ where there is no knowledge base
+        err.print(clean(f"error: no knowledge base at {root} (kb/manifest.yaml is missing): run in a checkout or name one"),
+                  markup=False, highlight=False)
+        raise typer.Exit(2)
     folder = root / "kb" / "schema"
     stale = []
     for name, document in json_schemas().items():

@@ -26,9 +26,15 @@ CODES: dict[str, Code] = {
     "E002": Code("a key appears twice in one mapping", "loader"),
     "E003": Code("a file holds something other than an entry or a list of entries", "loader"),
     "E004": Code("no knowledge base: `kb/manifest.yaml` is missing", "loader"),
+    "E005": Code("a file is refused: larger than 262,144 bytes, more than 20,000 values, nested more than 32 "
+                 "levels, or a symbolic link leading out of the checkout", "loader"),
+    "E006": Code("a YAML anchor (`&name`) or alias (`*name`): write the value out", "loader"),
     "E010": Code("a field has a wrong value (type, range, unit, a source without url or path, ...)", "loader"),
     "E011": Code("unknown field (a typo, or a field this kind does not have)", "loader"),
-    "E012": Code("a required field is missing", "loader"),
+    "E012": Code("a required field is missing (each one is reported)", "loader"),
+    "E013": Code("a number that is not finite (`.inf`, `.nan`) or larger than 1e60", "loader"),
+    "E014": Code("text holding a control character (escape, bell, carriage return, C1 controls, bidirectional "
+                 "overrides): tab and newline only", "loader"),
     "E020": Code("an id is defined twice (the message names the first place)", "loader"),
     "E030": Code("a reference to an id that does not exist (sources, claims, interconnects, `superseded_by` of the same kind)",
                  "loader"),

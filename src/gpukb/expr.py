@@ -6,6 +6,11 @@ text is parsed with `ast` and walked by this module: nothing is ever compiled or
 Python. Allowed: numbers, strings, booleans, lists of constants, names, qualified names
 `alias.field` (looked up in dicts, never by attribute access), arithmetic, comparisons,
 `and`/`or`/`not`, `a if cond else b`, and the functions in FUNCTIONS.
+
+Rules come from strangers' pull requests, so evaluation is bounded: the text's length and nesting,
+each constant and every intermediate number (at most MAX_MAGNITUDE in size), exponents and
+`round`'s digits. What the parse can see is refused there (a located lint error); the rest is
+checked as it is computed, so no expression can make Python build an enormous integer.
 """
 
 from __future__ import annotations
@@ -16,6 +21,24 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+MAX_LENGTH = 2000
+MAX_DEPTH = 40
+MAX_EXPONENT = 8          # also the product of the exponents of powers of powers
+MAX_MAGNITUDE = 1e60      # every number, constant or computed: 6·N·D for 10T parameters and 1e16 tokens is 6e29
+MAX_ROUND_DIGITS = 15     # round(x, n) with |n| at most this: a double holds 15-17 significant digits
+
+
+def _check_digits(ndigits: object) -> None:
+    if type(ndigits) is not int or abs(ndigits) > MAX_ROUND_DIGITS:
+        raise ExpressionError(f"round's digits must be an integer from -{MAX_ROUND_DIGITS} to {MAX_ROUND_DIGITS}")
+
+
+def _round(number: Any, ndigits: Any = None) -> Any:
+    if ndigits is not None:
+        _check_digits(ndigits)
+    return round(number, ndigits)
+
+
 FUNCTIONS: dict[str, Callable[..., Any]] = {
     "min": min,
     "max": max,
@@ -25,12 +48,8 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "sqrt": math.sqrt,
     "log2": math.log2,
     "exp": math.exp,
-    "round": round,
+    "round": _round,
 }
-MAX_LENGTH = 2000
-MAX_DEPTH = 40
-MAX_EXPONENT = 8
-
 _BINOPS: dict[type, Callable[[Any, Any], Any]] = {
     ast.Add: lambda a, b: a + b,
     ast.Sub: lambda a, b: a - b,
@@ -67,14 +86,33 @@ def _qualified(node: ast.AST) -> str | None:
     return None
 
 
-def _check(node: ast.AST, depth: int, names: set[str]) -> None:
+def _nesting(tree: ast.Expression) -> int:
+    """How deeply the expression's parts nest, found without recursion (a deep tree must not
+    exhaust Python's stack before it is refused)."""
+    deepest, stack = 0, [(tree.body, 1)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if depth <= MAX_DEPTH:
+            stack += [(child, depth + 1) for child in ast.iter_child_nodes(node) if isinstance(child, ast.expr)]
+    return deepest
+
+
+def _check_constant(value: object) -> None:
+    if not isinstance(value, int | float | str | bool) or value is None:
+        raise ExpressionError(f"constant {value!r} is not a number, string or boolean")
+    if isinstance(value, int | float) and not isinstance(value, bool) and not abs(value) <= MAX_MAGNITUDE:
+        raise ExpressionError(f"constants must be finite and at most {MAX_MAGNITUDE:g} in size")
+
+
+def _check(node: ast.AST, depth: int, names: set[str], power: float = 1) -> None:
+    """`power`: the product of the exponents of the powers `node` is the base of."""
     if depth > MAX_DEPTH:
         raise ExpressionError("expression nests too deeply")
     if isinstance(node, ast.Expression):
         _check(node.body, depth + 1, names)
     elif isinstance(node, ast.Constant):
-        if not isinstance(node.value, int | float | str | bool) or node.value is None:
-            raise ExpressionError(f"constant {node.value!r} is not a number, string or boolean")
+        _check_constant(node.value)
     elif isinstance(node, ast.Name | ast.Attribute):
         name = _qualified(node)
         if name is None:
@@ -90,12 +128,16 @@ def _check(node: ast.AST, depth: int, names: set[str]) -> None:
             if not (isinstance(exponent, ast.Constant) and isinstance(exponent.value, int | float)
                     and abs(exponent.value) <= MAX_EXPONENT):
                 raise ExpressionError(f"exponents must be constants of at most {MAX_EXPONENT}")
-        _check(node.left, depth + 1, names)
-        _check(node.right, depth + 1, names)
+            if power * abs(exponent.value) > MAX_EXPONENT:
+                raise ExpressionError(f"powers of powers may raise to at most {MAX_EXPONENT} in all")
+            _check(node.left, depth + 1, names, power * max(abs(exponent.value), 1))
+        else:
+            _check(node.left, depth + 1, names, power)
+        _check(node.right, depth + 1, names, power)
     elif isinstance(node, ast.UnaryOp):
         if not isinstance(node.op, ast.USub | ast.UAdd | ast.Not):
             raise ExpressionError(f"operator {type(node.op).__name__} is not allowed")
-        _check(node.operand, depth + 1, names)
+        _check(node.operand, depth + 1, names, power)
     elif isinstance(node, ast.BoolOp):
         for value in node.values:
             _check(value, depth + 1, names)
@@ -118,6 +160,12 @@ def _check(node: ast.AST, depth: int, names: set[str]) -> None:
             raise ExpressionError(f"only these functions may be called: {', '.join(sorted(FUNCTIONS))}")
         if node.keywords:
             raise ExpressionError("keyword arguments are not allowed")
+        if node.func.id == "round" and len(node.args) == 2:
+            digits = node.args[1]
+            if isinstance(digits, ast.UnaryOp) and isinstance(digits.op, ast.USub | ast.UAdd):
+                digits = digits.operand  # round(x, -3): the sign does not matter to the bound
+            if isinstance(digits, ast.Constant):
+                _check_digits(digits.value)
         for arg in node.args:
             if isinstance(arg, ast.Starred):
                 raise ExpressionError("*args is not allowed")
@@ -162,6 +210,10 @@ def parse(text: str) -> Expr:
         tree = ast.parse(text.strip(), mode="eval")
     except SyntaxError as exc:
         raise ExpressionError(f"syntax error: {exc.msg}") from None
+    except (RecursionError, MemoryError):  # the parser's own limits on nesting
+        raise ExpressionError("expression nests too deeply") from None
+    if _nesting(tree) > MAX_DEPTH:
+        raise ExpressionError("expression nests too deeply")
     tree = _Booleans().visit(tree)
     names: set[str] = set()
     _check(tree, 0, names)
@@ -170,6 +222,17 @@ def parse(text: str) -> Expr:
 
 # bools are ints in Python; arithmetic on them is allowed (True * x), strings and lists are not
 _NUMBER_TYPES = frozenset({int, float, bool})
+
+
+def _bounded(value: Any, text: str) -> Any:
+    """An arithmetic result, if it is a number within MAX_MAGNITUDE (NaN passes: the trace names it)."""
+    if type(value) is float or type(value) is int:
+        if abs(value) > MAX_MAGNITUDE:
+            raise ExpressionError(f"'{text}': a value beyond {MAX_MAGNITUDE:g} in size")
+        return value
+    if type(value) is bool:
+        return value
+    raise ExpressionError(f"'{text}': arithmetic gave a {type(value).__name__}, not a real number")
 
 
 def _lookup(name: str) -> Callable[[Mapping[str, Any]], Any]:
@@ -214,7 +277,7 @@ def _closure(node: ast.AST) -> Callable[[Mapping[str, Any]], Any]:
                 a = left(env)
                 if type(a) not in _NUMBER_TYPES:
                     raise ExpressionError(f"'{text}': arithmetic needs numbers")
-                return op(a, constant)
+                return _bounded(op(a, constant), text)
 
             return binop_constant
 
@@ -222,7 +285,7 @@ def _closure(node: ast.AST) -> Callable[[Mapping[str, Any]], Any]:
             a, b = left(env), right(env)
             if type(a) not in _NUMBER_TYPES or type(b) not in _NUMBER_TYPES:
                 raise ExpressionError(f"'{text}': arithmetic needs numbers")
-            return op(a, b)
+            return _bounded(op(a, b), text)
 
         return binop
     if isinstance(node, ast.UnaryOp):

@@ -25,7 +25,7 @@ _UNION_TAGS = {"str", "int", "float", "bool", "list", "dict", "none"}
 
 def _pydantic_problems(err: ValidationError, doc: Located, prefix: Loc) -> list[Problem]:
     problems = []
-    seen: set[tuple[int, int]] = set()
+    seen: set[tuple[int, int, str]] = set()
     for item in err.errors():
         # a value failing every member of a union yields one error per member: report it once
         item_loc = tuple(item["loc"])
@@ -33,9 +33,11 @@ def _pydantic_problems(err: ValidationError, doc: Located, prefix: Loc) -> list[
             item_loc = item_loc[:-1]
         loc = prefix + item_loc
         line, col = doc.where(loc)
-        if (line, col) in seen:
+        # missing fields all sit at their entry's position: each is reported, other errors once per place
+        key = (line, col, ".".join(map(str, item_loc)) if item["type"] == "missing" else "")
+        if key in seen:
             continue
-        seen.add((line, col))
+        seen.add(key)
         field = ".".join(str(p) for p in item_loc) or "(entry)"
         if item["type"] == "extra_forbidden":
             problems.append(Problem(doc.file, line, col, "E011", "unknown field", field))
@@ -62,7 +64,7 @@ class _Reader:
         return path.relative_to(self.root).as_posix()
 
     def read(self, path: Path) -> Located | None:
-        doc, problems = load_located(path, self.display(path))
+        doc, problems = load_located(path, self.display(path), self.root)
         self.problems += problems
         return doc
 
@@ -109,7 +111,9 @@ class _Reader:
 
 
 def _yaml_files(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file())
+    # rglob does not enter linked folders: they are returned, for load_located to refuse
+    return sorted(p for p in folder.rglob("*") if (p.suffix in (".yaml", ".yml") and p.is_file()) or
+                  (p.is_symlink() and p.is_dir()))
 
 
 def content_hash(root: Path) -> str:

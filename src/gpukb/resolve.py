@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from .architecture import count_parameters
 from .errors import WorkloadError
 from .kb import KnowledgeBase
-from .schema import Gpu
-from .workload import TRAINING_TASKS, ResolvedWorkload, Workload, suggest
+from .schema import Gpu, Model
+from .workload import CUSTOM_PARAMS_TOLERANCE, TRAINING_TASKS, ResolvedWorkload, Workload, suggest
 
 ARCHITECTURE = ("layers", "hidden_size", "heads", "kv_heads", "vocab_size", "intermediate_size")
 POLICY_IDS = {"reserve_fraction": "reserve-fraction", "runtime_overhead": "runtime-overhead",
@@ -61,6 +62,7 @@ def _architecture(kb: KnowledgeBase, w: Workload) -> dict[str, Any]:
     kv_heads = w.kv_heads or w.heads
     if w.heads % kv_heads:
         raise WorkloadError("kv_heads", f"heads {w.heads} is not a multiple of kv_heads {kv_heads}")
+    _check_custom_params(w, kv_heads)
     assumptions = []
     if w.kv_heads is None:
         assumptions.append("kv_heads not given: assumed equal to heads (multi-head attention)")
@@ -78,6 +80,20 @@ def _architecture(kb: KnowledgeBase, w: Workload) -> dict[str, Any]:
     }
 
 
+def _check_custom_params(w: Workload, kv_heads: int) -> None:
+    """The stated parameter count must be about what the architecture holds."""
+    assert w.params is not None and w.layers and w.hidden_size and w.heads and w.vocab_size
+    shape = Model.model_construct(
+        layers=w.layers, hidden_size=w.hidden_size, heads=w.heads, kv_heads=kv_heads, head_dim=w.hidden_size // w.heads,
+        intermediate_size=w.intermediate_size or 4 * w.hidden_size, vocab_size=w.vocab_size,
+        mlp="standard" if w.intermediate_size is None else "gated", norm="rmsnorm", tied_embeddings=False,
+        qkv_bias=False, linear_bias=False, position_embeddings="rope", moe=None)
+    derived, _ = count_parameters(shape)
+    if not derived / CUSTOM_PARAMS_TOLERANCE <= w.params <= derived * CUSTOM_PARAMS_TOLERANCE:
+        raise WorkloadError("params", f"{w.params:,} is not within a factor {CUSTOM_PARAMS_TOLERANCE:g} of the "
+                                      f"{derived:,} parameters the given dimensions hold; check params and the dimensions")
+
+
 def resolve(kb: KnowledgeBase, w: Workload) -> tuple[ResolvedWorkload, dict[str, Any]]:
     arch = _architecture(kb, w)
     training = w.task in TRAINING_TASKS
@@ -90,6 +106,9 @@ def resolve(kb: KnowledgeBase, w: Workload) -> tuple[ResolvedWorkload, dict[str,
     if w.pipeline_parallel and w.pipeline_parallel > arch["layers"]:
         raise WorkloadError("pipeline_parallel", f"{w.pipeline_parallel} stages for {arch['layers']} layers: "
                                                  "a stage needs at least one layer")
+    if w.task in ("lora", "qlora") and w.lora_rank > arch["hidden_size"]:
+        raise WorkloadError("lora_rank", f"{w.lora_rank} exceeds the hidden size {arch['hidden_size']}: "
+                                         "an adapter's rank is at most the width it adapts")
     if w.tensor_parallel and arch["heads"] % w.tensor_parallel:
         raise WorkloadError("tensor_parallel", f"{w.tensor_parallel} does not divide the {arch['heads']} attention heads")
     dtype = kb.dtypes[w.precision]

@@ -10,22 +10,26 @@ import datetime as dt
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, HttpUrl, WithJsonSchema, model_validator
+from pydantic import Strict as NoCoercion
 
 from .units import Bandwidth, Bytes, Flops, Watts, parse_quantity
 
 Slug = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._\-]*$", max_length=80)]
 Status = Literal["draft", "stable", "deprecated"]
+# Numbers are numbers: YAML's `true` is not 1, and "12" is not 12 (pydantic's lax mode would take both).
+Int = Annotated[int, NoCoercion()]
+Float = Annotated[float, NoCoercion()]
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class Entry(Strict):
     """Fields every entry shares: a stable id and an integer version that rises on each change."""
 
     id: Slug
-    version: int = Field(ge=1)
+    version: Int = Field(ge=1)
     status: Status = "stable"
     superseded_by: Slug | None = None
 
@@ -72,7 +76,7 @@ class Rhetoric(Strict):
 
 
 class Price(Strict):
-    usd: float = Field(gt=0)
+    usd: Float = Field(gt=0)
     as_of: dt.date
     source: Slug
     kind: Literal["launch_msrp", "list_price"]
@@ -97,7 +101,7 @@ class Gpu(Entry):
     fp32_flops: Flops | None = Field(description="non-tensor FP32 FLOP/s; null if unpublished")
     scale_up: Slug | None
     scale_up_bandwidth: Bandwidth | None = Field(description="GPU-to-GPU bandwidth per direction")
-    scale_up_domain: int = Field(ge=1, le=576)
+    scale_up_domain: Int = Field(ge=1, le=576)
     pcie: Slug
     tdp: Watts = Field(gt=0)
     cooling: list[Literal["passive", "active", "liquid"]] = Field(min_length=1)
@@ -130,23 +134,23 @@ class Interconnect(Entry):
 
 
 class Moe(Strict):
-    experts: int = Field(ge=2)
-    experts_per_token: int = Field(ge=1)
+    experts: Int = Field(ge=2)
+    experts_per_token: Int = Field(ge=1)
 
 
 class Model(Entry):
     name: str
     family: str
-    params: int = Field(gt=0, description="exact total parameter count")
-    active_params: int | None = Field(default=None, gt=0)
-    layers: int = Field(gt=0)
-    hidden_size: int = Field(gt=0)
-    heads: int = Field(gt=0)
-    kv_heads: int = Field(gt=0)
-    head_dim: int = Field(gt=0)
-    intermediate_size: int = Field(gt=0)
-    vocab_size: int = Field(gt=0)
-    context_length: int = Field(gt=0)
+    params: Int = Field(gt=0, description="exact total parameter count")
+    active_params: Int | None = Field(default=None, gt=0)
+    layers: Int = Field(gt=0)
+    hidden_size: Int = Field(gt=0)
+    heads: Int = Field(gt=0)
+    kv_heads: Int = Field(gt=0)
+    head_dim: Int = Field(gt=0)
+    intermediate_size: Int = Field(gt=0)
+    vocab_size: Int = Field(gt=0)
+    context_length: Int = Field(gt=0)
     mlp: Literal["gated", "standard"]
     norm: Literal["rmsnorm", "layernorm"]
     tied_embeddings: bool
@@ -167,14 +171,14 @@ class Model(Entry):
 
 
 class TrainingBytes(Strict):
-    weight_bytes: float = Field(gt=0)
-    grad_bytes: float = Field(gt=0)
-    master_bytes: float = Field(ge=0)
+    weight_bytes: Float = Field(gt=0)
+    grad_bytes: Float = Field(gt=0)
+    master_bytes: Float = Field(ge=0)
 
 
 class Dtype(Entry):
     name: str
-    bits: float = Field(gt=0, le=64, description="storage bits per parameter, quantization constants included")
+    bits: Float = Field(gt=0, le=64, description="storage bits per parameter, quantization constants included")
     training: TrainingBytes | None = Field(description="bytes per parameter when this is the training precision")
     inference: bool
     flops_field: Literal["bf16_flops", "fp16_flops", "fp8_flops", "fp32_flops"]
@@ -188,7 +192,7 @@ class Dtype(Entry):
 
 class Optimizer(Entry):
     name: str
-    state_bytes: float = Field(ge=0, description="optimizer state bytes per trainable parameter")
+    state_bytes: Float = Field(ge=0, description="optimizer state bytes per trainable parameter")
     states: str
     sources: list[Slug] = Field(min_length=1)
     notes: str = ""
@@ -198,7 +202,7 @@ class Policy(Entry):
     """A stated engineering assumption (headroom, utilisation, network) with its reason."""
 
     title: str
-    value: Annotated[float, WithJsonSchema({
+    value: Annotated[float, NoCoercion(), WithJsonSchema({
         "anyOf": [{"type": "number", "minimum": 0}, {"type": "string"}],
         "description": "a number, or a quantity with a unit matching `unit` ('2 GB', '50 GB/s')"})] = Field(ge=0)
     unit: Literal["fraction", "bytes", "bandwidth", "ratio", "tokens", "seconds"]

@@ -6,6 +6,7 @@ units, so the catalog keeps them and every output names which one it prints.
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Annotated, Any
 
@@ -28,6 +29,8 @@ def parse_quantity(value: Any, dimension: str) -> float:
     if isinstance(value, bool):
         raise ValueError(f"expected a {dimension} quantity like '{_EXAMPLES[dimension]}', got {value!r}")
     if isinstance(value, int | float):
+        if not math.isfinite(value):
+            raise ValueError(f"{dimension} must be a finite number, got {value}")
         if value < 0:
             raise ValueError(f"{dimension} must not be negative, got {value}")
         return float(value)
@@ -38,6 +41,8 @@ def parse_quantity(value: Any, dimension: str) -> float:
         raise ValueError(f"cannot read {value!r} as {dimension}: write it like '{_EXAMPLES[dimension]}'")
     unit = match["unit"].removesuffix("/s")
     number = float(match["num"])
+    if not math.isfinite(number):  # '1e400 GB'
+        raise ValueError(f"{value!r} is not a finite {dimension} quantity")
     if unit in _BINARY:
         return number * _BINARY[unit]
     prefix = unit[:-1] if dimension in ("bytes", "bandwidth", "watts") else unit.removesuffix("FLOPS")

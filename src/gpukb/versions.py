@@ -66,6 +66,29 @@ def _extract(data: bytes, dest: Path) -> None:
         tar.extractall(dest)  # every member was checked above
 
 
+# A plain branch or tag name, which `git fetch origin NAME` can fetch as it is.
+_REF_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._/-]*")
+
+
+def _commit(root: Path, rev: str) -> str:
+    """The commit `rev` names. Resolved in two steps, so that any revision syntax works (`:/text`
+    too, which an appended `^{commit}` would become part of); `--end-of-options` keeps a revision
+    starting with '-' from being read as an option."""
+    found = _git(root, "rev-parse", "--verify", "--quiet", "--end-of-options", rev)
+    object_id = found.stdout.decode().strip()
+    commit = _git(root, "rev-parse", "--verify", "--quiet", f"{object_id}^{{commit}}") if not found.returncode else found
+    if found.returncode or commit.returncode:
+        hint = (f" (fetch it first, e.g. `git fetch origin {rev.removeprefix('origin/')}`)"
+                if _REF_NAME.fullmatch(rev) and ".." not in rev else " (name a commit, branch or tag of this repository)")
+        raise BaseRevisionError(f"unknown git revision {_quoted(rev)}{hint}")
+    return commit.stdout.decode().strip()
+
+
+def _quoted(text: str) -> str:
+    """The user's text in quotes, printable: control characters shown as escapes."""
+    return "'" + text.encode("unicode_escape").decode("ascii").replace("'", "\\'") + "'"
+
+
 @contextmanager
 def revision_tree(root: Path, rev: str) -> Iterator[Path | None]:
     """kb/ and rules/ of `root` as they were at git revision `rev`, extracted to a temporary
@@ -75,10 +98,7 @@ def revision_tree(root: Path, rev: str) -> Iterator[Path | None]:
     if top.returncode:
         raise BaseRevisionError(f"{root} is not inside a git repository: {top.stderr.decode().strip()}")
     toplevel = Path(top.stdout.decode().strip()).resolve()
-    commit = _git(root, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
-    if commit.returncode:
-        raise BaseRevisionError(f"unknown git revision '{rev}' (fetch it first, e.g. `git fetch origin {rev}`)")
-    sha = commit.stdout.decode().strip()  # the resolved commit: never pass user text on as git arguments
+    sha = _commit(root, rev)  # the resolved commit: never pass user text on as git arguments
     prefix = root.relative_to(toplevel).as_posix()
     paths = [f"{prefix}/{top_dir}" if prefix != "." else top_dir for top_dir in ("kb", "rules")]
     present = [p for p in paths if _git(toplevel, "cat-file", "-e", f"{sha}:{p}").returncode == 0]

@@ -7,6 +7,7 @@ question with defaults applied and the model's architecture filled in, as the An
 from __future__ import annotations
 
 import difflib
+import math
 import re
 from typing import Annotated, Any, Literal
 
@@ -23,18 +24,32 @@ Mlp = Literal["gated", "standard"]
 KvPrecision = Literal["bf16", "fp16", "fp8", "int8"]
 TRAINING_TASKS = ("pretrain", "full_finetune", "lora", "qlora")
 MAX_PARAMS = 10**13  # 10 trillion: beyond any published dense or MoE model
+# A custom model's `params` must lie within this factor of the count its architecture implies
+# (gpukb.architecture, untied embeddings assumed): wide enough for unknown biases, tied embeddings
+# and MLP widths, narrow enough to catch a dimension or a count off by an order of magnitude.
+CUSTOM_PARAMS_TOLERANCE = 2.0
 
 _SUFFIX = {"K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12}
 
 
+def _integer(value: Any) -> Any:
+    """Booleans are ints to Python, not counts to a user: `seq_len: true` is an error, not 1."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected a whole number, got {str(value).lower()}")
+    return value
+
+
 def _count(value: Any) -> Any:
     """'7B' -> 7e9, '70e9' -> 7e10, '2T' -> 2e12; other values pass through to validation."""
+    value = _integer(value)
     if isinstance(value, str):
         text = value.strip().replace("_", "").replace(",", "")
         match = re.fullmatch(r"([0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)\s*([KMBGT]?)", text, re.IGNORECASE)
         if not match:
             raise ValueError(f"cannot read {value!r} as a count: write e.g. 7000000000, '7B' or '70e9'")
         number = float(match[1]) * _SUFFIX.get(match[2].upper(), 1)
+        if not math.isfinite(number):
+            raise ValueError(f"{value!r} is too large to be a count")
         return round(number)
     if isinstance(value, float) and value.is_integer():
         return int(value)
@@ -42,6 +57,7 @@ def _count(value: Any) -> Any:
 
 
 Count = Annotated[int, BeforeValidator(_count)]
+Int = Annotated[int, BeforeValidator(_integer)]
 
 
 class Workload(BaseModel):
@@ -51,32 +67,32 @@ class Workload(BaseModel):
 
     model: str | None = Field(default=None, description="catalog model id, e.g. 'llama-3-8b'")
     params: Count | None = Field(default=None, gt=0, le=MAX_PARAMS)
-    layers: int | None = Field(default=None, gt=0, le=1000)
-    hidden_size: int | None = Field(default=None, gt=0, le=262144)
-    heads: int | None = Field(default=None, gt=0, le=4096)
-    kv_heads: int | None = Field(default=None, gt=0, le=4096)
-    vocab_size: int | None = Field(default=None, gt=0, le=10_000_000)
-    intermediate_size: int | None = Field(default=None, gt=0, le=1_048_576)
+    layers: Int | None = Field(default=None, gt=0, le=1000)
+    hidden_size: Int | None = Field(default=None, gt=0, le=262144)
+    heads: Int | None = Field(default=None, gt=0, le=4096)
+    kv_heads: Int | None = Field(default=None, gt=0, le=4096)
+    vocab_size: Int | None = Field(default=None, gt=0, le=10_000_000)
+    intermediate_size: Int | None = Field(default=None, gt=0, le=1_048_576)
     mlp: Mlp | None = Field(default=None, description="custom models: 'gated' (SwiGLU, 3 matrices) or 'standard' (2)")
     task: Task
     precision: Precision = "bf16"
     optimizer: OptimizerId | None = Field(default=None, description="default adamw for training")
-    seq_len: int = Field(default=4096, gt=0, le=10_000_000)
-    micro_batch_size: int = Field(default=1, gt=0, le=65536)
-    global_batch_size: int | None = Field(default=None, gt=0, le=10_000_000,
+    seq_len: Int = Field(default=4096, gt=0, le=10_000_000)
+    micro_batch_size: Int = Field(default=1, gt=0, le=65536)
+    global_batch_size: Int | None = Field(default=None, gt=0, le=10_000_000,
                                           description="training: sequences per optimizer step (sets gradient accumulation)")
-    batch_size: int = Field(default=1, gt=0, le=65536, description="inference concurrency")
-    prompt_len: int | None = Field(default=None, gt=0, le=10_000_000, description="inference: prompt tokens per request")
+    batch_size: Int = Field(default=1, gt=0, le=65536, description="inference concurrency")
+    prompt_len: Int | None = Field(default=None, gt=0, le=10_000_000, description="inference: prompt tokens per request")
+    output_len: Int | None = Field(default=None, gt=0, le=10_000_000, description="inference: output tokens per request")
     kv_cache_precision: KvPrecision | None = Field(default=None, description="inference: KV-cache format (default 16-bit)")
-    output_len: int | None = Field(default=None, gt=0, le=10_000_000, description="inference: output tokens per request")
     activation_checkpointing: bool | None = None
-    lora_rank: int = Field(default=16, gt=0, le=65536)
-    gpu_count: int | None = Field(default=None, gt=0, le=1_000_000)
+    lora_rank: Int = Field(default=16, gt=0, le=65536)
+    gpu_count: Int | None = Field(default=None, gt=0, le=1_000_000)
     gpus: list[str] | None = Field(default=None, min_length=1)
     tokens: Count | None = Field(default=None, gt=0, le=10**16)
-    zero_stage: int | None = Field(default=None, ge=0, le=3)
-    tensor_parallel: int | None = Field(default=None, gt=0, le=512)
-    pipeline_parallel: int | None = Field(default=None, gt=0, le=1024)
+    zero_stage: Int | None = Field(default=None, ge=0, le=3)
+    tensor_parallel: Int | None = Field(default=None, gt=0, le=512)
+    pipeline_parallel: Int | None = Field(default=None, gt=0, le=1024)
     offload: Offload | None = None
     placement: Placement = Field(default="fewest", description="'fewest' GPUs that fit, or 'all' gpu_count GPUs")
 
@@ -148,14 +164,14 @@ class ResolvedWorkload(BaseModel):
     activation_checkpointing: bool | None
     lora_rank: int | None
     gpu_count: int | None
-    gpus: list[str]
+    gpus: tuple[str, ...]
     tokens: int | None
     zero_stage: int | None
     tensor_parallel: int | None
     pipeline_parallel: int | None
     offload: Offload | None
     placement: Placement
-    assumptions: list[str] = []
+    assumptions: tuple[str, ...] = ()
 
 
 def parse_workload(data: Workload | dict[str, Any]) -> Workload:
@@ -178,5 +194,7 @@ def parse_workload(data: Workload | dict[str, Any]) -> Workload:
 
 
 def suggest(name: str, choices: Any) -> str:
+    if len(name) > 100:  # no id is this long, and matching a huge text would take long
+        return ""
     close = difflib.get_close_matches(name, list(choices), n=3, cutoff=0.5)
     return f"; did you mean {', '.join(close)}?" if close else ""

@@ -1,12 +1,20 @@
-"""Safe YAML loading that remembers where every key and item came from.
+"""Safe, bounded YAML loading that remembers where every key and item came from.
 
 PyYAML's SafeLoader builds the data; the node tree of the same parse gives 1-based line and
 column for each path, so a validation error can name the exact line. Duplicate keys, which
 YAML loaders silently merge, are reported here.
+
+kb/ and rules/ come from strangers' pull requests, so a file is refused before it can cost much:
+a file larger than MAX_FILE_BYTES, holding more than MAX_NODES values or nesting deeper than
+MAX_NESTING, a symbolic link leading out of the checkout, and anchors or aliases (the KB has no
+use for them, and they are how a small file expands to billions of values). Numbers that are not
+finite or larger than expressions allow (expr.MAX_MAGNITUDE), and control characters in text, are
+located errors too.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,8 +22,14 @@ from typing import Any
 import yaml
 
 from .errors import Problem
+from .expr import MAX_MAGNITUDE
+from .terminal import CONTROL
 
 Loc = tuple[str | int, ...]
+
+MAX_FILE_BYTES = 256 * 1024  # six times the largest file today (the article's claims, 41 kB)
+MAX_NODES = 20_000           # values (scalars, lists, mappings) in one file; the largest has ~1,300
+MAX_NESTING = 32             # lists and mappings inside each other; rules nest 6 deep
 
 
 @dataclass
@@ -36,6 +50,69 @@ class Located:
         return self.positions.get((), (1, 1))
 
 
+class _Refused(yaml.YAMLError):
+    """The file is refused as a whole, at `mark`."""
+
+    def __init__(self, mark: yaml.Mark | None, code: str, message: str):
+        super().__init__(message)
+        self.mark, self.code, self.message = mark, code, message
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """SafeLoader that refuses anchors, aliases, deep nesting and too many values while composing,
+    and records non-finite numbers and control characters while constructing."""
+
+    def __init__(self, stream: str):
+        super().__init__(stream)
+        self.nodes = 0
+        self.depth = 0
+        self.found: list[tuple[yaml.Mark, str, str]] = []
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+            raise _Refused(event.start_mark, "E006", f"YAML anchors and aliases are not allowed (found '{event.anchor}'): "
+                                                     "write the value out")
+        self.nodes += 1
+        if self.nodes > MAX_NODES:
+            raise _Refused(event.start_mark, "E005", f"more than {MAX_NODES:,} values in one file: split it")
+        self.depth += 1
+        try:
+            if self.depth > MAX_NESTING:
+                raise _Refused(event.start_mark, "E005", f"nested more than {MAX_NESTING} levels deep")
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
+
+    def construct_yaml_float(self, node: yaml.ScalarNode) -> float:
+        value = super().construct_yaml_float(node)
+        if not math.isfinite(value) or abs(value) > MAX_MAGNITUDE:
+            self.found.append((node.start_mark, "E013", f"{node.value!r} is not a finite number of at most "
+                                                        f"{MAX_MAGNITUDE:g}"))
+        return value
+
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
+        if len(node.value) > 80:  # refused before Python converts it: thousands of digits take long
+            self.found.append((node.start_mark, "E013", f"an integer of {len(node.value):,} digits"))
+            return 0
+        value = super().construct_yaml_int(node)
+        if abs(value) > MAX_MAGNITUDE:
+            self.found.append((node.start_mark, "E013", f"{node.value} is larger than {MAX_MAGNITUDE:g}"))
+        return value
+
+    def construct_yaml_str(self, node: yaml.ScalarNode) -> str:
+        value = super().construct_yaml_str(node)
+        if match := CONTROL.search(value):
+            self.found.append((node.start_mark, "E014", f"text holds the control character U+{ord(match[0]):04X}: "
+                                                        "remove it"))
+        return value
+
+
+_BoundedLoader.add_constructor("tag:yaml.org,2002:float", _BoundedLoader.construct_yaml_float)
+_BoundedLoader.add_constructor("tag:yaml.org,2002:int", _BoundedLoader.construct_yaml_int)
+_BoundedLoader.add_constructor("tag:yaml.org,2002:str", _BoundedLoader.construct_yaml_str)
+
+
 def _walk(node: yaml.Node, path: Loc, out: dict[Loc, tuple[int, int]], dups: list[tuple[Loc, yaml.Node]]) -> None:
     if isinstance(node, yaml.MappingNode):
         seen: set[Any] = set()
@@ -52,22 +129,45 @@ def _walk(node: yaml.Node, path: Loc, out: dict[Loc, tuple[int, int]], dups: lis
             _walk(item, path + (index,), out, dups)
 
 
-def load_located(path: Path, display: str) -> tuple[Located | None, list[Problem]]:
-    """Parse one YAML file safely; on a syntax error return the problem instead of raising."""
+def _read(path: Path, display: str, root: Path | None) -> tuple[str | None, list[Problem]]:
+    """The file's text, or why it is refused: outside the checkout, too large, not UTF-8."""
+    if root is not None and not path.resolve().is_relative_to(Path(root).resolve()):
+        return None, [Problem(display, 1, 1, "E005", "a symbolic link leading out of the checkout: "
+                                                     "kb/ and rules/ hold their files themselves")]
+    if not path.is_file():
+        return None, [Problem(display, 1, 1, "E005", "not a regular file (a linked folder?): kb/ and rules/ hold "
+                                                     "their YAML files themselves")]
+    with path.open("rb") as handle:  # read at most one byte past the limit, whatever the file claims to be
+        raw = handle.read(MAX_FILE_BYTES + 1)
+    if len(raw) > MAX_FILE_BYTES:
+        return None, [Problem(display, 1, 1, "E005", f"larger than {MAX_FILE_BYTES:,} bytes: split it")]
     try:
-        text = path.read_text(encoding="utf-8")
+        return raw.decode("utf-8"), []
     except UnicodeDecodeError as exc:
         return None, [Problem(display, 1, 1, "E001", f"not UTF-8 text (byte {exc.start}): save the file as UTF-8")]
-    loader = yaml.SafeLoader(text)
+
+
+def load_located(path: Path, display: str, root: Path | None = None) -> tuple[Located | None, list[Problem]]:
+    """Parse one YAML file safely; on a syntax error or a refused file return the problem instead
+    of raising. With `root`, a file whose real path lies outside it is refused."""
+    text, refused = _read(path, display, root)
+    if text is None:
+        return None, refused
+    loader = _BoundedLoader(text)
     try:
         node = loader.get_single_node()
         data = loader.construct_document(node) if node is not None else None
+    except _Refused as exc:
+        line, col = (exc.mark.line + 1, exc.mark.column + 1) if exc.mark else (1, 1)
+        return None, [Problem(display, line, col, exc.code, exc.message)]
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
         return None, [Problem(display, line, col, "E001", f"YAML syntax: {exc.problem or exc}")]
     except yaml.YAMLError as exc:
         return None, [Problem(display, 1, 1, "E001", f"YAML: {exc}")]
+    except RecursionError:  # a fallback only: MAX_NESTING stops nesting long before Python's limit
+        return None, [Problem(display, 1, 1, "E005", f"nested more than {MAX_NESTING} levels deep")]
     finally:
         loader.dispose()
     positions: dict[Loc, tuple[int, int]] = {}
@@ -80,4 +180,5 @@ def load_located(path: Path, display: str) -> tuple[Located | None, list[Problem
                 f"duplicate key '{loc[-1]}' (YAML would silently keep only the last)", ".".join(map(str, loc)))
         for loc, n in dups
     ]
+    problems += [Problem(display, mark.line + 1, mark.column + 1, code, message) for mark, code, message in loader.found]
     return Located(display, data, positions), problems

@@ -19,7 +19,7 @@ from ..trace import TraceStep
 from . import tree as dtree
 from .chart import Point, scatter_svg
 from .conditions import readable
-from .text import badge, code, duration, esc, esc_spaced, gb, html_text, link, number, rel, table, title_text
+from .text import badge, code, duration, esc, esc_spaced, external, gb, html_text, link, number, rel, table, title_text
 
 # --- where each page lives (paths relative to the docs folder) -------------------------------
 
@@ -191,7 +191,7 @@ def _source_line(ctx: Context, here: str, source_id: str) -> str:
     s = ctx.kb.sources.get(source_id)
     if s is None:
         return code(source_id)
-    where = f"[{esc(s.title)}]({s.url})" if s.url else f"{esc(s.title)} ({code(s.path)})"
+    where = external(esc(s.title), s.url) if s.url else f"{esc(s.title)} ({code(s.path)})"
     meta = ", ".join(esc(x) for x in (s.publisher, s.kind, s.as_of) if x)
     return f"{where} — {meta} · {ctx.source(here, source_id)}"
 
@@ -807,7 +807,7 @@ def sources(ctx: Context) -> str:
             s = kb.sources[source_id]
             users = ctx.source_users.get(source_id, [])
             out += [f"### {esc(source_id)} {{#{source_id}}}", "",
-                    (f"[{esc(s.title)}]({s.url})" if s.url else f"{esc(s.title)} ({code(s.path)})")
+                    (external(esc(s.title), s.url) if s.url else f"{esc(s.title)} ({code(s.path)})")
                     + f" — {esc(s.publisher)}" + (f", {esc(s.as_of)}" if s.as_of else ""), ""]
             if users:
                 out += ["Cited by " + ", ".join(link(code(label), here, page) for page, label in users) + ".", ""]

@@ -12,6 +12,7 @@ import math
 import posixpath
 import re
 from collections.abc import Iterable, Sequence
+from urllib.parse import quote, urlsplit
 
 # Characters that mean something to Markdown (or its extensions) or HTML anywhere in a line.
 _INLINE = frozenset("\\`*_{}[]<>#|&~^")
@@ -74,6 +75,31 @@ def rel(from_page: str, to_page: str, fragment: str | None = None) -> str:
 def link(text_md: str, from_page: str, to_page: str, fragment: str | None = None) -> str:
     """[text](target): `text_md` must already be Markdown (escaped)."""
     return f"[{text_md}]({rel(from_page, to_page, fragment)})"
+
+
+# Characters a URL keeps as they are; everything else (parentheses, brackets, quotes, angle
+# brackets, backslashes, spaces) is percent-encoded, so a link target cannot end early in Markdown
+# or break out of an HTML attribute.
+_URL_SAFE = "/:?#@!$&*+,;=%-._~"
+
+
+def href(url: object) -> str | None:
+    """A link target for a URL from the knowledge base: http(s) only (None otherwise), encoded so
+    that it is one Markdown link destination and one HTML attribute value whatever it holds."""
+    text = str(url)
+    try:
+        scheme = urlsplit(text).scheme.lower()
+    except ValueError:
+        return None
+    if scheme not in ("http", "https"):
+        return None
+    return quote(text, safe=_URL_SAFE)
+
+
+def external(text_md: str, url: object) -> str:
+    """[text](url) for a URL from the knowledge base; just the text when it is not a web address."""
+    target = href(url)
+    return f"[{text_md}]({target})" if target else text_md
 
 
 def code(text: object) -> str:
