@@ -96,6 +96,13 @@ def _biases(r: _Reader, arch: dict[str, Any], mlp_bias: bool = False) -> None:
     arch["linear_bias"] = attention
 
 
+def _moe(r: _Reader, experts_key: str, **fields: Any) -> Moe:
+    experts, chosen = r.int(experts_key), r.int("num_experts_per_tok")
+    if chosen > experts:
+        raise r.error("num_experts_per_tok", f"{chosen} exceeds the {experts} experts of {experts_key}")
+    return Moe(experts=experts, experts_per_token=chosen, **fields)
+
+
 def _uniform_window(r: _Reader, arch: dict[str, Any]) -> None:
     """Mistral and Phi-3: every layer attends to at most `sliding_window` tokens when it is set."""
     window = r.optional_int("sliding_window")
@@ -130,7 +137,7 @@ def _mistral(r: _Reader) -> dict[str, Any]:
 
 def _mixtral(r: _Reader) -> dict[str, Any]:
     arch = _mistral(r)
-    arch["moe"] = Moe(experts=r.int("num_local_experts"), experts_per_token=r.int("num_experts_per_tok"))
+    arch["moe"] = _moe(r, "num_local_experts")
     return arch
 
 
@@ -192,9 +199,8 @@ def _deepseek(r: _Reader) -> dict[str, Any]:
         dense = r.int("first_k_dense_replace", 0, minimum=0)
         if dense >= arch["layers"]:
             raise r.error("first_k_dense_replace", f"{dense} leaves no MoE layer of {arch['layers']}")
-        arch["moe"] = Moe(
-            experts=r.int("n_routed_experts"), experts_per_token=r.int("num_experts_per_tok"),
-            expert_intermediate_size=r.int("moe_intermediate_size"),
+        arch["moe"] = _moe(
+            r, "n_routed_experts", expert_intermediate_size=r.int("moe_intermediate_size"),
             shared_experts=r.int("n_shared_experts", 0, minimum=0), dense_layers=dense,
             # DeepSeek-V3's bias-corrected routing learns one bias per expert
             router_bias=r.config.get("topk_method") == "noaux_tc")
@@ -258,11 +264,11 @@ def model_from_config(config: dict[str, Any], path: str, name: str | None = None
         got = "missing" if r.model_type is None else f"'{r.model_type}' is not supported"
         raise r.error("model_type", f"{got}; supported: {', '.join(FAMILIES)}")
     family, read = FAMILIES[r.model_type]
-    arch = read(r)
     given = config.get("_name_or_path")
     name = name or (given if isinstance(given, str) and given.strip() else path)
     slug = re.sub(r"[^a-z0-9._-]+", "-", name.lower()).strip("-._")[:80] or "config"
     try:
+        arch = read(r)
         # a model read from a file is its own source: the id stands for the config itself; params
         # are a placeholder until the architecture, validated here, has been counted
         model = Model(id=slug, version=1, name=name, family=family, params=1, sources=[slug],

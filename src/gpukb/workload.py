@@ -46,7 +46,8 @@ class Workload(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    model: str | None = Field(default=None, description="catalog model id, e.g. 'llama-3-8b'")
+    model: str | None = Field(default=None, description="catalog model id, e.g. 'llama-3-8b', or the path to a "
+                                                         "Hugging Face config.json (or its folder), or hf:ORG/NAME")
     params: Count | None = Field(default=None, gt=0, le=MAX_PARAMS)
     layers: int | None = Field(default=None, gt=0, le=1000)
     hidden_size: int | None = Field(default=None, gt=0, le=262144)
@@ -130,6 +131,14 @@ class ResolvedWorkload(BaseModel):
     pipeline_parallel: int | None
     offload: Offload | None
     assumptions: list[str] = []
+    # Only some architectures have these; left out of the JSON where they do not apply.
+    config_file: str | None = Field(default=None, exclude_if=lambda v: v is None,
+                                    description="the config.json the architecture was read from")
+    attention: Literal["gqa", "mla"] = Field(default="gqa", exclude_if=lambda v: v == "gqa")
+    kv_lora_rank: int = Field(default=0, exclude_if=lambda v: v == 0)
+    qk_rope_head_dim: int = Field(default=0, exclude_if=lambda v: v == 0)
+    sliding_window: int = Field(default=0, exclude_if=lambda v: v == 0)
+    sliding_layers: int = Field(default=0, exclude_if=lambda v: v == 0)
 
 
 def parse_workload(data: Workload | dict[str, Any]) -> Workload:
