@@ -32,7 +32,7 @@ def test_ask_explain_shows_the_chain_and_claims():
     result = runner.invoke(app, ["ask", "--model", "llama-2-7b", "--task", "inference", "--gpu", "h100-sxm-80gb",
                                  "--explain"])
     assert result.exit_code == 0
-    assert "req.kv-cache@1" in result.output and "art.kv.quadratic [contradicted]" in result.output
+    assert "req.kv-cache@2" in result.output and "art.kv.quadratic [contradicted]" in result.output
 
 
 def test_bad_input_is_one_clear_line_and_exit_2():

@@ -25,7 +25,7 @@ def _line_of(path: Path, needle: str) -> int:
 
 
 def test_the_repository_kb_loads(kb):
-    assert kb.version == "0.1.0"
+    assert kb.version == "0.2.0"
     assert {"h100-sxm-80gb", "rtx-4090-24gb", "mi300x-192gb"} <= set(kb.gpus)
     assert kb.gpus["h100-sxm-80gb"].memory == 80e9  # the datasheet's figure
     assert kb.gpus["h100-sxm-80gb"].memory_bytes == 81559 * 2**20  # what the driver reports, used to plan
@@ -103,7 +103,7 @@ def test_rule_citing_an_unknown_claim(checkout):
 ])
 def test_unsafe_or_wrong_rule_expressions_are_rejected_at_load(checkout, expression, message):
     path = checkout / "rules/requirements/kv-cache.yaml"
-    _edit(path, "bytes: per_token * w.seq_len * w.batch_size", f'bytes: "{expression}"')
+    _edit(path, "bytes: per_layer * w.kv_bytes * layer_tokens * w.batch_size", f'bytes: "{expression}"')
     line = _line_of(path, "      bytes: ")
     (problem,) = _problems(checkout)
     assert problem.startswith(f"rules/requirements/kv-cache.yaml:{line}:")

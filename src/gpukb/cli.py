@@ -76,7 +76,8 @@ def _cell(value: object) -> Text:
 @app.command()
 def ask(
     task: Annotated[Task, typer.Option(help="what to do with the model")],
-    model: Annotated[str | None, typer.Option(help="catalog model id, e.g. llama-3-8b")] = None,
+    model: Annotated[str | None, typer.Option(
+        help="catalog model id (e.g. llama-3-8b), a Hugging Face config.json or its folder, or hf:ORG/NAME")] = None,
     params: Annotated[str | None, typer.Option(help="parameter count of a custom model, e.g. 7B")] = None,
     layers: Annotated[int | None, typer.Option()] = None,
     hidden_size: Annotated[int | None, typer.Option()] = None,

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from .architecture import count_parameters
 from .errors import WorkloadError
+from .hfconfig import load_model
 from .kb import KnowledgeBase
 from .schema import Gpu, Model
 from .workload import CUSTOM_PARAMS_TOLERANCE, TRAINING_TASKS, ResolvedWorkload, Workload, suggest
@@ -35,23 +37,22 @@ FLOPS_ORDER = {
 }
 
 
+# Attention fields of a model without MLA or sliding windows
+MAX_REF = 4096  # the longest model id or config path read (PATH_MAX on Linux)
+GQA = {"attention": "gqa", "kv_lora_rank": 0, "qk_rope_head_dim": 0, "sliding_window": 0, "sliding_layers": 0}
+
+
 def _architecture(kb: KnowledgeBase, w: Workload) -> dict[str, Any]:
     if w.model is not None:
         for name in ARCHITECTURE:
             if getattr(w, name) is not None:
-                raise WorkloadError(name, f"comes from the catalog model '{w.model}'; "
+                raise WorkloadError(name, f"comes from the model '{w.model}'; "
                                           "to describe your own architecture give params instead of model")
-        model = kb.models.get(w.model)
-        if model is None or model.status == "deprecated":
-            raise WorkloadError("model", f"unknown model '{w.model}'{suggest(w.model, kb.models)}")
-        return {
-            "model": model.id, "params": model.params, "active_params": model.active_params or model.params,
-            "layers": model.layers, "hidden_size": model.hidden_size, "heads": model.heads,
-            "kv_heads": model.kv_heads, "head_dim": model.head_dim, "vocab_size": model.vocab_size,
-            "intermediate_size": model.intermediate_size, "mlp": model.mlp, "tied_embeddings": model.tied_embeddings,
-            "experts": model.moe.experts if model.moe else 1,
-            "experts_per_token": model.moe.experts_per_token if model.moe else 1, "assumptions": [],
-        }
+        model, config = _model(kb, w.model)
+        if w.task in ("lora", "qlora") and not _adapters_modelled(model):
+            raise WorkloadError("task", f"{w.task} adapters are not sized for {model.name}'s architecture (multi-head "
+                                        "latent attention or shared experts) yet; ask full_finetune or inference")
+        return _from_model(model, config)
     missing = [n for n in ("layers", "hidden_size", "heads", "vocab_size") if getattr(w, n) is None]
     if missing:
         raise WorkloadError(missing[0], "needed with params (activation and KV-cache memory depend on it); "
@@ -76,7 +77,7 @@ def _architecture(kb: KnowledgeBase, w: Workload) -> dict[str, Any]:
         "hidden_size": w.hidden_size, "heads": w.heads, "kv_heads": kv_heads, "head_dim": w.hidden_size // w.heads,
         "vocab_size": w.vocab_size, "intermediate_size": w.intermediate_size or 4 * w.hidden_size,
         "mlp": mlp, "tied_embeddings": False, "experts": 1, "experts_per_token": 1,
-        "assumptions": assumptions,
+        "assumptions": assumptions, **GQA,
     }
 
 
@@ -86,12 +87,64 @@ def _check_custom_params(w: Workload, kv_heads: int) -> None:
     shape = Model.model_construct(
         layers=w.layers, hidden_size=w.hidden_size, heads=w.heads, kv_heads=kv_heads, head_dim=w.hidden_size // w.heads,
         intermediate_size=w.intermediate_size or 4 * w.hidden_size, vocab_size=w.vocab_size,
-        mlp="standard" if w.intermediate_size is None else "gated", norm="rmsnorm", tied_embeddings=False,
+        mlp=w.mlp or ("standard" if w.intermediate_size is None else "gated"), norm="rmsnorm", tied_embeddings=False,
         qkv_bias=False, linear_bias=False, position_embeddings="rope", moe=None)
     derived, _ = count_parameters(shape)
     if not derived / CUSTOM_PARAMS_TOLERANCE <= w.params <= derived * CUSTOM_PARAMS_TOLERANCE:
         raise WorkloadError("params", f"{w.params:,} is not within a factor {CUSTOM_PARAMS_TOLERANCE:g} of the "
                                       f"{derived:,} parameters the given dimensions hold; check params and the dimensions")
+
+
+def _model(kb: KnowledgeBase, ref: str) -> tuple[Model, str | None]:
+    """The model a workload names, and the config file it was read from (None for the catalog)."""
+    if ref.startswith("hf:"):
+        from .hub import download_config  # huggingface_hub is optional: imported only when asked for
+
+        repo = ref.removeprefix("hf:")
+        return load_model(download_config(repo), shown=ref, name=repo), ref
+    model = kb.models.get(ref)
+    if model is not None and model.status != "deprecated":
+        return model, None
+    if len(ref) > MAX_REF:
+        raise WorkloadError("model", f"a catalog id or a path of at most {MAX_REF} characters, not {len(ref):,}")
+    path = Path(ref).expanduser()
+    if model is None and ("/" in ref or "\\" in ref or ref.endswith(".json") or _exists(path)):
+        return load_model(path, shown=ref), ref
+    raise WorkloadError("model", f"unknown model '{ref}'{suggest(ref, kb.models)} "
+                                 "(give a catalog id or the path to a Hugging Face config.json)")
+
+
+def _exists(path: Path) -> bool:
+    try:
+        return path.exists()
+    except OSError:  # a name the file system cannot hold is no config file
+        return False
+
+
+def _from_model(model: Model, config: str | None) -> dict[str, Any]:
+    moe, mla = model.moe, model.mla
+    return {
+        "model": model.id if config is None else model.name, "params": model.params,
+        "active_params": model.active_params or model.params, "layers": model.layers,
+        "hidden_size": model.hidden_size, "heads": model.heads, "kv_heads": model.kv_heads,
+        "head_dim": model.head_dim, "vocab_size": model.vocab_size, "intermediate_size": model.intermediate_size,
+        "mlp": model.mlp, "tied_embeddings": model.tied_embeddings, "experts": moe.experts if moe else 1,
+        "experts_per_token": moe.experts_per_token if moe else 1,
+        # one routed expert's MLP over the layers that have experts (DeepSeek's first layers are dense)
+        "expert_params": (model.layers - moe.dense_layers) * (3 if model.mlp == "gated" else 2) * model.hidden_size
+        * (moe.expert_intermediate_size or model.intermediate_size) if moe else 0,
+        "assumptions": [], "config_file": config, "attention": "mla" if mla else "gqa",
+        "kv_lora_rank": mla.kv_lora_rank if mla else 0, "qk_rope_head_dim": mla.qk_rope_head_dim if mla else 0,
+        "sliding_window": model.sliding_window or 0, "sliding_layers": model.sliding_window_layers,
+    }
+
+
+def _adapters_modelled(model: Model) -> bool:
+    """req.adapters sizes q/k/v/o and one MLP width in every layer: not MLA's compressions, nor
+    shared experts, dense first layers or experts narrower than the dense MLP."""
+    moe = model.moe
+    return model.mla is None and (moe is None or (not moe.shared_experts and not moe.dense_layers
+                                                   and moe.expert_intermediate_size is None))
 
 
 def resolve(kb: KnowledgeBase, w: Workload) -> tuple[ResolvedWorkload, dict[str, Any]]:
@@ -149,9 +202,6 @@ def workload_fact(kb: KnowledgeBase, w: ResolvedWorkload) -> dict[str, Any]:
     # weight-only quantization (QLoRA's NF4, GPTQ/AWQ int4, LLM.int8) leaves the embeddings and the
     # output layer in 16 bit (bitsandbytes and transformers skip them)
     embedding_weight_bytes = 2.0 if (w.task == "qlora" or w.precision in QUANTIZED) else weight_bytes
-    # one expert's MLP over all layers (MoE); decode reads only the experts a step's tokens route to
-    expert_params = w.layers * (3 if w.mlp == "gated" else 2) * w.hidden_size * w.intermediate_size \
-        if w.experts > 1 else 0
     prompt_len = w.prompt_len or max(1, w.seq_len - (w.output_len or 0))
     # decode reads the KV cache of the context reached so far: on average the prompt plus half the output
     decode_context = prompt_len + w.output_len / 2 if w.output_len else w.seq_len
@@ -164,11 +214,13 @@ def workload_fact(kb: KnowledgeBase, w: ResolvedWorkload) -> dict[str, Any]:
         "seq_len": w.seq_len, "micro_batch_size": w.micro_batch_size, "batch_size": w.batch_size,
         "global_batch_size": w.global_batch_size or 0, "prompt_len": prompt_len, "decode_context": decode_context,
         "embedding_params": embedding_params, "embedding_weight_bytes": embedding_weight_bytes,
-        "expert_params": expert_params, "placement": w.placement,
+        "expert_params": w.expert_params, "placement": w.placement,
         "lora_rank": w.lora_rank or 0, "tokens": w.tokens or 0, "weight_bytes": weight_bytes,
         "grad_bytes": t.grad_bytes if (t and training) else 0.0, "master_bytes": t.master_bytes if (t and training) else 0.0,
         "optimizer_state_bytes": state, "adapter_weight_bytes": t.weight_bytes if t else dtype.bytes,
         "kv_bytes": KV_BYTES.get(w.kv_cache_precision or ("fp32" if w.precision == "fp32" else "bf16"), 2.0),
+        "attention": w.attention, "kv_lora_rank": w.kv_lora_rank, "qk_rope_head_dim": w.qk_rope_head_dim,
+        "sliding_window": w.sliding_window, "sliding_layers": w.sliding_layers,
         "activation_checkpointing": ckpt, "flash_attention": True,
         "gpu_count": w.gpu_count or 0, "dp_hint": min(w.gpu_count or 8, 8),
     }

@@ -134,8 +134,29 @@ class Interconnect(Entry):
 
 
 class Moe(Strict):
-    experts: Int = Field(ge=2)
-    experts_per_token: Int = Field(ge=1)
+    experts: Int = Field(ge=2, description="routed experts per MoE layer")
+    experts_per_token: Int = Field(ge=1, description="routed experts each token runs through")
+    expert_intermediate_size: Int | None = Field(
+        default=None, gt=0, description="width of one expert's MLP; null = intermediate_size")
+    shared_experts: Int = Field(default=0, ge=0, description="experts every token runs through (DeepSeekMoE)")
+    dense_layers: Int = Field(default=0, ge=0, description="first layers with a dense MLP of intermediate_size")
+    router_bias: bool = Field(default=False, description="the router has a per-expert bias (DeepSeek-V3)")
+
+    @model_validator(mode="after")
+    def _routed(self) -> Moe:
+        if self.experts_per_token > self.experts:
+            raise ValueError(f"experts_per_token ({self.experts_per_token}) exceeds experts ({self.experts})")
+        return self
+
+
+class Mla(Strict):
+    """Multi-head latent attention (DeepSeek-V2/V3): keys and values share one compressed latent."""
+
+    q_lora_rank: Int | None = Field(gt=0, description="rank of the query compression; null = a full q projection")
+    kv_lora_rank: Int = Field(gt=0, description="width of the compressed key-value latent, cached per token")
+    qk_nope_head_dim: Int = Field(gt=0)
+    qk_rope_head_dim: Int = Field(gt=0, description="decoupled rotary key per token, cached beside the latent")
+    v_head_dim: Int = Field(gt=0)
 
 
 class Model(Entry):
@@ -158,6 +179,11 @@ class Model(Entry):
     linear_bias: bool
     position_embeddings: Literal["rope", "learned"]
     moe: Moe | None = None
+    mla: Mla | None = Field(default=None, description="multi-head latent attention; null = grouped-query attention")
+    qk_norm: bool = Field(default=False, description="RMSNorm over each query and key head (Qwen3)")
+    norms_per_layer: Int = Field(default=2, ge=1, le=8, description="4 in Gemma 2 (before and after each block)")
+    sliding_window: Int | None = Field(default=None, gt=0, description="tokens a sliding-window layer attends to")
+    sliding_window_layers: Int = Field(default=0, ge=0, description="how many layers use the sliding window")
     sources: list[Slug] = Field(min_length=1)
     notes: str = ""
 
@@ -167,6 +193,12 @@ class Model(Entry):
             raise ValueError(f"heads ({self.heads}) must be a multiple of kv_heads ({self.kv_heads})")
         if (self.moe is None) != (self.active_params is None):
             raise ValueError("active_params is set exactly when moe is set")
+        if self.moe and self.moe.dense_layers >= self.layers:
+            raise ValueError(f"moe.dense_layers ({self.moe.dense_layers}) leaves no MoE layer of {self.layers}")
+        if (self.sliding_window is None) != (self.sliding_window_layers == 0):
+            raise ValueError("sliding_window and sliding_window_layers are set together")
+        if self.sliding_window_layers > self.layers:
+            raise ValueError(f"sliding_window_layers ({self.sliding_window_layers}) exceeds layers ({self.layers})")
         return self
 
 

@@ -65,7 +65,8 @@ class Workload(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    model: str | None = Field(default=None, description="catalog model id, e.g. 'llama-3-8b'")
+    model: str | None = Field(default=None, description="catalog model id, e.g. 'llama-3-8b', or the path to a "
+                                                         "Hugging Face config.json (or its folder), or hf:ORG/NAME")
     params: Count | None = Field(default=None, gt=0, le=MAX_PARAMS)
     layers: Int | None = Field(default=None, gt=0, le=1000)
     hidden_size: Int | None = Field(default=None, gt=0, le=262144)
@@ -172,6 +173,16 @@ class ResolvedWorkload(BaseModel):
     offload: Offload | None
     placement: Placement
     assumptions: tuple[str, ...] = ()
+    # Only some architectures have these; left out of the JSON where they do not apply.
+    expert_params: int = Field(default=0, exclude_if=lambda v: v == 0,
+                               description="one routed expert's parameters over all MoE layers")
+    config_file: str | None = Field(default=None, exclude_if=lambda v: v is None,
+                                    description="the config.json the architecture was read from")
+    attention: Literal["gqa", "mla"] = Field(default="gqa", exclude_if=lambda v: v == "gqa")
+    kv_lora_rank: int = Field(default=0, exclude_if=lambda v: v == 0)
+    qk_rope_head_dim: int = Field(default=0, exclude_if=lambda v: v == 0)
+    sliding_window: int = Field(default=0, exclude_if=lambda v: v == 0)
+    sliding_layers: int = Field(default=0, exclude_if=lambda v: v == 0)
 
 
 def parse_workload(data: Workload | dict[str, Any]) -> Workload:
