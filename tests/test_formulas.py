@@ -50,10 +50,13 @@ def test_zero_paper_model_states_7_5b_on_64_gpus(zero_stage, expected_gb):
     assert states / 1e9 == pytest.approx(expected_gb, abs=0.05)
 
 
-def test_korthikanti_activation_formula_without_flash_attention():
-    """s·b·h·(34 + 5·a·s/h) bytes per layer; GPT-3 175B at s=2048, b=1: 5·a·s/h = 80."""
-    per_layer = parse("s * b * h * (34 + 5 * a * s / h)").evaluate({"s": 2048, "b": 1, "h": 12288, "a": 96})
-    assert per_layer == 2048 * 12288 * (34 + 80)
+@pytest.mark.parametrize(("flash_attention", "per_layer"), [(False, 2048 * 12288 * (34 + 80)), (True, 2048 * 12288 * 34)])
+def test_korthikanti_activation_formula_in_the_rule(kb, flash_attention, per_layer):
+    """s·b·h·(34 + 5·a·s/h) bytes per layer (Korthikanti et al. 2022, Table 2); GPT-3 175B at s=2048,
+    b=1: 5·a·s/h = 5 x 96 x 2048 / 12288 = 80. Flash attention removes that term."""
+    (activations,) = kb.rules["req.activations.training"].then
+    w = {"seq_len": 2048, "micro_batch_size": 1, "hidden_size": 12288, "heads": 96, "flash_attention": flash_attention}
+    assert parse(activations.compute["per_layer"]).evaluate({"w": w}) == per_layer
 
 
 def test_activation_checkpointing_keeps_layer_inputs(kb):
