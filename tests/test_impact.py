@@ -92,8 +92,6 @@ def test_scenarios_come_from_the_site_then_the_repository_root(tmp_path):
 
 def test_the_site_scenarios_load_and_answer(kb):
     path = REPO / "site" / "scenarios.yaml"
-    if not path.is_file():
-        pytest.skip("site/scenarios.yaml is not there")
     scenarios = load_scenarios(path)
     assert scenarios and len({s.id for s in scenarios}) == len(scenarios)
     for s in scenarios:
