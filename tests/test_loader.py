@@ -1,8 +1,10 @@
 """Every kind of bad knowledge-base input gives an error naming file, line and field."""
 
+import re
 from pathlib import Path
 
 import pytest
+import yaml
 
 import gpukb
 from gpukb.errors import KBError
@@ -25,7 +27,9 @@ def _line_of(path: Path, needle: str) -> int:
 
 
 def test_the_repository_kb_loads(kb):
-    assert kb.version == "0.2.0"
+    manifest = yaml.safe_load((kb.root / "kb" / "manifest.yaml").read_text(encoding="utf-8"))
+    newest = re.search(r"^## \[(\d+\.\d+\.\d+)\]", (kb.root / "CHANGELOG.md").read_text(encoding="utf-8"), re.M)
+    assert re.fullmatch(r"\d+\.\d+\.\d+", kb.version) and kb.version == manifest["version"] == newest[1]  # type: ignore[index]
     assert {"h100-sxm-80gb", "rtx-4090-24gb", "mi300x-192gb"} <= set(kb.gpus)
     assert kb.gpus["h100-sxm-80gb"].memory == 80e9  # the datasheet's figure
     assert kb.gpus["h100-sxm-80gb"].memory_bytes == 81559 * 2**20  # what the driver reports, used to plan

@@ -172,10 +172,10 @@ def test_knowledge_base_text_is_escaped_by_the_generator(site):
     assert not [t for t in titles(tampered.nav) if set(t) & set("<>&\"'")]
 
 
-@pytest.mark.skipif(not (have("markdown") and have("pymdownx")), reason="Python-Markdown comes with the docs extra")
-@settings(max_examples=300, deadline=None)
-@given(st.text(alphabet=st.characters(blacklist_categories=("Cs", "Cc")), max_size=60))
-def test_escaped_text_renders_as_itself(text):
+def _renders_as_itself(text: str) -> None:
+    """`esc(text)` renders as exactly `text` (whitespace collapsed) in a paragraph, a table cell and a
+    heading; `code(text)` as exactly that inside <code>."""
+    require(have("markdown") and have("pymdownx"), "Python-Markdown comes with the docs extra")
     import markdown
 
     md = markdown.Markdown(extensions=["tables", "attr_list", "admonition", "toc", "pymdownx.superfences"])
@@ -189,6 +189,30 @@ def test_escaped_text_renders_as_itself(text):
     if expected and "|" not in expected:
         inline = md.reset().convert(code(text))
         assert html.unescape(re.fullmatch(r"<p><code>(.*)</code></p>", inline, re.S)[1]) == expected  # type: ignore[index]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(blacklist_categories=("Cs", "Cc")), max_size=60))
+def test_escaped_text_renders_as_itself(text):
+    _renders_as_itself(text)
+
+
+# Random text almost never spells an entity or a whole piece of markup: these do.
+HOSTILE = [
+    "&amp;", "&lt;script&gt;", "&#60;b&#62;", "&#x3C;", "&copy; 2024", "AT&T", "a && b",
+    "<b>bold</b>", "<script>alert(1)</script>", "<img src=x onerror=alert(1)>", "<!-- hidden -->", "a <br> b",
+    "[a link](javascript:alert(1))", "[ref][1]", "![image](x.png)", "<https://example.com>", "https://example.com",
+    "**bold** _em_ __strong__ *em*", "~~struck~~", "^sup^", "`code`", "``", "\\*escaped\\*", "{#id .cls}",
+    "# heading", "> quote", "- item", "+ item", "1. item", "2) item", "=====", "!!! note", "??? details", ":::",
+    "| a | b |", "a|b", "%%", "[^1]", "-- dash", "C:\\path\\file",
+]
+
+
+@pytest.mark.parametrize("text", HOSTILE)
+def test_hostile_text_is_escaped_and_renders_as_itself(text):
+    _renders_as_itself(text)
+    assert not re.search(r"<[A-Za-z!/]", esc(text)), "no tag or comment survives escaping"
+    assert not re.search(r"&(?!#\d+;)", esc(text)), "every & in the output starts an entity gpukb wrote"
 
 
 def test_repository_markdown_links_and_lists_fit_the_site():

@@ -294,7 +294,10 @@ def _closure(node: ast.AST) -> Callable[[Mapping[str, Any]], Any]:
             return lambda env: not operand(env)
         if isinstance(node.op, ast.USub):
             return lambda env: -operand(env)
-        return operand
+        if isinstance(node.op, ast.UAdd):
+            return operand
+        # never read an unknown operator as the identity (`~x` is not `x`), even if _check missed it
+        raise ExpressionError(f"operator {type(node.op).__name__} cannot be evaluated")
     if isinstance(node, ast.BoolOp):
         values = [_closure(v) for v in node.values]
         is_and = isinstance(node.op, ast.And)
@@ -310,6 +313,9 @@ def _closure(node: ast.AST) -> Callable[[Mapping[str, Any]], Any]:
         return boolop
     if isinstance(node, ast.Compare):
         first = _closure(node.left)
+        unknown = [type(op).__name__ for op in node.ops if type(op) not in _CMPOPS]
+        if unknown:  # an ExpressionError, not a KeyError, even if _check missed it
+            raise ExpressionError(f"comparison {unknown[0]} cannot be evaluated")
         rest = [(_CMPOPS[type(op)], _closure(c)) for op, c in zip(node.ops, node.comparators, strict=True)]
 
         def compare(env: Mapping[str, Any]) -> bool:

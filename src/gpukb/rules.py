@@ -47,7 +47,8 @@ class Output(Strict):
 
 class Expect(Strict):
     fires: bool
-    values: dict[str, float] = Field(default={}, description="computed values of the first firing, ±0.5%")
+    values: dict[str, float | str] = Field(
+        default={}, description="computed values of the first firing: numbers within ±0.5%, strings exactly")
 
 
 class RuleTest(Strict):

@@ -1,0 +1,161 @@
+"""Mutation check: does the suite notice when a line of the code or the knowledge base goes wrong?
+
+Each mutation replaces one exact snippet of one file in a temporary copy of the repository and runs
+the part of the suite that should notice it (pytest arguments per mutation). A mutation is
+*killed* when a test fails and *survives* when all pass; a survivor is a figure or a rule no test
+pins. The copy's `src/` comes first on PYTHONPATH, so the mutated package is the one imported.
+
+    python tools/mutations.py                  # all mutations, one at a time
+    python tools/mutations.py fit-boundary     # only those whose id contains the argument
+    python tools/mutations.py --list
+
+It exits 1 when a mutation survives or when a snippet is no longer found (the file changed:
+update the mutation).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Mutation:
+    id: str
+    file: str
+    old: str  # must occur exactly once in the file
+    new: str
+    tests: tuple[str, ...]  # pytest arguments: the files (and -k selections) that should kill it
+
+
+RULE_TESTS = "tests/test_rule_tests.py"
+MUTATIONS = [
+    # the utilisation assumed for every training tokens/s and time-to-train figure
+    Mutation("policy-mfu-0.44", "kb/policies/policies.yaml", "  value: 0.40\n", "  value: 0.44\n",
+             (RULE_TESTS, "tests/test_performance.py")),
+    Mutation("policy-mfu-hopper-0.50", "kb/policies/policies.yaml", "  value: 0.46\n", "  value: 0.50\n",
+             (RULE_TESTS, "tests/test_performance.py")),
+    Mutation("policy-overhead-1gb", "kb/policies/policies.yaml", "  value: 2 GB\n", "  value: 1 GB\n",
+             ("tests/test_planner.py", RULE_TESTS)),
+    Mutation("policy-reserve-0.12", "kb/policies/policies.yaml", "  value: 0.10\n", "  value: 0.12\n",
+             ("tests/test_planner.py", RULE_TESTS)),
+    Mutation("planner-activations-without-tp", "src/gpukb/planner.py",
+             "(m.activations_checkpointed if checkpointing else m.activations) / tp",
+             "(m.activations_checkpointed if checkpointing else m.activations)", ("tests/test_planner.py",)),
+    Mutation("planner-fit-boundary", "src/gpukb/planner.py", "fits = chosen.fits and per_gpu <= usable",
+             "fits = chosen.fits and per_gpu < usable", ("tests/test_planner.py",)),
+    Mutation("planner-zero-gradients-from-stage-1", "src/gpukb/planner.py",
+             "m.gradients / (tp * pp) / (dp if zero_stage >= 2 else 1)",
+             "m.gradients / (tp * pp) / (dp if zero_stage >= 1 else 1)", ("tests/test_planner.py",)),
+    Mutation("planner-zero-weights-from-stage-2", "src/gpukb/planner.py",
+             "m.weights / (tp * pp) / (dp if zero_stage >= 3 else 1)",
+             "m.weights / (tp * pp) / (dp if zero_stage >= 2 else 1)", ("tests/test_planner.py",)),
+    Mutation("planner-kv-cache-without-pp", "src/gpukb/planner.py", '"kv_cache": "m.kv_cache / (tp * pp)"',
+             '"kv_cache": "m.kv_cache / tp"', ("tests/test_planner.py",)),
+    Mutation("interconnect-node-network-share", "rules/bottlenecks/interconnect-step.yaml",
+             "(g.node_network_bandwidth / 8) if spans > 1", "(g.node_network_bandwidth / 1) if spans > 1",
+             (RULE_TESTS, "tests/test_performance.py")),
+    Mutation("interconnect-zero3-traffic-1x", "rules/bottlenecks/interconnect-step.yaml",
+             "1.5 * ga if p.zero_stage == 3", "1 * ga if p.zero_stage == 3",
+             (RULE_TESTS, "tests/test_scenarios.py", "tests/test_performance.py")),
+    Mutation("interconnect-no-overlap", "rules/bottlenecks/interconnect-step.yaml",
+             "exposed_dp_s: max(0, dp_time_s - hidden_s)", "exposed_dp_s: dp_time_s",
+             (RULE_TESTS, "tests/test_performance.py")),
+    Mutation("decode-full-bandwidth", "kb/policies/policies.yaml", "  value: 0.69\n", "  value: 1.0\n",
+             (RULE_TESTS, "tests/test_ask.py", "tests/test_performance.py")),
+    Mutation("rule-kv-cache-one-of-k-and-v", "rules/requirements/kv-cache.yaml",
+             "per_token: 2 * w.layers", "per_token: w.layers", (RULE_TESTS,)),
+    Mutation("rule-memory-without-overhead", "rules/requirements/memory-full.yaml",
+             "overhead: p.runtime_overhead", "overhead: 0", (RULE_TESTS,)),
+    Mutation("rule-tests-strings-unchecked", "src/gpukb/ruletests.py", "            if value != expected:",
+             "            if False:", (RULE_TESTS,)),
+    Mutation("site-escape-without-ampersand", "src/gpukb/site/text.py", '_INLINE = frozenset("\\\\`*_{}[]<>#|&~^")',
+             '_INLINE = frozenset("\\\\`*_{}[]<>#|~^")', ("tests/test_site.py", "-k", "escape or hostile or renders")),
+    Mutation("site-escape-without-brackets", "src/gpukb/site/text.py", '_INLINE = frozenset("\\\\`*_{}[]<>#|&~^")',
+             '_INLINE = frozenset("\\\\`*_{}<>#|&~^")', ("tests/test_site.py", "-k", "escape or hostile or renders")),
+    Mutation("expr-unary-operators-unchecked", "src/gpukb/expr.py",
+             "        if not isinstance(node.op, ast.USub | ast.UAdd | ast.Not):", "        if False:",
+             ("tests/test_expr.py",)),
+    Mutation("expr-comparisons-unchecked", "src/gpukb/expr.py", "            if type(op) not in _CMPOPS:",
+             "            if False:", ("tests/test_expr.py",)),
+    Mutation("expr-binary-operators-unchecked", "src/gpukb/expr.py", "        if type(node.op) not in _BINOPS:",
+             "        if False:", ("tests/test_expr.py",)),
+    Mutation("expr-keyword-arguments-allowed", "src/gpukb/expr.py", "        if node.keywords:", "        if False:",
+             ("tests/test_expr.py",)),
+    Mutation("expr-underscore-names-allowed", "src/gpukb/expr.py",
+             'if any(part.startswith("_") for part in name.split(".")):', "if False:", ("tests/test_expr.py",)),
+    Mutation("expr-exponent-above-8", "src/gpukb/expr.py", "MAX_EXPONENT = 8", "MAX_EXPONENT = 9",
+             ("tests/test_expr.py",)),
+]
+
+
+def _copy(dest: Path) -> None:
+    """The working tree as git sees it: tracked files and untracked ones that are not ignored."""
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO,
+                            capture_output=True, text=True, check=True).stdout
+    for name in filter(None, listed.split("\0")):
+        source = REPO / name
+        if source.is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, dest / name)
+
+
+def run(mutation: Mutation, timeout: float) -> tuple[str, str, float]:
+    """(outcome, detail, seconds): outcome is killed, survived, missing or timeout."""
+    with tempfile.TemporaryDirectory(prefix="gpukb-mutant-") as tmp:
+        root = Path(tmp)
+        _copy(root)
+        path = root / mutation.file
+        text = path.read_text(encoding="utf-8")
+        if text.count(mutation.old) != 1:
+            return "missing", f"the snippet occurs {text.count(mutation.old)} times in {mutation.file}", 0.0
+        path.write_text(text.replace(mutation.old, mutation.new), encoding="utf-8")
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root / "src"), os.environ.get("PYTHONPATH", "")])}
+        env.pop("CI", None)  # optional tools (a browser) may be absent here; the mutations do not need them
+        command = [sys.executable, "-m", "pytest", "-x", "-q", "-rf", "-p", "no:cacheprovider", *mutation.tests]
+        start = time.monotonic()
+        try:
+            result = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return "timeout", f"no result in {timeout:.0f} s", time.monotonic() - start
+        seconds = time.monotonic() - start
+        if result.returncode == 0:
+            return "survived", "all selected tests pass", seconds
+        failed = re.findall(r"^FAILED (.+?)(?: - .*)?$", result.stdout, re.M)
+        if result.returncode == 1 and failed:
+            return "killed", failed[0], seconds
+        return "killed", f"pytest exit {result.returncode}: {(result.stdout + result.stderr).strip()[-300:]}", seconds
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("select", nargs="*", help="run only mutations whose id contains one of these")
+    parser.add_argument("--list", action="store_true", help="list the mutations and exit")
+    parser.add_argument("--timeout", type=float, default=600, help="seconds per mutation")
+    args = parser.parse_args()
+    chosen = [m for m in MUTATIONS if not args.select or any(s in m.id for s in args.select)]
+    if args.list:
+        for m in chosen:
+            print(f"{m.id}: {m.file}: {m.old.strip()!r} -> {m.new.strip()!r}  [{' '.join(m.tests)}]")
+        return 0
+    outcomes: dict[str, int] = {}
+    for m in chosen:
+        outcome, detail, seconds = run(m, args.timeout)
+        outcomes[outcome] = outcomes.get(outcome, 0) + 1
+        print(f"{outcome:8} {m.id:40} {seconds:5.1f} s  {detail}", flush=True)
+    print(", ".join(f"{n} {o}" for o, n in sorted(outcomes.items())))
+    return 0 if set(outcomes) <= {"killed"} else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
