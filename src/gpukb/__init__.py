@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .answer import Answer, Finding, Memory, Option, Remedy, Strategy
 from .errors import EngineError, KBError, Problem, WorkloadError
@@ -17,9 +17,13 @@ from .kb import KnowledgeBase
 from .trace import TraceStep
 from .workload import ResolvedWorkload, Workload
 
+if TYPE_CHECKING:
+    from .validate import Validation
+
 __all__ = [
     "Answer", "EngineError", "Finding", "KBError", "KnowledgeBase", "Memory", "Option", "Problem", "Remedy",
     "ResolvedWorkload", "Strategy", "TraceStep", "Workload", "WorkloadError", "ask", "load_kb", "packaged_root",
+    "validate",
 ]
 __version__ = "0.1.0"
 
@@ -58,3 +62,12 @@ def load_kb(path: str | Path | None = None) -> KnowledgeBase:
 def ask(workload: Workload | dict[str, Any]) -> Answer:
     """Answer a workload with the packaged knowledge base."""
     return load_kb().ask(workload)
+
+
+def validate(kb: KnowledgeBase | None = None) -> Validation:
+    """Predict every published measurement in kb/measurements/ (the packaged KB's by default) and
+    compare: `.points` (measured, predicted, ratio, rules), `.overall.median_error`, `.passed`;
+    `.to_json()` is what `gpukb validate --format json` prints."""
+    from .validate import validate as run
+
+    return run(kb or load_kb())

@@ -274,7 +274,7 @@ def _pattern_reason(pattern: Pattern, cond: ex.Expr | None, production: Producti
 # --- R101 / R102: dead rules --------------------------------------------------------------------
 
 
-def check_dead_rules(kb: KnowledgeBase) -> list[Problem]:
+def check_dead_rules(kb: KnowledgeBase, allow: Allowances | None = None) -> list[Problem]:
     """Rules whose `when` no fact can ever satisfy.
 
     Liveness is a least fixpoint: start from the engine's facts, add every rule whose patterns
@@ -389,7 +389,7 @@ def _cycle_path(graph: dict[str, dict[str, str]], members: list[str]) -> list[st
     return [start, start]  # unreachable for a real component
 
 
-def check_cycles(kb: KnowledgeBase) -> list[Problem]:
+def check_cycles(kb: KnowledgeBase, allow: Allowances | None = None) -> list[Problem]:
     """R103: rules that can trigger each other in a loop (A asserts what B matches and B, possibly
     through others, asserts what A matches). Each cycle is reported once, naming its rules."""
     graph = chaining_graph(kb)
@@ -469,8 +469,40 @@ def check_deprecations(kb: KnowledgeBase, allow: Allowances | None = None) -> li
     return problems
 
 
+# --- M001 / M002: measurements ----------------------------------------------------------------
+
+
+def check_measurements(kb: KnowledgeBase, allow: Allowances | None = None) -> list[Problem]:
+    """M001: a measurement's setup must be a workload gpukb can ask (fields, catalog ids, fit of the
+    fields together); M002: the quantity needs what the workload must say (one GPU type; tokens for
+    GPU-hours). A point that is askable but does not fit is a miss in `gpukb validate`, not a lint error."""
+    from .errors import WorkloadError
+    from .resolve import resolve
+    from .validate import workload_of
+    from .workload import parse_workload
+
+    problems = []
+    for mid, m in sorted(kb.measurements.items()):
+        gpus = m.workload.get("gpus")
+        if not isinstance(gpus, list) or len(gpus) != 1:
+            problems.append(_at(kb, "measurements", mid, ("workload",), "M002",
+                                "a measurement's workload names exactly one GPU type: gpus: [<id>]"))
+        if m.quantity == "gpu_hours" and not m.workload.get("tokens"):
+            problems.append(_at(kb, "measurements", mid, ("workload",), "M002",
+                                "GPU-hours are predicted for a number of training tokens: give workload.tokens"))
+        try:
+            resolve(kb, parse_workload(workload_of(m)))
+        except WorkloadError as error:
+            field = error.field.split(".")[0]
+            loc: Loc = ("workload", field) if field in m.workload else ("workload",)
+            problems.append(_at(kb, "measurements", mid, loc, "M001", f"not a workload gpukb can ask: {error}"))
+    return problems
+
+
+# Every static check, one signature each: (kb, allowances) -> problems.
+CHECKS = (check_dead_rules, check_cycles, check_uncited_claims, check_sources, check_deprecations, check_measurements)
+
+
 def check_all(kb: KnowledgeBase, allow: Allowances | None = None) -> list[Problem]:
     """Every static check (not the rule tests, the quotes or the version checks)."""
-    return [*check_dead_rules(kb), *check_cycles(kb), *check_uncited_claims(kb, allow), *check_sources(kb, allow),
-            *check_deprecations(kb, allow)]
-
+    return [problem for check in CHECKS for problem in check(kb, allow)]

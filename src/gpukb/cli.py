@@ -15,7 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from . import load_kb
-from .errors import EngineError, KBError, Problem, WorkloadError
+from .errors import BaseRevisionError, EngineError, KBError, Problem, WorkloadError
 from .terminal import clean
 from .units import gb
 
@@ -276,6 +276,44 @@ def impact(
     if output is not None:
         output.write_text(text, encoding="utf-8")
     sys.stdout.write(text)
+
+
+class ValidateFormat(StrEnum):
+    text = "text"
+    json = "json"
+
+
+@app.command()
+def validate(
+    fmt: Annotated[ValidateFormat, typer.Option("--format", help="text (a table) or json")] = ValidateFormat.text,
+    root: Annotated[Path | None, typer.Option(help="checkout holding kb/ and rules/ (default: the packaged KB)")] = None,
+    base: Annotated[str | None, typer.Option(
+        help="git revision to compare with: fail if the median error grows by more than the allowed step")] = None,
+) -> None:
+    """Predict every published measurement in kb/measurements/ and compare: measured, predicted, ratio,
+    and the rules behind each number; median error and share within ±25%, overall and per quantity.
+    Exits 1 when the accuracy thresholds in kb/policies/ are missed (or, with --base, when the change
+    makes the median error worse than the base revision's by more than the allowed step)."""
+    from . import validate as v
+
+    try:
+        kb = load_kb(root)
+        result = v.validate(kb)
+        regression = v.against_base(kb, result, base) if base else None
+    except KBError as error:
+        _fail_kb(error)
+    except (BaseRevisionError, WorkloadError) as error:
+        err.print(f"error: {clean(error)}", markup=False, highlight=False)
+        raise typer.Exit(2) from None
+    if fmt is ValidateFormat.json:
+        data = result.to_json()
+        if regression is not None:
+            data["base"] = regression.to_json()
+        sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+    else:
+        sys.stdout.write(clean(v.render_text(result, regression)))
+    if not result.passed or (regression is not None and regression.failed):
+        raise typer.Exit(1)
 
 
 @app.command()

@@ -18,6 +18,7 @@ from .kb import KnowledgeBase
 from .schema import Measurement
 
 THRESHOLD_POLICIES = {"median_error": "validation-median-error", "within_25": "validation-within-25"}
+STEP_POLICY = "validation-median-step"  # how much worse than its base a change may make the median error
 BAND = 0.25
 # the trace values behind each quantity: the rules that computed them are shown with the point
 VALUES_BEHIND = {
@@ -191,3 +192,70 @@ def compare(base: Validation, head: Validation, limit: int = 10) -> list[tuple[s
             moved.append((change, p.id, before.ratio if before else None, p.ratio))
     moved.sort(key=lambda t: -t[0] if math.isfinite(t[0]) else -math.inf)
     return [(pid, b, h) for _, pid, b, h in moved[:limit]]
+
+
+@dataclass
+class Regression:
+    """This checkout's accuracy against a base revision's, on the same published points."""
+
+    rev: str
+    base_median: float
+    head_median: float
+    allowed_step: float
+    moved: list[tuple[str, float | None, float | None]]
+
+    @property
+    def failed(self) -> bool:
+        return self.head_median > self.base_median + self.allowed_step
+
+    def to_json(self) -> dict[str, Any]:
+        return {"rev": self.rev, "median_error": _finite(self.base_median), "allowed_step": self.allowed_step,
+                "failed": self.failed,
+                "moved": [{"id": pid, "base_ratio": b, "ratio": h} for pid, b, h in self.moved]}
+
+
+def against_base(kb: KnowledgeBase, head: Validation, rev: str) -> Regression:
+    """Validate the KB of git revision `rev` (this checkout's history) and compare medians."""
+    from .loader import read_checkout
+    from .versions import revision_tree
+
+    with revision_tree(kb.root, rev) as base_root:
+        base = validate(read_checkout(base_root)) if base_root is not None else Validation([], Summary.of([]), {})
+    step = kb.policy(STEP_POLICY) if STEP_POLICY in kb.policies else 0.0
+    return Regression(rev, base.overall.median_error, head.overall.median_error, step, compare(base, head))
+
+
+def _pct(x: float) -> str:
+    return f"{x:.1%}" if math.isfinite(x) else "∞"
+
+
+def render_text(v: Validation, regression: Regression | None = None) -> str:
+    """The table a person reads: one line per point, then the summaries and the verdict."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="Published measurements against gpukb's predictions (canonical units)")
+    for name, justify in (("point", "left"), ("quantity", "left"), ("measured", "right"), ("predicted", "right"),
+                          ("ratio", "right"), ("rules / why not", "left")):
+        table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
+    for p in v.points:
+        table.add_row(p.id, p.quantity, f"{p.measured:,.4g}", "—" if p.predicted is None else f"{p.predicted:,.4g}",
+                      "miss" if p.ratio is None else f"{p.ratio:.2f}" + ("" if p.within else " !"),
+                      ", ".join(p.rules) if p.predicted is not None else p.reason)
+    console = Console(width=200, record=True, file=__import__("io").StringIO())
+    console.print(table)
+    lines = [console.export_text(), "", "quantity                           points   median error   within ±25%"]
+    for q, s in v.by_quantity.items():
+        lines.append(f"{q:34s} {s.points:6d}   {_pct(s.median_error):>12s}   {s.within_25:>11.0%}")
+    o = v.overall
+    lines.append(f"{'all':34s} {o.points:6d}   {_pct(o.median_error):>12s}   {o.within_25:>11.0%}")
+    t = v.thresholds
+    lines.append(f"thresholds (kb/policies/): median error ≤ {t.get('median_error', math.inf):.0%}, "
+                 f"within ±25% ≥ {t.get('within_25', 0):.0%}: {'passed' if v.passed else 'FAILED'}")
+    if regression is not None:
+        lines.append(f"against {regression.rev}: median error {_pct(regression.base_median)} → "
+                     f"{_pct(regression.head_median)} (allowed step {regression.allowed_step:.1%}): "
+                     f"{'FAILED' if regression.failed else 'ok'}")
+        lines += [f"  moved: {pid} {'new' if b is None else f'{b:.2f}'} → {'miss' if h is None else f'{h:.2f}'}"
+                  for pid, b, h in regression.moved]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,172 @@
+"""The performance model against hand computations: every constant and term written out here, from
+its source (kb/policies/ and the datasheets in kb/gpus/), so a change to one of them fails a test."""
+
+import pytest
+
+from gpukb import WorkloadError
+
+A100_BF16, H100_BF16, L40S_BF16 = 312e12, 989.4e12, 362.05e12  # dense tensor FLOP/s (datasheets)
+A100_BW = 2039e9  # A100 SXM 80 GB memory bandwidth
+A100_NVLINK = 300e9  # NVLink 3: 600 GB/s both directions
+UTIL = {"ampere": 0.57, "hopper": 0.46, "default": 0.40}  # kb/policies: mfu-ampere, mfu-hopper, mfu
+DECODE_BW = 0.69  # decode-bandwidth-utilisation
+NODE_NET_A100 = 200e9  # node-network-bandwidth-ampere: 8 x 200 Gb/s per node
+BASE_LAT, HOP_NVLINK = 3.6e-6, 0.47e-6  # NCCL's ring / LL latency model
+N_7B, L_7B, H_7B, V_7B = 6_738_415_616, 32, 4096, 32000  # llama-2-7b
+
+
+def values(option, rule: str) -> dict:
+    step = next(s for s in option.trace if s.rule.split("@")[0] == rule)
+    return {v["name"]: v["value"] for v in step.values}
+
+
+def forward(params: int, layers: int, seq: int, hidden: int) -> int:
+    """Kaplan et al. 2020: 2·N plus 2·layers·context·d_model FLOP per token."""
+    return 2 * params + 2 * layers * seq * hidden
+
+
+@pytest.mark.parametrize(("gpu", "peak", "util"), [("h100-sxm-80gb", H100_BF16, UTIL["hopper"]),
+                                                     ("a100-sxm-80gb", A100_BF16, UTIL["ampere"]),
+                                                     ("l40s-48gb", L40S_BF16, UTIL["default"])])
+def test_one_gpu_trains_at_its_generations_utilisation(kb, gpu, peak, util):
+    answer = kb.ask({"model": "llama-2-7b", "task": "lora", "gpus": [gpu], "activation_checkpointing": False})
+    (option,) = answer.options
+    fwd = forward(N_7B, L_7B, 4096, H_7B)
+    # a frozen base: forward + activation gradients, no weight gradients
+    assert option.tokens_per_s == pytest.approx(peak * util / (2 * fwd), rel=1e-9)
+    assert option.efficiency == 1 and option.mfu == pytest.approx(util, rel=1e-9)
+
+
+def test_recomputation_is_work_the_gpu_does_not_model_flops(kb):
+    (option,) = kb.ask({"model": "llama-2-7b", "task": "lora", "gpus": ["h100-sxm-80gb"],
+                        "activation_checkpointing": True}).options
+    fwd = forward(N_7B, L_7B, 4096, H_7B)
+    assert option.tokens_per_s == pytest.approx(H100_BF16 * UTIL["hopper"] / (3 * fwd), rel=1e-9)
+    assert option.mfu == pytest.approx(UTIL["hopper"] * 2 / 3, rel=1e-9)  # the model's FLOPs are two forwards
+
+
+def test_the_gradient_all_reduce_crosses_nodes_at_the_nodes_aggregate_rate_and_hides_behind_backward(kb):
+    # 16 A100s in two nodes, DDP with ZeRO-1, one 512-token micro-batch per rank per step
+    (option,) = kb.ask({"model": "llama-2-7b", "task": "full_finetune", "seq_len": 512, "gpus": ["a100-sxm-80gb"],
+                        "gpu_count": 16, "placement": "all", "zero_stage": 1, "activation_checkpointing": False,
+                        "global_batch_size": 16}).options
+    assert (option.count, option.strategy.data_parallel, option.strategy.nodes) == (16, 16, 2)
+    step = values(option, "bottleneck.interconnect.step")
+    grads = 2 * N_7B  # bf16 gradients of the whole replica
+    # reduce inside the node over NVLink (8 ranks), then each GPU's eighth over its share of 8 adapters
+    allreduce = grads * 2 * 7 / 8 / A100_NVLINK + grads / 8 * 2 * (1 / 2) / (NODE_NET_A100 / 8)
+    assert step["dp_time_s"] == pytest.approx(allreduce, rel=1e-9)
+    compute = 512 * 16 * 3 * forward(N_7B, L_7B, 512, H_7B) / (16 * A100_BF16 * UTIL["ampere"])
+    assert step["compute_time_s"] == pytest.approx(compute, rel=1e-9)
+    exposed = allreduce - 2 / 3 * compute  # the last backward pass hides two thirds of a micro-batch
+    assert step["exposed_dp_s"] == pytest.approx(exposed, rel=1e-9)
+    assert option.efficiency == pytest.approx(compute / (compute + exposed), rel=1e-9)
+    assert step["link"] == "the network between nodes"
+
+
+def test_gradient_accumulation_runs_the_all_reduce_once_per_step(kb):
+    def step(global_batch):
+        (option,) = kb.ask({"model": "llama-2-7b", "task": "full_finetune", "seq_len": 512, "gpus": ["a100-sxm-80gb"],
+                            "gpu_count": 16, "placement": "all", "zero_stage": 1, "activation_checkpointing": False,
+                            "global_batch_size": global_batch}).options
+        return values(option, "bottleneck.interconnect.step"), option
+
+    one, _ = step(16)
+    eight, option = step(128)
+    assert eight["microbatches"] == 8 and eight["dp_time_s"] == pytest.approx(one["dp_time_s"], rel=1e-12)
+    assert eight["compute_time_s"] == pytest.approx(8 * one["compute_time_s"], rel=1e-12)
+    assert eight["exposed_dp_s"] == pytest.approx(one["exposed_dp_s"], rel=1e-12)
+    compute = eight["compute_time_s"]
+    assert option.efficiency == pytest.approx(compute / (compute + one["exposed_dp_s"]), rel=1e-9)
+    assert option.efficiency > values(step(16)[1], "bottleneck.interconnect.step")["efficiency"]
+
+
+def test_zero3_gathers_weights_every_micro_batch(kb):
+    (option,) = kb.ask({"model": "llama-2-7b", "task": "full_finetune", "gpus": ["h100-sxm-80gb"], "gpu_count": 8,
+                        "placement": "all", "zero_stage": 3, "global_batch_size": 32}).options
+    step = values(option, "bottleneck.interconnect.step")
+    assert step["microbatches"] == 4
+    # ZeRO-3: 1.5x the all-reduce volume, per micro-batch (Rajbhandari et al. 2020)
+    assert step["dp_bytes"] == pytest.approx(2 * N_7B * 2 * 7 / 8 * 1.5 * 4, rel=1e-9)
+
+
+def test_the_pipeline_bubble_is_p_minus_1_over_m(kb):
+    (option,) = kb.ask({"model": "llama-2-13b", "task": "pretrain", "gpus": ["h100-sxm-80gb"], "gpu_count": 8,
+                        "tensor_parallel": 2, "pipeline_parallel": 4, "global_batch_size": 8,
+                        "activation_checkpointing": True}).options
+    step = values(option, "bottleneck.interconnect.step")
+    assert option.strategy.data_parallel == 1 and step["microbatches"] == 8
+    assert step["bubble_time_s"] == pytest.approx(step["compute_time_s"] * 3 / 8, rel=1e-12)
+    # (p-1)/(m+p-1) of the step idles when nothing else is lost
+    total = step["compute_time_s"] + step["bubble_time_s"] + step["comm_time_s"]
+    assert step["bubble_time_s"] / total < 3 / 11 + 1e-12
+
+
+def test_batch_one_decode_reads_only_the_experts_it_routes_to(kb):
+    (option,) = kb.ask({"model": "mixtral-8x7b", "task": "inference", "gpus": ["h200-sxm-141gb"],
+                        "output_len": 128}).options
+    answer = kb.ask({"model": "mixtral-8x7b", "task": "inference", "gpus": ["h200-sxm-141gb"], "output_len": 128})
+    model = kb.models["mixtral-8x7b"]
+    expert = 32 * 3 * 4096 * 14336  # one expert's SwiGLU MLP in all 32 layers
+    touched = 8 * (1 - (1 - 2 / 8) ** 1)  # top-2 of 8 experts, one token: 2
+    unread = expert * (8 - touched) + model.vocab_size * model.hidden_size  # and the input embedding
+    decode = values(option, "rec.throughput.decode")
+    # a 128-token context with a 1-token prompt: decode reads, on average, the KV of 1 + 128/2 tokens
+    kv_read = answer.memory.kv_cache * (1 + 128 / 2) / 128
+    assert decode["bytes_per_step"] == pytest.approx(answer.memory.weights * (1 - unread / model.params) + kv_read,
+                                                     rel=1e-9)
+
+
+def test_tensor_parallel_decode_pays_two_all_reduces_per_layer(kb):
+    (option,) = kb.ask({"model": "llama-2-70b", "task": "inference", "gpus": ["a100-sxm-80gb"],
+                        "tensor_parallel": 8, "output_len": 128}).options
+    assert option.count == 8 and option.strategy.tensor_parallel == 8  # a pinned size is exact
+    per_all_reduce = BASE_LAT + 2 * 7 * HOP_NVLINK + 8192 * 2 * 2 * (7 / 8) / A100_NVLINK
+    decode = values(option, "rec.throughput.decode")
+    assert decode["tp_latency_s"] == pytest.approx(2 * 80 * per_all_reduce, rel=1e-9)
+    read = decode["bytes_per_step"] / (8 * A100_BW * DECODE_BW)
+    assert option.tpot_s == pytest.approx(read + 2 * 80 * per_all_reduce, rel=1e-9)
+    assert option.tokens_per_s == pytest.approx(1 / option.tpot_s, rel=1e-9)
+
+
+def test_time_to_first_token_is_the_prefill_roofline(kb):
+    answer = kb.ask({"model": "llama-2-7b", "task": "inference", "gpus": ["a100-sxm-80gb"], "prompt_len": 2048,
+                     "output_len": 1})
+    (option,) = answer.options
+    prefill = forward(N_7B, L_7B, 2048, H_7B) * 2048
+    expected = max(prefill / (A100_BF16 * UTIL["ampere"]), answer.memory.weights / (A100_BW * DECODE_BW))
+    assert option.ttft_s == pytest.approx(expected, rel=1e-9)
+    assert expected == pytest.approx(prefill / (A100_BF16 * UTIL["ampere"]))  # compute-bound at 2k tokens
+
+
+def test_an_fp8_kv_cache_halves_it(kb):
+    def kv(precision):
+        return kb.ask({"model": "llama-3-8b", "task": "inference", "gpus": ["h100-sxm-80gb"], "seq_len": 8192,
+                       "kv_cache_precision": precision}).memory.kv_cache
+    assert kv("fp8") * 2 == kv("bf16") == 2 * 32 * 8 * 128 * 8192 * 2
+
+
+def test_usable_memory_counts_the_overhead_inside_the_reserve(kb):
+    (option,) = kb.ask({"model": "llama-2-7b", "task": "lora", "gpus": ["h100-sxm-80gb"]}).options
+    reported = 81559 * 2**20  # nvidia-smi's total for an H100 80 GB
+    assert option.usable_bytes == round(reported * 0.9 + min(2e9, reported * 0.1))
+
+
+def test_placement_all_uses_every_gpu_as_data_parallel_replicas(kb):
+    fewest = kb.ask({"model": "llama-2-7b", "task": "full_finetune", "gpus": ["h100-sxm-80gb"], "gpu_count": 16})
+    every = kb.ask({"model": "llama-2-7b", "task": "full_finetune", "gpus": ["h100-sxm-80gb"], "gpu_count": 16,
+                    "placement": "all"})
+    assert fewest.options[0].count < 16 == every.options[0].count
+    assert every.options[0].tokens_per_s > fewest.options[0].tokens_per_s
+    with pytest.raises(WorkloadError, match="placement"):
+        kb.ask({"model": "llama-2-7b", "task": "full_finetune", "placement": "all"})
+
+
+def test_a_pinned_zero_stage_on_one_rank_does_not_fall_back_to_offload(kb):
+    (option,) = kb.ask({"model": "llama-2-7b", "task": "lora", "zero_stage": 1, "gpus": ["h100-sxm-80gb"]}).options
+    assert option.strategy.offload == "none" and option.strategy.zero_stage == 1 and option.count == 1
+
+
+def test_more_pipeline_stages_than_layers_is_an_error_naming_the_field(kb):
+    with pytest.raises(WorkloadError, match="pipeline_parallel"):
+        kb.ask({"model": "llama-2-7b", "task": "pretrain", "pipeline_parallel": 64, "gpu_count": 64})

@@ -1,0 +1,126 @@
+"""`gpukb validate`: published measurements as knowledge, predicted through ask(), gated by policy."""
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import gpukb
+from gpukb.cli import app
+from gpukb.lint import lint
+from gpukb.validate import Point, Summary, validate
+from kbfiles import edit_entry, make_repo
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    return validate(gpukb.load_kb())
+
+
+def test_the_shipped_measurements_cover_what_the_calibration_needs(kb):
+    points = list(kb.measurements.values())
+    assert len(points) >= 25 and len({m.source for m in points}) >= 8
+    quantities = {m.quantity for m in points}
+    assert {"training_tokens_per_s_per_gpu", "gpu_hours", "decode_tokens_per_s", "peak_memory_per_gpu"} <= quantities
+    gpus = {g for m in points for g in m.workload["gpus"]}
+    assert {"a100-sxm-80gb", "h100-sxm-80gb", "rtx-4090-24gb"} <= gpus
+    tasks = {m.workload["task"] for m in points}
+    assert {"pretrain", "full_finetune", "lora", "qlora", "inference"} <= tasks
+    for m in points:  # every point names where in its source the number is
+        assert m.locator and m.quote and kb.sources[m.source]
+
+
+def test_the_shipped_set_passes_the_thresholds_in_the_policies(shipped, kb):
+    assert shipped.thresholds == {"median_error": kb.policy("validation-median-error"),
+                                  "within_25": kb.policy("validation-within-25")}
+    assert shipped.passed
+    assert shipped.overall.median_error <= kb.policy("validation-median-error")
+    assert shipped.overall.within_25 >= kb.policy("validation-within-25")
+    # each quantity's summary covers its points
+    assert sum(s.points for s in shipped.by_quantity.values()) == len(shipped.points) == len(kb.measurements)
+
+
+def test_every_point_is_a_prediction_with_its_rules_or_a_miss_with_its_reason(shipped):
+    for p in shipped.points:
+        if p.predicted is None:
+            assert p.ratio is None and p.reason and not p.within
+        else:
+            assert p.ratio == pytest.approx(p.predicted / p.measured) and p.rules
+            assert all("@" in rule for rule in p.rules)
+
+
+def test_the_median_error_is_exp_of_the_median_log_ratio():
+    def point(ratio):
+        return Point("p", "mfu", 1.0, ratio, ratio, "s", "g")
+
+    summary = Summary.of([point(1.1), point(0.5), point(1 / 1.2), point(None)])  # a miss is an infinite error
+    # |ln r| sorted: ln 1.1, ln 1.2, ln 2, inf -> median (ln 1.2 + ln 2) / 2
+    assert summary.median_error == pytest.approx(math.exp((math.log(1.2) + math.log(2)) / 2) - 1)
+    assert summary.within_25 == 0.5  # 1.1 and 0.833 are within ±25%; 0.5 and the miss are not
+
+
+def test_measured_values_are_read_in_their_published_units(kb):
+    by_unit = {m.unit: m for m in kb.measurements.values()}
+    assert by_unit["ms/token"].canonical == pytest.approx(1000 / by_unit["ms/token"].value)
+    assert by_unit["TFLOP/s"].canonical == by_unit["TFLOP/s"].value * 1e12
+    assert by_unit["GiB"].canonical == by_unit["GiB"].value * 2**30
+    assert by_unit["%"].canonical == pytest.approx(by_unit["%"].value / 100)
+
+
+def test_the_command_prints_a_table_and_json_and_exits_by_the_thresholds(shipped):
+    text = runner.invoke(app, ["validate"])
+    assert text.exit_code == 0, text.output
+    assert "median error" in text.output and "within ±25%" in text.output and "passed" in text.output
+    data = json.loads(runner.invoke(app, ["validate", "--format", "json"]).output)
+    assert set(data) >= {"points", "median_error", "within_25", "by_quantity", "thresholds", "passed"}
+    assert {"id", "measured", "predicted", "ratio", "rules"} <= set(data["points"][0])
+    assert data["median_error"] == pytest.approx(shipped.overall.median_error)
+
+
+def test_a_model_made_worse_fails_the_gate(checkout: Path):
+    # Hopper's utilisation halved: every H100 training estimate drops by half
+    edit_entry(checkout, "mfu-hopper", lambda p: p.update(value=0.23))
+    worse = runner.invoke(app, ["validate", "--root", str(checkout)])
+    assert worse.exit_code == 1 and "FAILED" in worse.output
+
+
+def test_against_a_base_revision_a_worse_median_fails_and_names_the_points(tmp_path: Path):
+    repo = make_repo(tmp_path / "repo")
+    same = runner.invoke(app, ["validate", "--root", str(repo), "--base", "HEAD", "--format", "json"])
+    assert same.exit_code == 0 and json.loads(same.output)["base"]["failed"] is False
+    edit_entry(repo, "decode-bandwidth-utilisation", lambda p: p.update(value=0.3))
+    result = runner.invoke(app, ["validate", "--root", str(repo), "--base", "HEAD", "--format", "json"])
+    base = json.loads(result.output)["base"]
+    assert result.exit_code == 1 and base["failed"] is True
+    assert any(m["id"].startswith("gptfast-") for m in base["moved"])
+
+
+def test_a_measurement_that_is_no_workload_is_a_located_lint_error(checkout: Path):
+    edit_entry(checkout, "gptfast-llama-2-7b-bf16-a100-80gb-batch1",
+               lambda m: m["workload"].update(gpus=["a100-sxm-81gb"]))
+    edit_entry(checkout, "llama2-7b-pretrain-gpu-hours", lambda m: m["workload"].pop("tokens"))
+    problems = {p.code: p for p in lint(checkout).problems if p.code in ("M001", "M002")}
+    assert problems["M001"].file == "kb/measurements/gpt-fast-readme.yaml" and problems["M001"].line > 1
+    assert "a100-sxm-81gb" in problems["M001"].message and problems["M001"].field == "workload.gpus"
+    assert problems["M002"].file == "kb/measurements/llama2-model-card.yaml" and "tokens" in problems["M002"].message
+
+
+def test_a_measurement_without_a_locator_is_an_error_at_its_line(checkout: Path):
+    edit_entry(checkout, "gptfast-llama-2-7b-bf16-a100-80gb-batch1", lambda m: m.pop("locator"))
+    (problem,) = [p for p in lint(checkout).problems if p.field == "locator"]
+    assert problem.code == "E012" and problem.file == "kb/measurements/gpt-fast-readme.yaml"
+
+
+def test_the_registry_drives_loading_references_and_explain_for_the_new_kind(checkout: Path):
+    """kb/measurements/ is read, its `source` checked and `gpukb explain` shown through kinds.KINDS only."""
+    kb = gpukb.load_kb(checkout)
+    assert kb.locate("measurements", "gptfast-llama-2-7b-bf16-a100-80gb-batch1")[0] == "kb/measurements/gpt-fast-readme.yaml"
+    shown = runner.invoke(app, ["explain", "gptfast-llama-2-7b-bf16-a100-80gb-batch1"])
+    assert shown.exit_code == 0 and "gpt-fast" in shown.output and "104.9" in shown.output
+    edit_entry(checkout, "gptfast-llama-2-7b-bf16-a100-80gb-batch1", lambda m: m.update(source="no-such-source"))
+    (problem,) = [p for p in lint(checkout).problems if p.code == "E030"]
+    assert problem.file == "kb/measurements/gpt-fast-readme.yaml" and "unknown source id 'no-such-source'" in problem.message
