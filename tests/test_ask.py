@@ -47,7 +47,8 @@ def test_rejected_gpus_say_why_with_figures(kb):
     (rejected,) = answer.rejected
     assert rejected.gpu == "rtx-4090-24gb" and not rejected.fits
     (why,) = [f for f in rejected.findings if f.severity == "error"]
-    assert why.kind == "memory_capacity" and why.rule == "bottleneck.capacity.no-fit@1"
+    no_fit = kb.rules["bottleneck.capacity.no-fit"]
+    assert why.kind == "memory_capacity" and why.rule == f"{no_fit.id}@{no_fit.version}"
     assert "GB per GPU" in why.message and rejected.per_gpu_bytes > rejected.usable_bytes
     assert "Why not:" in answer.explain() and "rtx-4090-24gb" in answer.explain()
 
@@ -95,7 +96,8 @@ def test_offload_only_when_nothing_else_fits_and_marked(kb):
     answer = kb.ask({"model": "llama-2-13b", "task": "full_finetune", "gpus": ["rtx-4090-24gb"], "gpu_count": 4})
     (option,) = answer.options
     assert option.strategy.offload != "none"
-    assert any(f.rule == "bottleneck.capacity.offload-only@1" for f in option.findings)
+    offload_only = kb.rules["bottleneck.capacity.offload-only"]
+    assert any(f.rule == f"{offload_only.id}@{offload_only.version}" for f in option.findings)
     roomy = kb.ask({"model": "llama-2-13b", "task": "full_finetune", "gpus": ["rtx-4090-24gb"]})
     assert roomy.options[0].strategy.offload == "none"
 

@@ -34,14 +34,15 @@ def test_a_rule_change_names_the_new_count_and_the_rule_responsible(repo):
 
     text = impact_report(repo, "HEAD")  # scenarios from site/scenarios.yaml
     assert text.startswith("## gpukb impact report\n")
-    assert "rules:req.memory.full-training v1→v2: then" in text
+    old = gpukb.load_kb(repo).rules["req.memory.full-training"].version - 1
+    assert f"rules:req.memory.full-training v{old}→v{old + 1}: then" in text
     assert "calls for a **minor** bump of the KB version" in text
     assert "**1 of 3 scenarios change.**" in text
     section = text.split("### Full fine-tuning of a 7B model on H100s (`full-finetune-7b-h100`)")[1].split("###")[0]
     assert (f"- **Best option:** {before.count} × h100-sxm-80gb → **{after.count} × h100-sxm-80gb**"
             in section)
     assert "- Memory for one replica: " in section
-    assert "`req.memory.full-training@2` (**changed here**, was @1)" in section
+    assert f"`req.memory.full-training@{old + 1}` (**changed here**, was @{old})" in section
     assert "recomputed from changed inputs: " in section and "`planner.fewest-gpus@1`" in section
     assert "| Full fine-tuning of a 7B model on H100s | " in text  # the summary table
     assert "<summary>2 scenario(s) unchanged</summary>" in text

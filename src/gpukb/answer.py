@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
+from .fmt import Lang, gb
 from .trace import Collector, TraceStep
-from .units import gb
 from .workload import ResolvedWorkload
 
 MEMORY_PARTS = ("weights", "gradients", "optimizer", "activations", "kv_cache", "overhead")
@@ -37,6 +37,8 @@ class Strategy(BaseModel):
     nodes: int
 
 
+# Fields marked exclude=True are the second language and the titles of rules: they are read by
+# `explain(lang=...)` and the command line, and kept out of the JSON, whose shape is a contract.
 class Finding(BaseModel):
     model_config = ConfigDict(frozen=True)
     kind: str
@@ -45,6 +47,12 @@ class Finding(BaseModel):
     rule: str
     claims: list[str]
     gpu: str | None = None
+    title: str = Field(default="", exclude=True)
+    title_zh: str = Field(default="", exclude=True)
+    message_zh: str = Field(default="", exclude=True)
+
+    def text(self, lang: Lang = "en") -> str:
+        return (self.message_zh or self.message) if lang == "zh" else self.message
 
 
 class Remedy(BaseModel):
@@ -56,6 +64,14 @@ class Remedy(BaseModel):
     rule: str
     claims: list[str]
     gpu: str | None = None
+    title_zh: str = Field(default="", exclude=True)
+    effect_zh: str = Field(default="", exclude=True)
+
+    def heading(self, lang: Lang = "en") -> str:
+        return (self.title_zh or self.title) if lang == "zh" else self.title
+
+    def effect_text(self, lang: Lang = "en") -> str:
+        return (self.effect_zh or self.effect) if lang == "zh" else self.effect
 
 
 class Option(BaseModel):
@@ -96,10 +112,11 @@ class Answer(BaseModel):
     def best(self) -> Option | None:
         return self.options[0] if self.options else None
 
-    def explain(self) -> str:
+    def explain(self, lang: Lang = "en") -> str:
+        """The reasoning chain for the best option and why not the others, in English or Chinese (`"zh"`)."""
         from .explain import render_answer
 
-        return render_answer(self)
+        return render_answer(self, lang)
 
 
 def _memory(fields: dict[str, Any], total: float | None = None) -> Memory:
@@ -111,7 +128,8 @@ def _finding(c: Collector, fact: dict[str, Any]) -> Finding:
     step = c.step_of(fact)
     assert step is not None
     return Finding(kind=fact["finding"], severity=fact["severity"], message=step.sentence, rule=step.rule,
-                   claims=[cl.id for cl in step.claims], gpu=fact.get("gpu") or None)
+                   claims=[cl.id for cl in step.claims], gpu=fact.get("gpu") or None,
+                   title=step.title, title_zh=step.title_zh, message_zh=step.sentence_zh)
 
 
 class _Lineage:
@@ -153,12 +171,15 @@ def _remedy(c: Collector, fact: dict[str, Any]) -> Remedy:
     step = c.step_of(fact)
     assert step is not None
     if fact.get("efficiency_after") is not None:
-        effect = (f"scaling efficiency {fact['efficiency_before']:.0%} → {fact['efficiency_after']:.0%}"
-                  + (f" on {fact['gpu']}" if fact.get("gpu") else ""))
+        change = f"{fact['efficiency_before']:.0%} → {fact['efficiency_after']:.0%}"
+        effect = f"scaling efficiency {change}" + (f" on {fact['gpu']}" if fact.get("gpu") else "")
+        effect_zh = (f"{fact['gpu']} 上" if fact.get("gpu") else "") + f"扩展效率 {change}"
     else:
         effect = f"saves about {gb(fact.get('effect_bytes', 0))}"
+        effect_zh = f"约节省 {gb(fact.get('effect_bytes', 0))}"
     return Remedy(id=fact["remedy"], title=fact["title"], effect=effect, effect_bytes=round(fact.get("effect_bytes", 0)),
-                  rule=step.rule, claims=[cl.id for cl in step.claims], gpu=fact.get("gpu") or None)
+                  rule=step.rule, claims=[cl.id for cl in step.claims], gpu=fact.get("gpu") or None,
+                  title_zh=fact.get("title_zh", ""), effect_zh=effect_zh)
 
 
 DEFAULT_TIER = 1  # options no decision-tree branch prefers; a preferred option has tier 0

@@ -14,7 +14,8 @@ from rich.table import Table
 
 from . import load_kb
 from .errors import EngineError, KBError, Problem, WorkloadError
-from .units import gb
+from .fmt import Lang, gb
+from .words import term
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Which GPUs an LLM workload needs, what will hold it back, and what to do — with a trace.")
@@ -51,6 +52,11 @@ class Offload(StrEnum):
     none = "none"
     optimizer = "optimizer"
     optimizer_params = "optimizer+params"
+
+
+class Language(StrEnum):
+    en = "en"
+    zh = "zh"
 
 
 class Format(StrEnum):
@@ -93,6 +99,7 @@ def ask(
     offload: Annotated[Offload | None, typer.Option()] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the whole Answer as JSON")] = False,
     explain: Annotated[bool, typer.Option("--explain", help="print the full reasoning chain")] = False,
+    lang: Annotated[Language, typer.Option(help="language of the text: en or zh (JSON is always English)")] = Language.en,
     root: Annotated[Path | None, typer.Option(help="a checkout holding kb/ and rules/")] = None,
 ) -> None:
     """Place a workload on GPUs: memory breakdown, options, rejected GPUs, findings, remedies."""
@@ -116,12 +123,12 @@ def ask(
         sys.stdout.write(answer.model_dump_json(indent=2) + "\n")
         return
     if explain:
-        out.print(answer.explain(), markup=False, highlight=False)
+        out.print(answer.explain(lang.value), markup=False, highlight=False)
         return
-    _print_answer(answer)
+    _print_answer(answer, lang.value)
 
 
-def _print_answer(answer: Any) -> None:
+def _print_answer(answer: Any, lang: Lang) -> None:
     w, m = answer.workload, answer.memory
     out.print(f"[bold]{w.model}[/] · {w.task} · {w.precision}" + (f" · {w.optimizer}" if w.optimizer else "")
               + f" · seq {w.seq_len}   (kb {answer.kb_version})")
@@ -149,18 +156,18 @@ def _print_answer(answer: Any) -> None:
         rejected.add_column("why")
         for o in answer.rejected:
             reason = next((f for f in o.findings if f.severity == "error"), None)
-            rejected.add_row(o.gpu, f"{reason.message} [{reason.rule}]" if reason else "")
+            rejected.add_row(o.gpu, f"{reason.text(lang)} [{reason.rule}]" if reason else "")
         out.print(rejected)
     best = answer.best
     shown = [f for f in answer.findings if f.gpu is None or (best and f.gpu == best.gpu)]
     if shown:
         out.print("[bold]Findings[/]")
         for f in shown:
-            out.print(f"  {f.severity}: {f.message} [{f.rule}]", markup=False, highlight=False)
+            out.print(f"  {term(lang, f.severity)}: {f.text(lang)} [{f.rule}]", markup=False, highlight=False)
     if answer.remedies:
         out.print("[bold]Remedies[/]")
         for r in answer.remedies:
-            out.print(f"  {r.title}: {r.effect} [{r.rule}]", markup=False, highlight=False)
+            out.print(f"  {r.heading(lang)}: {r.effect_text(lang)} [{r.rule}]", markup=False, highlight=False)
     out.print("Run with --explain for the full trace, --json for everything.")
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from .fmt import bandwidth as fmt_bandwidth
+from .fmt import flops as fmt_flops
+from .fmt import gb
 from .kb import KnowledgeBase
-from .units import fmt_bandwidth, fmt_flops, gb
 
 
 def _sources(kb: KnowledgeBase, ids: list[str]) -> list[str]:

@@ -4,78 +4,74 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .fmt import Lang, gb, number
 from .trace import TraceStep
-from .units import gb
+from .words import say, term
 
 if TYPE_CHECKING:
     from .answer import Answer, Option
 
 
-def _number(value: object) -> str:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return str(value)
-    if abs(value) >= 1000:
-        return f"{value:,.0f}"
-    return f"{value:,.4g}"
-
-
-def render_step(step: TraceStep, indent: str = "  ") -> list[str]:
-    lines = [f"{indent}[{step.step}] {step.rule} ({step.stage}) — {step.title}", f"{indent}    {step.sentence}"]
+def render_step(step: TraceStep, indent: str = "  ", lang: Lang = "en") -> list[str]:
+    zh = lang == "zh"
+    title = (step.title_zh or step.title) if zh else step.title
+    sentence = (step.sentence_zh or step.sentence) if zh else step.sentence
+    lines = [f"{indent}[{step.step}] {step.rule} ({term(lang, step.stage)}) — {title}", f"{indent}    {sentence}"]
     for value in step.values:
         if value["expr"]:
-            lines.append(f"{indent}    {value['name']} = {value['expr']} = {_number(value['value'])}")
+            lines.append(f"{indent}    {value['name']} = {value['expr']} = {number(value['value'])}")
     for claim in step.claims:
-        lines.append(f"{indent}    rests on {claim.id} [{claim.verdict}] 「{claim.quote_zh}」")
+        lines.append(f"{indent}    {say(lang, 'rests_on')} {claim.id} [{term(lang, claim.verdict)}] 「{claim.quote_zh}」")
     if step.sources:
-        lines.append(f"{indent}    sources: {', '.join(step.sources)}")
+        lines.append(f"{indent}    {say(lang, 'sources')}{say(lang, 'colon')}{', '.join(step.sources)}")
     return lines
 
 
-def describe_strategy(option: Option) -> str:
+def describe_strategy(option: Option, lang: Lang = "en") -> str:
     """'data parallel 2, tensor parallel 1, ZeRO-1, activation checkpointing' — plain text."""
     s = option.strategy
-    parts = [f"data parallel {s.data_parallel}", f"tensor parallel {s.tensor_parallel}"]
+    parts = [say(lang, "data_parallel", n=s.data_parallel), say(lang, "tensor_parallel", n=s.tensor_parallel)]
     if s.pipeline_parallel > 1:
-        parts.append(f"pipeline parallel {s.pipeline_parallel}")
-    parts.append(f"ZeRO-{s.zero_stage}")
-    parts.append("activation checkpointing" if s.activation_checkpointing else "no recomputation")
+        parts.append(say(lang, "pipeline_parallel", n=s.pipeline_parallel))
+    parts.append(say(lang, "zero", n=s.zero_stage))
+    parts.append(say(lang, "checkpointing" if s.activation_checkpointing else "no_recomputation"))
     if s.offload != "none":
-        parts.append(f"offload {s.offload} to CPU")
+        parts.append(say(lang, "offload", what=s.offload))
     if s.nodes > 1:
-        parts.append(f"{s.nodes} nodes")
-    return ", ".join(parts)
+        parts.append(say(lang, "nodes", n=s.nodes))
+    return say(lang, "sep").join(parts)
 
 
-def render_answer(answer: Answer) -> str:
+def render_answer(answer: Answer, lang: Lang = "en") -> str:
     w = answer.workload
-    out = [f"gpukb {answer.kb_version} (kb {answer.kb_hash[:12]}) — {w.model}, {w.task}, {w.precision}"
-           + (f", {w.optimizer}" if w.optimizer else "")]
+    sep, colon = say(lang, "sep"), say(lang, "colon")
+    out = [f"gpukb {answer.kb_version} (kb {answer.kb_hash[:12]}) — {w.model}{sep}{term(lang, w.task)}{sep}{w.precision}"
+           + (f"{sep}{w.optimizer}" if w.optimizer else "")]
     m = answer.memory
-    out.append(f"One replica before sharding: weights {gb(m.weights)}, gradients {gb(m.gradients)}, optimizer "
-               f"{gb(m.optimizer)}, activations {gb(m.activations)}, KV cache {gb(m.kv_cache)}, overhead "
-               f"{gb(m.overhead)} = {gb(m.total)} (GB = 1e9 bytes).")
+    out.append(say(lang, "one_replica", weights=gb(m.weights), gradients=gb(m.gradients), optimizer=gb(m.optimizer),
+                   activations=gb(m.activations), kv_cache=gb(m.kv_cache), overhead=gb(m.overhead), total=gb(m.total)))
     for note in w.assumptions:
-        out.append(f"Assumption: {note}")
+        out.append(say(lang, "assumption", note=note))
     best = answer.best
     if best is None:
-        out.append("\nNo candidate GPU type can run this workload within the limits given.")
+        out.append("\n" + say(lang, "no_option"))
     else:
-        out.append(f"\nBest option: {best.count} x {best.gpu} — {describe_strategy(best)}; "
-                   f"{gb(best.per_gpu_bytes)} of {gb(best.usable_bytes)} usable per GPU.")
-        out.append("Why:")
+        out.append("\n" + say(lang, "best", count=best.count, gpu=best.gpu, strategy=describe_strategy(best, lang),
+                              per_gpu=gb(best.per_gpu_bytes), usable=gb(best.usable_bytes)))
+        out.append(say(lang, "why"))
         for step in best.trace:
-            out += render_step(step)
+            out += render_step(step, lang=lang)
     if answer.rejected:
-        out.append("\nWhy not:")
+        out.append("\n" + say(lang, "why_not"))
         for option in answer.rejected:
             reasons = [f for f in option.findings if f.severity == "error"] or option.findings
             for finding in reasons[:1]:
-                out.append(f"  {option.gpu}: {finding.message} [{finding.rule}]")
+                out.append(f"  {option.gpu}{colon}{finding.text(lang)} [{finding.rule}]")
     general = [f for f in answer.findings if f.gpu is None]
     if general:
-        out.append("\nFindings:")
-        out += [f"  {f.severity}: {f.message} [{f.rule}]" for f in general]
+        out.append("\n" + say(lang, "findings"))
+        out += [f"  {term(lang, f.severity)}{colon}{f.text(lang)} [{f.rule}]" for f in general]
     if answer.remedies:
-        out.append("\nRemedies:")
-        out += [f"  {r.title}: {r.effect} [{r.rule}]" for r in answer.remedies]
+        out.append("\n" + say(lang, "remedies"))
+        out += [f"  {r.heading(lang)}{colon}{r.effect_text(lang)} [{r.rule}]" for r in answer.remedies]
     return "\n".join(out)

@@ -20,11 +20,11 @@ import yaml
 
 from .answer import Answer, Option
 from .errors import EngineError, KBError, WorkloadError
+from .fmt import gb
 from .kb import KnowledgeBase
 from .loader import read_checkout
 from .scenarios import Scenario, ScenarioError
 from .scenarios import load_scenarios as site_scenarios
-from .units import gb
 
 SCENARIO_FILES = ("site/scenarios.yaml", "scenarios.yaml")
 MAX_LINES = 6  # per list in one scenario; the rest is counted

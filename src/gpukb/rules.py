@@ -59,11 +59,14 @@ class RuleTest(Strict):
 class Rule(Entry):
     stage: Stage
     title: str
+    title_zh: str = Field(default="", description="the title in Chinese (lint requires it: L101)")
     claims: list[Slug] = []
     sources: list[Slug] = []
     when: list[Pattern] = Field(min_length=1)
     then: list[Output] = Field(min_length=1)
     explain: str
+    explain_zh: str = Field(default="", description="the explain sentence in Chinese, with the same placeholders "
+                                                    "(lint requires it: L101)")
     tests: list[RuleTest] = []
 
 
@@ -161,12 +164,13 @@ def compile_rule(rule: Rule) -> tuple[CompiledRule | None, list[tuple[Loc, str, 
         available |= local
         outputs.append(CompiledOutput(out.kind, dict(out.set), tuple(computed), frozenset(out.let)))
 
-    try:
-        for name, _fmt in placeholders(rule.explain):
-            if name not in available and name not in aliases:
-                problems.append((("explain",), "R005", f"template names '{{{name}}}', which this rule does not have"))
-    except TemplateError as err:
-        problems.append((("explain",), "R005", str(err)))
+    for field, template in (("explain", rule.explain), ("explain_zh", rule.explain_zh)):
+        try:
+            for name, _fmt in placeholders(template):
+                if name not in available and name not in aliases:
+                    problems.append(((field,), "R005", f"template names '{{{name}}}', which this rule does not have"))
+        except TemplateError as err:
+            problems.append(((field,), "R005", str(err)))
 
     if problems:
         return None, problems
