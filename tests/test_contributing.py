@@ -8,7 +8,7 @@ from typer.testing import CliRunner
 import gpukb
 from gpukb.checks import check_dead_rules, check_deprecations
 from gpukb.cli import app
-from gpukb.describe import describe
+from gpukb.entry_text import describe_entry as describe
 from gpukb.lint import lint
 from kbfiles import edit_entry
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -75,7 +76,7 @@ class Remedy(BaseModel):
 
 
 class Option(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, ignored_types=(cached_property,))
     gpu: str
     count: int
     fits: bool
@@ -94,6 +95,11 @@ class Option(BaseModel):
     branch: str | None
     findings: list[Finding]
     trace: list[TraceStep]
+
+    @cached_property
+    def deciding_finding(self) -> Finding | None:
+        """For a rejected option, the finding that rejects it (the first error); else the first finding."""
+        return next((f for f in self.findings if f.severity == "error"), self.findings[0] if self.findings else None)
 
 
 class Answer(BaseModel):
@@ -114,7 +120,7 @@ class Answer(BaseModel):
 
     def explain(self, lang: Lang = "en") -> str:
         """The reasoning chain for the best option and why not the others, in English or Chinese (`"zh"`)."""
-        from .explain import render_answer
+        from .answer_text import render_answer
 
         return render_answer(self, lang)
 

@@ -21,6 +21,7 @@ import yaml
 from .answer import Answer, Option
 from .errors import EngineError, KBError, WorkloadError
 from .fmt import gb
+from .ids import split_versioned
 from .kb import KnowledgeBase
 from .loader import read_checkout
 from .scenarios import Scenario, ScenarioError
@@ -74,7 +75,7 @@ def _ask(kb: KnowledgeBase, workload: dict[str, Any]) -> Answer | str:
 
 
 def rule_id(key: str) -> str:
-    return key.rsplit("@", 1)[0]
+    return split_versioned(key)[0]
 
 
 def _round(value: Any) -> Any:

@@ -15,6 +15,7 @@ from pydantic import BeforeValidator, Field, WithJsonSchema
 
 from . import expr as ex
 from .facts import ALL_KINDS, ENGINE_KINDS, FINDING_KINDS, RULE_KINDS, SEVERITIES, fields_of
+from .ids import versioned
 from .schema import Entry, Slug, Strict
 from .template import TemplateError, placeholders
 
@@ -93,7 +94,7 @@ class CompiledRule:
 
     @cached_property
     def key(self) -> str:
-        return f"{self.rule.id}@{self.rule.version}"
+        return versioned(self.rule.id, self.rule.version)
 
     def durable_definition(self) -> dict[str, Any]:
         """durable-rules JSON: one `all` pattern per alias, each `kind == K and <if>`."""

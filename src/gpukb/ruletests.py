@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .errors import EngineError, Problem, WorkloadError
+from .ids import versioned
 from .kb import KnowledgeBase
 
 TOLERANCE = 0.005  # expected values match within 0.5%
@@ -13,7 +14,7 @@ def run_rule_tests(kb: KnowledgeBase) -> list[Problem]:
     for rule_id, rule in sorted(kb.rules.items()):
         if rule.status == "deprecated":
             continue
-        key = f"{rule.id}@{rule.version}"
+        key = versioned(rule.id, rule.version)
         for i, test in enumerate(rule.tests):
             file, line, col = kb.locate("rules", rule_id, ("tests", i))
 
