@@ -3,7 +3,6 @@
 import pytest
 
 from gpukb import planner
-from gpukb.expr import parse
 
 
 def _kv(kb, model, precision="fp16"):
@@ -50,14 +49,27 @@ def test_zero_paper_model_states_7_5b_on_64_gpus(zero_stage, expected_gb):
     assert states / 1e9 == pytest.approx(expected_gb, abs=0.05)
 
 
-def test_korthikanti_activation_formula_without_flash_attention():
-    """s·b·h·(34 + 5·a·s/h) bytes per layer; GPT-3 175B at s=2048, b=1: 5·a·s/h = 80."""
-    per_layer = parse("s * b * h * (34 + 5 * a * s / h)").evaluate({"s": 2048, "b": 1, "h": 12288, "a": 96})
-    assert per_layer == 2048 * 12288 * (34 + 80)
+def _activation_rule(kb, name: str):
+    (out,) = next(c for c in kb.compiled if c.rule.id == "req.activations.training").outputs
+    return dict(out.computed)[name]
+
+
+def test_korthikanti_activation_formula_without_flash_attention(kb):
+    """The rule in rules/requirements/ on GPT-3 175B at s=2048, b=1 without flash attention: Korthikanti
+    et al.'s s·b·h·(34 + 5·a·s/h) less the two dropout masks (1 + 1), as GPT-style models now train
+    without dropout: 32 + 5·96·2048/12288 = 32 + 80."""
+    w = {"seq_len": 2048, "micro_batch_size": 1, "hidden_size": 12288, "heads": 96, "kv_heads": 96,
+         "experts_per_token": 1, "mlp_matrices": 2, "intermediate_size": 4 * 12288, "flash_attention": False}
+    assert _activation_rule(kb, "per_layer").evaluate({"w": w}) == 2048 * 12288 * (32 + 80)
+    # grouped-query attention stores smaller K and V; a SwiGLU MLP stores four intermediate tensors
+    llama3 = {**w, "seq_len": 4096, "hidden_size": 4096, "heads": 32, "kv_heads": 8, "mlp_matrices": 3,
+              "intermediate_size": 14336, "flash_attention": True}
+    assert _activation_rule(kb, "per_layer").evaluate({"w": llama3}) == 4096 * 4096 * (12 + 1 + 8 * 3.5)
 
 
 def test_activation_checkpointing_keeps_layer_inputs(kb):
     answer = kb.ask({"model": "llama-2-7b", "task": "full_finetune", "activation_checkpointing": True,
                      "gpus": ["h200-sxm-141gb"]})
     s, h, layers, v = 4096, 4096, 32, 32000
-    assert answer.memory.activations == 2 * s * h * layers + 34 * s * h + 4 * s * v
+    # layer inputs, one layer recomputed (Llama 2: 12 + 4·32/32 + 8·11008/4096 = 37.5 s·h), fp32 logits
+    assert answer.memory.activations == 2 * s * h * layers + 37.5 * s * h + 4 * s * v

@@ -28,7 +28,8 @@ def test_the_repository_kb_loads(kb):
     manifest = (Path(__file__).resolve().parent.parent / "kb" / "manifest.yaml").read_text(encoding="utf-8")
     assert f"\nversion: {kb.version}\n" in manifest and kb.version.count(".") == 2
     assert {"h100-sxm-80gb", "rtx-4090-24gb", "mi300x-192gb"} <= set(kb.gpus)
-    assert kb.gpus["h100-sxm-80gb"].memory_bytes == 80e9
+    assert kb.gpus["h100-sxm-80gb"].memory == 80e9  # the datasheet's figure
+    assert kb.gpus["h100-sxm-80gb"].memory_bytes == 81559 * 2**20  # what the driver reports, used to plan
     assert kb.gpus["h100-sxm-80gb"].memory_bandwidth == 3.35e12
     assert kb.models["llama-3-8b"].params == 8_030_261_248
 
@@ -126,7 +127,7 @@ def test_template_with_format_tricks_is_rejected(checkout):
 
 def test_every_problem_is_reported_not_only_the_first(checkout):
     _edit(checkout / "kb/gpus/h100-sxm-80gb.yaml", "tdp: 700 W", "tdp: hot")
-    _edit(checkout / "kb/gpus/l4-24gb.yaml", "version: 1", "version: 0")
+    _edit(checkout / "kb/gpus/l4-24gb.yaml", "version: 2", "version: 0")
     _edit(checkout / "rules/requirements/kv-cache.yaml", "kind: kv_cache", "kind: kv_cash")
     problems = _problems(checkout)
     assert len(problems) == 3

@@ -40,8 +40,9 @@ def test_a_change_without_version_bumps_fails_then_passes_once_bumped(repo):
     codes = _codes(result)
     (entry,) = codes["V101"]
     assert entry.startswith("kb/gpus/h100-sxm-80gb.yaml:")
-    assert entry.endswith("V101 version: 'h100-sxm-80gb' changed since HEAD (notes) but its version is still 1: "
-                          "raise it to 2 (a patch change)")
+    v = gpukb.load_kb(repo).gpus["h100-sxm-80gb"].version
+    assert entry.endswith(f"V101 version: 'h100-sxm-80gb' changed since HEAD (notes) but its version is still {v}: "
+                          f"raise it to {v + 1} (a patch change)")
     (manifest,) = codes["V102"]
     want = bump(old, "patch")
     assert manifest.startswith("kb/manifest.yaml:")
@@ -49,7 +50,7 @@ def test_a_change_without_version_bumps_fails_then_passes_once_bumped(repo):
             f"so set version: {want} and add it to CHANGELOG.md") in manifest
     assert any(f"this calls for a patch bump of the KB version ({old} → {want})" in n for n in result.notes)
 
-    edit_entry(repo, "h100-sxm-80gb", lambda g: g.update(version=2))
+    edit_entry(repo, "h100-sxm-80gb", lambda g: g.update(version=v + 1))
     set_kb_version(repo, want)
     (changelog,) = _codes(lint(repo, base="HEAD"))["V103"]
     assert changelog == (f"CHANGELOG.md:1:1: V103 CHANGELOG.md has no entry for the KB version {want}: "
@@ -64,12 +65,13 @@ def test_a_change_without_version_bumps_fails_then_passes_once_bumped(repo):
 
 def test_a_patch_bump_is_not_enough_for_a_changed_number(repo):
     old = kb_version(repo)
-    edit_entry(repo, "h100-sxm-80gb", lambda g: g.update(memory="96 GB", version=2))
+    v = gpukb.load_kb(repo).gpus["h100-sxm-80gb"].version
+    edit_entry(repo, "h100-sxm-80gb", lambda g: g.update(memory="96 GB", version=v + 1))
     set_kb_version(repo, bump(old, "patch"))
     add_changelog(repo, bump(old, "patch"))
     (problem,) = _codes(lint(repo, base="HEAD"))["V102"]
     assert (f"{old} → {bump(old, 'patch')} is a patch bump, but this is a minor change "
-            f"(gpus:h100-sxm-80gb v1→v2: memory): set version: {bump(old, 'minor')} or later") in problem
+            f"(gpus:h100-sxm-80gb v{v}→v{v + 1}: memory): set version: {bump(old, 'minor')} or later") in problem
 
 
 def test_cli_lint_base_prints_annotations(repo):
@@ -105,7 +107,8 @@ def test_the_bump_each_change_calls_for(checkout, tmp_path):
     added = [c for c in changes().changes if c.change == "added"]
     assert [(c.label, c.level) for c in added] == [("gpus:l4-copy", "minor")]
     remove_entry(head_root, "l4-24gb")
-    assert changes().level == "major" and "gpus:l4-24gb removed (was v1)" in changes().reasons("major")
+    l4 = base.gpus["l4-24gb"].version
+    assert changes().level == "major" and f"gpus:l4-24gb removed (was v{l4})" in changes().reasons("major")
 
 
 def test_formatting_and_comments_alone_are_a_patch(checkout, tmp_path):

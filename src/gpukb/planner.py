@@ -27,7 +27,10 @@ PARTS: dict[str, ex.Expr] = {name: ex.parse(text) for name, text in {
     # Parameter offload (ZeRO-Infinity) keeps about two layers' weights resident for prefetching.
     "weights": "m.weights / w.layers * 2 / tp if offload == 'optimizer+params' "
                "else m.weights / (tp * pp) / (dp if zero_stage >= 3 else 1)",
-    "gradients": "m.gradients / (tp * pp) / (dp if zero_stage >= 2 else 1)",
+    # ZeRO-Offload (Ren et al. 2021) streams gradients to CPU memory as the backward pass makes them:
+    # about two layers' worth (the buckets in flight) stay on the GPU
+    "gradients": "m.gradients / w.layers * 2 / tp if offload != 'none' "
+                 "else m.gradients / (tp * pp) / (dp if zero_stage >= 2 else 1)",
     "optimizer": "0 if offload != 'none' else m.optimizer / (tp * pp) / (dp if zero_stage >= 1 else 1)",
     # Korthikanti et al. 2022: tensor + sequence parallelism divide activations by tp; with 1F1B
     # pipelining the first stage still holds pp micro-batches of L/pp layers, i.e. all L layers.
@@ -36,7 +39,10 @@ PARTS: dict[str, ex.Expr] = {name: ex.parse(text) for name, text in {
     "overhead": "m.overhead",
 }.items()}
 PER_GPU = ex.parse("weights + gradients + optimizer + activations + kv_cache + overhead")
-USABLE = ex.parse("g.memory_bytes * (1 - p.reserve_fraction)")
+# The runtime overhead (CUDA context, workspaces, NCCL buffers; counted in every plan's memory) lives
+# inside the reserve, as in vLLM's gpu_memory_utilization: the headroom is the larger of the two, not
+# their sum. So usable = capacity − reserve + the part of the overhead the reserve already holds.
+USABLE = ex.parse("g.memory_bytes * (1 - p.reserve_fraction) + min(p.runtime_overhead, g.memory_bytes * p.reserve_fraction)")
 NODE_SIZE = 8  # GPUs per server in the standard HGX/OAM and workstation builds; larger counts are whole nodes
 NO_LIMIT = 1_000_000
 SOURCES = ["rajbhandari-2020-zero", "korthikanti-2022-activation-recomputation", "narayanan-2021-megatron"]
@@ -147,6 +153,16 @@ def _fewest_training(menu: list[tuple[Strategy, float, float]], usable: float, l
     return None if best is None else Candidate(best[1], best[2], best[0], True)
 
 
+def _least_intrusive_at(menu: list[tuple[Strategy, float, float]], usable: float, count: int) -> Candidate | None:
+    """placement 'all': the first (least intrusive) strategy that fits on exactly `count` GPUs."""
+    for strategy, a, b in menu:
+        group = strategy.tp * strategy.pp
+        dp = count // group
+        if dp >= 1 and a + b / dp <= usable:
+            return Candidate(strategy, dp, dp * group, True)
+    return None
+
+
 def _inference_candidate(w: ResolvedWorkload, gpu: dict[str, Any], a: float, b: float, usable: float,
                          limit: int) -> Candidate | None:
     if a >= usable:
@@ -185,7 +201,8 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
         else:
             menu = cache.menu(w, gpu["scale_up_domain"], offloads, base)
             tried += [strategy for strategy, _, _ in menu]
-            best = _fewest_training(menu, usable, limit, zero_pinned=w.zero_stage is not None)
+            best = (_least_intrusive_at(menu, usable, limit) if w.placement == "all" else None) \
+                or _fewest_training(menu, usable, limit, zero_pinned=w.zero_stage is not None)
         if best:
             chosen = best
             break

@@ -21,7 +21,7 @@ POLICY_IDS = {"reserve_fraction": "reserve-fraction", "runtime_overhead": "runti
 # the default (the entry of this id, which lists none). They become fields of the gpu fact.
 GPU_POLICIES = {"utilisation": "mfu", "node_network_bandwidth": "node-network-bandwidth"}
 QUANTIZED = ("int8", "int4")  # weight-only formats: embeddings and the output layer stay in 16 bit
-KV_BYTES = {"fp32": 4.0}  # every other precision keeps the KV cache in 16-bit (weight-only quantization)
+KV_BYTES = {"fp32": 4.0, "fp8": 1.0, "int8": 1.0}  # by kv_cache_precision, else the weights' (fp32 only) or 16-bit
 QLORA_BASE = "nf4"
 # Which dense throughput a precision runs at, with fallbacks where a GPU lacks the native format.
 FLOPS_ORDER = {
@@ -105,6 +105,7 @@ def resolve(kb: KnowledgeBase, w: Workload) -> tuple[ResolvedWorkload, dict[str,
         task=w.task, precision=w.precision, optimizer=optimizer, seq_len=seq_len,
         micro_batch_size=w.micro_batch_size if training else 0, batch_size=w.batch_size if not training else 0,
         global_batch_size=w.global_batch_size, prompt_len=w.prompt_len, output_len=w.output_len,
+        kv_cache_precision=w.kv_cache_precision,
         placement=w.placement,
         activation_checkpointing=w.activation_checkpointing, lora_rank=w.lora_rank if w.task in ("lora", "qlora") else None,
         gpu_count=w.gpu_count, gpus=list(gpus), tokens=w.tokens, zero_stage=w.zero_stage,
@@ -148,7 +149,8 @@ def workload_fact(kb: KnowledgeBase, w: ResolvedWorkload) -> dict[str, Any]:
         "lora_rank": w.lora_rank or 0, "tokens": w.tokens or 0, "weight_bytes": weight_bytes,
         "grad_bytes": t.grad_bytes if (t and training) else 0.0, "master_bytes": t.master_bytes if (t and training) else 0.0,
         "optimizer_state_bytes": state, "adapter_weight_bytes": t.weight_bytes if t else dtype.bytes,
-        "kv_bytes": KV_BYTES.get(w.precision, 2.0), "activation_checkpointing": ckpt, "flash_attention": True,
+        "kv_bytes": KV_BYTES.get(w.kv_cache_precision or ("fp32" if w.precision == "fp32" else "bf16"), 2.0),
+        "activation_checkpointing": ckpt, "flash_attention": True,
         "gpu_count": w.gpu_count or 0, "dp_hint": min(w.gpu_count or 8, 8),
     }
 

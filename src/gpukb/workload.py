@@ -20,6 +20,7 @@ OptimizerId = Literal["adamw", "adamw_8bit", "sgd", "sgd_momentum", "adafactor"]
 Offload = Literal["none", "optimizer", "optimizer+params"]
 Placement = Literal["fewest", "all"]
 Mlp = Literal["gated", "standard"]
+KvPrecision = Literal["bf16", "fp16", "fp8", "int8"]
 TRAINING_TASKS = ("pretrain", "full_finetune", "lora", "qlora")
 MAX_PARAMS = 10**13  # 10 trillion: beyond any published dense or MoE model
 
@@ -66,6 +67,7 @@ class Workload(BaseModel):
                                           description="training: sequences per optimizer step (sets gradient accumulation)")
     batch_size: int = Field(default=1, gt=0, le=65536, description="inference concurrency")
     prompt_len: int | None = Field(default=None, gt=0, le=10_000_000, description="inference: prompt tokens per request")
+    kv_cache_precision: KvPrecision | None = Field(default=None, description="inference: KV-cache format (default 16-bit)")
     output_len: int | None = Field(default=None, gt=0, le=10_000_000, description="inference: output tokens per request")
     activation_checkpointing: bool | None = None
     lora_rank: int = Field(default=16, gt=0, le=65536)
@@ -93,7 +95,7 @@ class Workload(BaseModel):
                 raise ValueError(f"precision: {self.precision} is for inference only; for 4-bit fine-tuning use task 'qlora'")
             if "batch_size" in given:
                 raise ValueError("batch_size: inference concurrency; for training use micro_batch_size")
-            for name in ("prompt_len", "output_len"):
+            for name in ("prompt_len", "output_len", "kv_cache_precision"):
                 if name in given:
                     raise ValueError(f"{name}: only for inference; for training use seq_len")
             if self.global_batch_size is not None and self.global_batch_size % self.micro_batch_size:
@@ -142,6 +144,7 @@ class ResolvedWorkload(BaseModel):
     batch_size: int
     prompt_len: int | None
     output_len: int | None
+    kv_cache_precision: KvPrecision | None
     activation_checkpointing: bool | None
     lora_rank: int | None
     gpu_count: int | None
