@@ -101,8 +101,8 @@ def test_offload_only_when_nothing_else_fits_and_marked(kb):
     answer = kb.ask({"model": "llama-2-13b", "task": "full_finetune", "gpus": ["rtx-4090-24gb"], "gpu_count": 4})
     (option,) = answer.options
     assert option.strategy.offload != "none"
-    offload = kb.rules["bottleneck.capacity.offload-only"]
-    assert any(f.rule == f"{offload.id}@{offload.version}" for f in option.findings)
+    offload_only = kb.rules["bottleneck.capacity.offload-only"]
+    assert any(f.rule == f"{offload_only.id}@{offload_only.version}" for f in option.findings)
     roomy = kb.ask({"model": "llama-2-13b", "task": "full_finetune", "gpus": ["rtx-4090-24gb"]})
     assert roomy.options[0].strategy.offload == "none"
 

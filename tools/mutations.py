@@ -74,7 +74,7 @@ MUTATIONS = [
     Mutation("decode-full-bandwidth", "kb/policies/policies.yaml", "  value: 0.69\n", "  value: 1.0\n",
              (RULE_TESTS, "tests/test_ask.py", "tests/test_performance.py")),
     Mutation("rule-kv-cache-one-of-k-and-v", "rules/requirements/kv-cache.yaml",
-             "per_token: 2 * w.layers", "per_token: w.layers", (RULE_TESTS,)),
+             "else 2 * w.kv_heads * w.head_dim", "else w.kv_heads * w.head_dim", (RULE_TESTS,)),
     Mutation("rule-memory-without-overhead", "rules/requirements/memory-full.yaml",
              "overhead: p.runtime_overhead", "overhead: 0", (RULE_TESTS,)),
     Mutation("rule-tests-strings-unchecked", "src/gpukb/ruletests.py", "            if value != expected:",

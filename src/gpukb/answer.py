@@ -6,12 +6,13 @@ other and with the knowledge base's caches, so none may be changed through one a
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
+from .fmt import Lang, gb
 from .trace import Collector, TraceStep
-from .units import gb
 from .workload import ResolvedWorkload
 
 MEMORY_PARTS = ("weights", "gradients", "optimizer", "activations", "kv_cache", "overhead")
@@ -41,6 +42,8 @@ class Strategy(BaseModel):
     nodes: int
 
 
+# Fields marked exclude=True are the second language and the titles of rules: they are read by
+# `explain(lang=...)` and the command line, and kept out of the JSON, whose shape is a contract.
 class Finding(BaseModel):
     model_config = ConfigDict(frozen=True)
     kind: str
@@ -49,6 +52,12 @@ class Finding(BaseModel):
     rule: str
     claims: tuple[str, ...]
     gpu: str | None = None
+    title: str = Field(default="", exclude=True)
+    title_zh: str = Field(default="", exclude=True)
+    message_zh: str = Field(default="", exclude=True)
+
+    def text(self, lang: Lang = "en") -> str:
+        return (self.message_zh or self.message) if lang == "zh" else self.message
 
 
 class Remedy(BaseModel):
@@ -60,10 +69,18 @@ class Remedy(BaseModel):
     rule: str
     claims: tuple[str, ...]
     gpu: str | None = None
+    title_zh: str = Field(default="", exclude=True)
+    effect_zh: str = Field(default="", exclude=True)
+
+    def heading(self, lang: Lang = "en") -> str:
+        return (self.title_zh or self.title) if lang == "zh" else self.title
+
+    def effect_text(self, lang: Lang = "en") -> str:
+        return (self.effect_zh or self.effect) if lang == "zh" else self.effect
 
 
 class Option(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, ignored_types=(cached_property,))
     gpu: str
     count: int
     fits: bool
@@ -83,6 +100,11 @@ class Option(BaseModel):
     findings: tuple[Finding, ...]
     trace: tuple[TraceStep, ...]
 
+    @cached_property
+    def deciding_finding(self) -> Finding | None:
+        """For a rejected option, the finding that rejects it (the first error); else the first finding."""
+        return next((f for f in self.findings if f.severity == "error"), self.findings[0] if self.findings else None)
+
 
 class Answer(BaseModel):
     model_config = ConfigDict(frozen=True)
@@ -100,10 +122,11 @@ class Answer(BaseModel):
     def best(self) -> Option | None:
         return self.options[0] if self.options else None
 
-    def explain(self) -> str:
-        from .explain import render_answer
+    def explain(self, lang: Lang = "en") -> str:
+        """The reasoning chain for the best option and why not the others, in English or Chinese (`"zh"`)."""
+        from .answer_text import render_answer
 
-        return render_answer(self)
+        return render_answer(self, lang)
 
 
 def _memory(fields: dict[str, Any], total: float | None = None) -> Memory:
@@ -115,7 +138,8 @@ def _finding(c: Collector, fact: dict[str, Any]) -> Finding:
     step = c.step_of(fact)
     assert step is not None
     return Finding(kind=fact["finding"], severity=fact["severity"], message=step.sentence, rule=step.rule,
-                   claims=[cl.id for cl in step.claims], gpu=fact.get("gpu") or None)
+                   claims=[cl.id for cl in step.claims], gpu=fact.get("gpu") or None,
+                   title=step.title, title_zh=step.title_zh, message_zh=step.sentence_zh)
 
 
 class _Lineage:
@@ -157,12 +181,15 @@ def _remedy(c: Collector, fact: dict[str, Any]) -> Remedy:
     step = c.step_of(fact)
     assert step is not None
     if fact.get("efficiency_after") is not None:
-        effect = (f"scaling efficiency {fact['efficiency_before']:.0%} → {fact['efficiency_after']:.0%}"
-                  + (f" on {fact['gpu']}" if fact.get("gpu") else ""))
+        change = f"{fact['efficiency_before']:.0%} → {fact['efficiency_after']:.0%}"
+        effect = f"scaling efficiency {change}" + (f" on {fact['gpu']}" if fact.get("gpu") else "")
+        effect_zh = (f"{fact['gpu']} 上" if fact.get("gpu") else "") + f"扩展效率 {change}"
     else:
         effect = f"saves about {gb(fact.get('effect_bytes', 0))}"
+        effect_zh = f"约节省 {gb(fact.get('effect_bytes', 0))}"
     return Remedy(id=fact["remedy"], title=fact["title"], effect=effect, effect_bytes=round(fact.get("effect_bytes", 0)),
-                  rule=step.rule, claims=[cl.id for cl in step.claims], gpu=fact.get("gpu") or None)
+                  rule=step.rule, claims=[cl.id for cl in step.claims], gpu=fact.get("gpu") or None,
+                  title_zh=fact.get("title_zh", ""), effect_zh=effect_zh)
 
 
 DEFAULT_TIER = 1  # options no decision-tree branch prefers; a preferred option has tier 0

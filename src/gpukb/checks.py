@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import itertools
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +30,7 @@ from .facts import ENGINE_KINDS, FINDING_KINDS, SEVERITIES
 from .kb import KnowledgeBase
 from .rules import CompiledRule, Pattern
 from .schema import Gpu, Slug
+from .template import TemplateError, placeholders
 from .workload import Offload, OptimizerId, Precision, Task
 from .yamlpos import Loc, load_located
 
@@ -469,6 +471,47 @@ def check_deprecations(kb: KnowledgeBase, allow: Allowances | None = None) -> li
     return problems
 
 
+# --- L101: both languages ----------------------------------------------------------------------
+
+_HAN = re.compile(r"[\u4e00-\u9fff]")
+
+
+def _names(template: str) -> set[str]:
+    try:
+        return {name for name, _ in placeholders(template)}
+    except TemplateError:  # reported as R005 when the rule loads
+        return set()
+
+
+def _missing(text: str, chinese: bool) -> bool:
+    return not text.strip() or (chinese and not _HAN.search(text))
+
+
+def check_languages(kb: KnowledgeBase, allow: Allowances | None = None) -> list[Problem]:
+    """L101: every claim has a title in English and Chinese and its reason in Chinese; every rule its title
+    and explanation in Chinese (with the same placeholders as the English one); every remedy a Chinese title."""
+    problems = []
+    for claim_id, claim in sorted(kb.claims.items()):
+        for name, near, chinese in (("title", "text_en", False), ("title_zh", "text_en", True),
+                                    ("reason_zh", "reason", True)):
+            if _missing(getattr(claim, name), chinese):
+                problems.append(_at(kb, "claims", claim_id, (near,), "L101",
+                                    f"claim '{claim_id}' needs {name}" + (" in Chinese" if chinese else "")))
+    for rule_id, rule in sorted(kb.rules.items()):
+        for name, near in (("title_zh", "title"), ("explain_zh", "explain")):
+            if _missing(getattr(rule, name), True):
+                problems.append(_at(kb, "rules", rule_id, (near,), "L101", f"rule '{rule_id}' needs {name} in Chinese"))
+        if rule.explain_zh and _names(rule.explain_zh) != _names(rule.explain):
+            differ = sorted(_names(rule.explain) ^ _names(rule.explain_zh))
+            problems.append(_at(kb, "rules", rule_id, ("explain",), "L101",
+                                f"explain and explain_zh must show the same values; they differ in {', '.join(differ)}"))
+        for j, out in enumerate(rule.then):
+            if out.kind == "remedy" and _missing(str(out.set.get("title_zh", "")), True):
+                problems.append(_at(kb, "rules", rule_id, ("then", j, "set"), "L101",
+                                    f"rule '{rule_id}': a remedy needs title_zh, its title in Chinese"))
+    return problems
+
+
 # --- M001 / M002: measurements ----------------------------------------------------------------
 
 
@@ -500,7 +543,8 @@ def check_measurements(kb: KnowledgeBase, allow: Allowances | None = None) -> li
 
 
 # Every static check, one signature each: (kb, allowances) -> problems.
-CHECKS = (check_dead_rules, check_cycles, check_uncited_claims, check_sources, check_deprecations, check_measurements)
+CHECKS = (check_dead_rules, check_cycles, check_uncited_claims, check_sources, check_deprecations, check_measurements,
+          check_languages)
 
 
 def check_all(kb: KnowledgeBase, allow: Allowances | None = None) -> list[Problem]:

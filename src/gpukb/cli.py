@@ -10,18 +10,20 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich import box
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from . import load_kb
 from .errors import BaseRevisionError, EngineError, KBError, Problem, WorkloadError
+from .fmt import Lang, duration, gb
 from .terminal import clean
-from .units import gb
+from .words import term
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Which GPUs an LLM workload needs, what will hold it back, and what to do — with a trace.")
-out = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 160)
+out = Console(soft_wrap=True)  # the terminal's width; 80 columns (or $COLUMNS) when piped
 err = Console(stderr=True, soft_wrap=True)
 
 
@@ -54,6 +56,11 @@ class Offload(StrEnum):
     none = "none"
     optimizer = "optimizer"
     optimizer_params = "optimizer+params"
+
+
+class Language(StrEnum):
+    en = "en"
+    zh = "zh"
 
 
 class Format(StrEnum):
@@ -102,6 +109,7 @@ def ask(
     offload: Annotated[Offload | None, typer.Option()] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the whole Answer as JSON")] = False,
     explain: Annotated[bool, typer.Option("--explain", help="print the full reasoning chain")] = False,
+    lang: Annotated[Language, typer.Option(help="language of the text: en or zh (JSON is always English)")] = Language.en,
     root: Annotated[Path | None, typer.Option(help="a checkout holding kb/ and rules/")] = None,
 ) -> None:
     """Place a workload on GPUs: memory breakdown, options, rejected GPUs, findings, remedies."""
@@ -125,73 +133,105 @@ def ask(
         sys.stdout.write(answer.model_dump_json(indent=2) + "\n")
         return
     if explain:
-        out.print(clean(answer.explain()), markup=False, highlight=False)
+        out.print(clean(answer.explain(lang.value)), markup=False, highlight=False)
         return
-    _print_answer(answer)
+    _print_answer(answer, lang.value)
 
 
-def _print_answer(answer: Any) -> None:
+def _print_answer(answer: Any, lang: Lang) -> None:
+    """The answer as tables that fit 80 columns: ids are never cut, empty columns are left out."""
+    from .answer_text import strategy_tag
+
     w, m = answer.workload, answer.memory
     out.print(Text(clean(w.model), style="bold") + Text(clean(
         f" · {w.task} · {w.precision}" + (f" · {w.optimizer}" if w.optimizer else "")
         + f" · seq {w.seq_len}   (kb {answer.kb_version})")))
-    memory = Table(title="One replica, before sharding (GB = 1e9 bytes)")
-    for name in ("weights", "gradients", "optimizer", "activations", "kv_cache", "overhead", "total"):
-        memory.add_column(name, justify="right")
-    memory.add_row(*(gb(getattr(m, n)) for n in ("weights", "gradients", "optimizer", "activations", "kv_cache",
-                                                   "overhead", "total")))
+    parts = ("weights", "gradients", "optimizer", "activations", "kv_cache", "overhead", "total")
+    memory = Table(title="One replica, before sharding (GB = 1e9 bytes)", box=box.SIMPLE_HEAD, padding=(0, 1))
+    headers = ("weights", "grads", "optimizer", "activations", "KV cache", "overhead", "total")
+    for header in headers:
+        memory.add_column(header, justify="right", no_wrap=True)
+    memory.add_row(*(gb(getattr(m, n)) for n in parts))
     out.print(memory)
-    options = Table(title="Options, best first (decision-tree branch first, then effective tokens/s)")
-    for col in ("GPU", "count", "per GPU", "usable", "strategy", "tokens/s", "time to train", "branch"):
-        options.add_column(col, justify="left" if col in ("GPU", "strategy", "branch") else "right")
-    for o in answer.options:
-        s = o.strategy
-        strategy = f"dp{s.data_parallel} tp{s.tensor_parallel} pp{s.pipeline_parallel} ZeRO-{s.zero_stage}"
-        strategy += " +ckpt" if s.activation_checkpointing else ""
-        strategy += f" offload:{s.offload}" if s.offload != "none" else ""
-        ttt = f"{o.time_to_train_s / 86400:,.1f} d" if o.time_to_train_s else "—"
-        options.add_row(*map(_cell, (o.gpu, o.count, gb(o.per_gpu_bytes), gb(o.usable_bytes), strategy,
-                                     f"{o.tokens_per_s:,.0f}" if o.tokens_per_s else "—", ttt, o.branch or "")))
-    out.print(options)
+    options = answer.options
+    picked = sorted({o.branch for o in options if o.branch})
+    columns: list[tuple[str, str, list[str]]] = [
+        ("GPU", "left", [o.gpu for o in options]),
+        ("GPUs", "right", [str(o.count) for o in options]),
+        ("GB/GPU used/usable", "right", [f"{o.per_gpu_bytes / 1e9:,.1f}/{o.usable_bytes / 1e9:,.1f}" for o in options]),
+        ("strategy", "left", [strategy_tag(o) for o in options]),
+        ("tokens/s", "right", [f"{o.tokens_per_s:,.0f}" if o.tokens_per_s else "—" for o in options]),
+        ("time to train", "right", [duration(o.time_to_train_s) if o.time_to_train_s else "" for o in options]),
+        ("pick", "center", ["*" if o.branch else "" for o in options]),
+    ]
+    columns = [c for c in columns if any(c[2])]  # a column that carries nothing is left out
+    table = Table(title="Options, best first", box=box.SIMPLE_HEAD, padding=(0, 1))
+    for header, justify, _ in columns:
+        wraps = header == "strategy"  # ids and numbers never wrap or get cut; the strategy folds
+        table.add_column(header, justify=justify, no_wrap=not wraps, overflow="fold" if wraps else "ellipsis")  # type: ignore[arg-type]
+    for row in zip(*(cells for _, _, cells in columns), strict=True):
+        table.add_row(*map(_cell, row))
+    out.print(table)
+    if picked:
+        out.print(f"* the article's pick: its decision tree ({', '.join(picked)}) prefers these GPUs, so they rank "
+                  "first; the rest follow by effective tokens/s", markup=False, highlight=False, soft_wrap=False)
     if answer.rejected:
-        rejected = Table(title="Rejected")
-        rejected.add_column("GPU")
+        rejected = Table(title="Rejected", box=box.SIMPLE_HEAD, padding=(0, 1))
+        rejected.add_column("GPU", no_wrap=True)
         rejected.add_column("why")
         for o in answer.rejected:
-            reason = next((f for f in o.findings if f.severity == "error"), None)
-            rejected.add_row(_cell(o.gpu), _cell(f"{reason.message} [{reason.rule}]" if reason else ""))
+            reason = o.deciding_finding
+            rejected.add_row(_cell(o.gpu), _cell(f"{reason.text(lang)} [{reason.rule}]" if reason else ""))
         out.print(rejected)
     best = answer.best
     shown = [f for f in answer.findings if f.gpu is None or (best and f.gpu == best.gpu)]
     if shown:
         out.print("[bold]Findings[/]")
         for f in shown:
-            out.print(clean(f"  {f.severity}: {f.message} [{f.rule}]"), markup=False, highlight=False)
+            out.print(clean(f"  {term(lang, f.severity)}: {f.text(lang)} [{f.rule}]"), markup=False, highlight=False)
     if answer.remedies:
         out.print("[bold]Remedies[/]")
         for r in answer.remedies:
-            out.print(clean(f"  {r.title}: {r.effect} [{r.rule}]"), markup=False, highlight=False)
+            out.print(clean(f"  {r.heading(lang)}: {r.effect_text(lang)} [{r.rule}]"), markup=False, highlight=False)
     out.print("Run with --explain for the full trace, --json for everything.")
 
 
 @app.command("explain")
 def explain_entry(
-    entry_id: Annotated[str, typer.Argument(metavar="ID", help="a rule, claim, GPU, model or source id")],
+    entry_ids: Annotated[list[str], typer.Argument(
+        metavar="ID...", help="rule, claim, GPU, model or source ids; `id@version` as a trace cites it is fine")],
     root: Annotated[Path | None, typer.Option(help="a checkout holding kb/ and rules/")] = None,
 ) -> None:
-    """Show a knowledge-base entry and where it comes from."""
-    from .describe import describe
+    """Show knowledge-base entries and where they come from, as readable YAML."""
+    from .entry_text import describe_entry
+    from .ids import near_ids, split_versioned
 
     try:
         kb = load_kb(root)
     except KBError as error:
         _fail_kb(error)
-    text = describe(kb, entry_id)
-    if text is None:
-        err.print(clean(f"error: no rule, claim, GPU, model or source has the id '{entry_id}'"), markup=False,
-                  highlight=False)
+    texts, unknown = [], False
+    for wanted in entry_ids:
+        entry_id, version = split_versioned(wanted)
+        text = describe_entry(kb, entry_id)
+        if text is None:
+            unknown = True
+            catalog = ("gpus", "models", "rules", "claims")  # what people look up most, suggested first
+            entries = sorted(kb.entries(), key=lambda e: catalog.index(e[0].name) if e[0].name in catalog else 9)
+            near = near_ids(entry_id, (entry_id for _, entry_id, _ in entries))
+            hint = f"; did you mean {', '.join(near)}?" if near else ""
+            err.print(clean(f"error: no rule, claim, GPU, model or source has the id '{entry_id}'{hint}"),
+                      markup=False, highlight=False)
+            continue
+        found = kb.lookup(entry_id)
+        if version is not None and found is not None and found[1].version != version:
+            text += (f"\n# note: you asked for v{version}; this knowledge base has v{found[1].version} "
+                     f"(`gpukb impact --base REV` shows what changed)")
+        texts.append(text)
+    if texts:
+        out.print(clean("\n---\n".join(texts)), markup=False, highlight=False)
+    if unknown:
         raise typer.Exit(2)
-    out.print(clean(text), markup=False, highlight=False)
 
 
 @app.command()

@@ -71,6 +71,9 @@ CODES: dict[str, Code] = {
                  "lint"),
     "T001": Code("a rule's test failed: it did (not) fire, or computed another value", "lint"),
     "A101": Code("`kb/lint.yaml` is invalid, allows a code that cannot be allowed, or allows the same thing twice", "lint"),
+    "L101": Code("an entry lacks one of its two languages: a claim's `title`, `title_zh` or `reason_zh`, a rule's "
+                 "`title_zh` or `explain_zh` (which must show the same values as `explain`), a remedy's `title_zh`",
+                 "lint"),
     "W101": Code("warning: a claim is cited by no rule and no policy, so no answer rests on it",
                  "lint", severity="warning", allowable=True),
     "W102": Code("warning: an allowance in `kb/lint.yaml` matches no problem", "lint", severity="warning"),

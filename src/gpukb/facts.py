@@ -50,7 +50,7 @@ RULE_KINDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "finding": (frozenset({"finding", "severity"}),
                 frozenset({"finding", "severity", "gpu", "rejects", "value", "limit"})),
     "remedy": (frozenset({"remedy", "title"}),
-               frozenset({"remedy", "title", "effect_bytes", "efficiency_before", "efficiency_after", "gpu"})),
+               frozenset({"remedy", "title", "title_zh", "effect_bytes", "efficiency_before", "efficiency_after", "gpu"})),
     # communication per training step against its compute (the "communication wall")
     "comm": (frozenset({"gpu", "comm_time_s", "compute_time_s", "efficiency"}),
              frozenset({"gpu", "dp_bytes", "tp_bytes", "offload_bytes", "link_bandwidth", "tp_bandwidth", "comm_time_s",

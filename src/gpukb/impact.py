@@ -20,11 +20,12 @@ import yaml
 
 from .answer import Answer, Option
 from .errors import EngineError, KBError, WorkloadError
+from .fmt import gb
+from .ids import split_versioned
 from .kb import KnowledgeBase
 from .loader import read_checkout
 from .scenarios import Scenario, ScenarioError
 from .scenarios import load_scenarios as site_scenarios
-from .units import gb
 
 SCENARIO_FILES = ("site/scenarios.yaml", "scenarios.yaml")
 MAX_LINES = 6  # per list in one scenario; the rest is counted
@@ -74,7 +75,7 @@ def _ask(kb: KnowledgeBase, workload: dict[str, Any]) -> Answer | str:
 
 
 def rule_id(key: str) -> str:
-    return key.rsplit("@", 1)[0]
+    return split_versioned(key)[0]
 
 
 def _round(value: Any) -> Any:

@@ -53,5 +53,7 @@ def _fleet(c: Collector, plans: list[dict[str, Any]]) -> dict[str, Any]:
         claims=[], sources=[],
         sentence=f"{fields['fitting']} of {fields['candidates']} GPU types can hold the workload; the largest "
                  f"single GPU ({largest['gpu']}) has {largest['usable_bytes'] / 1e9:,.1f} GB usable.",
-        outputs=[("fleet", fields)])
+        outputs=[("fleet", fields)], title_zh="候选 GPU 型号汇总",
+        sentence_zh=f"{fields['candidates']} 种 GPU 型号中有 {fields['fitting']} 种能容纳该工作负载；单卡最大的"
+                    f"（{largest['gpu']}）可用 {largest['usable_bytes'] / 1e9:,.1f} GB。")
     return fact

@@ -237,11 +237,20 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
     if not fits:
         sentence += (f" This is the closest of {len(tried)} strategies within gpu_count {limit}." if w.gpu_count else
                      " Memory that no sharding divides (activations of one micro-batch, runtime overhead) alone exceeds it.")
+    sentence_zh = (f"{gpu['gpu']}：{chosen.count} 块 GPU（dp={chosen.dp}、tp={s.tp}、pp={s.pp}、"
+                   f"ZeRO-{fields['zero_stage']}、激活重计算{'开' if s.checkpointing else '关'}、卸载 {s.offload}），"
+                   f"每块 GPU 需要 {per_gpu / 1e9:,.1f} GB，可用 {usable / 1e9:,.1f} GB"
+                   f"（{gpu['memory_bytes'] / 1e9:,.0f} GB 减去 {policy['reserve_fraction']:.0%} 的预留）："
+                   f"{'放得下' if fits else '放不下'}。")
+    if not fits:
+        sentence_zh += (f"这是 gpu_count {limit} 以内 {len(tried)} 种策略中最接近的一种。" if w.gpu_count else
+                        "任何切分都分不掉的显存（一个微批次的激活值、运行时开销）本身就已超出。")
     (plan,) = collector.record(
         rule="planner.fewest-gpus@1", stage="requirements",
         title="Fewest GPUs that hold one replica, least intrusive strategy first",
         inputs={"m": memory, "g": gpu, "w": wfact, "p": policy}, values=values, claims=CLAIMS, sources=SOURCES,
-        sentence=sentence, outputs=[("plan", fields)])
+        sentence=sentence, outputs=[("plan", fields)],
+        title_zh="能放下一个副本的最少 GPU 数，先试侵入性最小的策略", sentence_zh=sentence_zh)
     return plan
 
 

@@ -15,6 +15,7 @@ from pydantic import BeforeValidator, Field, WithJsonSchema
 
 from . import expr as ex
 from .facts import ALL_KINDS, ENGINE_KINDS, FINDING_KINDS, RULE_KINDS, SEVERITIES, fields_of
+from .ids import versioned
 from .schema import Entry, Slug, Strict
 from .template import TemplateError, placeholders
 
@@ -60,11 +61,14 @@ class RuleTest(Strict):
 class Rule(Entry):
     stage: Stage
     title: str
+    title_zh: str = Field(default="", description="the title in Chinese (lint requires it: L101)")
     claims: list[Slug] = []
     sources: list[Slug] = []
     when: list[Pattern] = Field(min_length=1)
     then: list[Output] = Field(min_length=1)
     explain: str
+    explain_zh: str = Field(default="", description="the explain sentence in Chinese, with the same placeholders "
+                                                    "(lint requires it: L101)")
     tests: list[RuleTest] = []
 
 
@@ -91,7 +95,7 @@ class CompiledRule:
 
     @cached_property
     def key(self) -> str:
-        return f"{self.rule.id}@{self.rule.version}"
+        return versioned(self.rule.id, self.rule.version)
 
     def durable_definition(self) -> dict[str, Any]:
         """durable-rules JSON: one `all` pattern per alias, each `kind == K and <if>`."""
@@ -162,12 +166,13 @@ def compile_rule(rule: Rule) -> tuple[CompiledRule | None, list[tuple[Loc, str, 
         available |= local
         outputs.append(CompiledOutput(out.kind, dict(out.set), tuple(computed), frozenset(out.let)))
 
-    try:
-        for name, _fmt in placeholders(rule.explain):
-            if name not in available and name not in aliases:
-                problems.append((("explain",), "R005", f"template names '{{{name}}}', which this rule does not have"))
-    except TemplateError as err:
-        problems.append((("explain",), "R005", str(err)))
+    for field, template in (("explain", rule.explain), ("explain_zh", rule.explain_zh)):
+        try:
+            for name, _fmt in placeholders(template):
+                if name not in available and name not in aliases:
+                    problems.append(((field,), "R005", f"template names '{{{name}}}', which this rule does not have"))
+        except TemplateError as err:
+            problems.append(((field,), "R005", str(err)))
 
     if problems:
         return None, problems

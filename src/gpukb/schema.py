@@ -61,8 +61,11 @@ class Claim(Entry):
     kind: Literal["quantitative", "qualitative", "recommendation"]
     quote_zh: str = Field(min_length=2)
     text_en: str
+    title: str = Field(default="", description="a short human title in English (lint requires it: L101)")
+    title_zh: str = Field(default="", description="the same title in Chinese (lint requires it: L101)")
     verdict: Literal["supported", "qualified", "contradicted", "unverifiable"]
     reason: str
+    reason_zh: str = Field(default="", description="the reason in Chinese (lint requires it: L101)")
     evidence: list[Slug] = Field(min_length=1)
 
 

@@ -12,35 +12,28 @@ from collections.abc import Callable, Mapping
 from functools import lru_cache
 from typing import Any
 
-from .units import fmt_bandwidth, fmt_flops, gb, gib
+from . import fmt
+from .fmt import Lang
 
 FORMATS: dict[str, Callable[[Any], str]] = {
-    "GB": gb,
-    "GiB": gib,
-    "TB/s": fmt_bandwidth,
-    "TFLOPS": fmt_flops,
-    "pct": lambda v: f"{100 * v:.0f}%",
-    "x": lambda v: f"{v:.2f}×",
-    "int": lambda v: f"{round(v):,}",
+    "GB": fmt.gb,
+    "GiB": fmt.gib,
+    "TB/s": fmt.bandwidth,
+    "TFLOPS": fmt.flops,
+    "pct": fmt.pct,
+    "x": fmt.ratio,
+    "int": fmt.integer,
     "f1": lambda v: f"{v:,.1f}",
     "f2": lambda v: f"{v:,.2f}",
-    "s": lambda v: _duration(v),
+    "s": fmt.duration,
 }
+# formats whose words depend on the language of the sentence
+_LOCAL: dict[Lang, dict[str, Callable[[Any], str]]] = {"en": {}, "zh": {"s": lambda v: fmt.duration(v, "zh")}}
 _PLACEHOLDER = re.compile(r"\{([A-Za-z][A-Za-z0-9_]*(?:\.[A-Za-z][A-Za-z0-9_]*)?)(?:\|([A-Za-z0-9/]+))?\}")
 
 
 class TemplateError(ValueError):
     pass
-
-
-def _duration(seconds: float) -> str:
-    if seconds >= 86400:
-        return f"{seconds / 86400:,.1f} days"
-    if seconds >= 3600:
-        return f"{seconds / 3600:,.1f} h"
-    if seconds >= 1:
-        return f"{seconds:,.1f} s"
-    return f"{seconds * 1e3:,.2f} ms"
 
 
 def placeholders(template: str) -> list[tuple[str, str | None]]:
@@ -49,33 +42,29 @@ def placeholders(template: str) -> list[tuple[str, str | None]]:
     if "{" in stripped or "}" in stripped:
         raise TemplateError("braces must enclose a name like {alias.field} or {name|GB}")
     found = [(m[1], m[2]) for m in _PLACEHOLDER.finditer(template)]
-    for _, fmt in found:
-        if fmt is not None and fmt not in FORMATS:
-            raise TemplateError(f"unknown format '{fmt}'; use one of {', '.join(FORMATS)}")
+    for _, name in found:
+        if name is not None and name not in FORMATS:
+            raise TemplateError(f"unknown format '{name}'; use one of {', '.join(FORMATS)}")
     return found
 
 
-def _show(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:,.4g}"
-    return str(value)
-
-
 @lru_cache(maxsize=1024)
-def _parts(template: str) -> tuple[tuple[str, str, str, Callable[[Any], str]], ...]:
-    """(literal text before, head, tail, formatter) for each placeholder, then the trailing text."""
+def _parts(template: str) -> tuple[tuple[str, str, str, str], ...]:
+    """(literal text before, head, tail, format name) for each placeholder, then the trailing text."""
     parts, last = [], 0
     for match in _PLACEHOLDER.finditer(template):
         head, _, tail = match[1].partition(".")
-        parts.append((template[last:match.start()], head, tail, FORMATS[match[2]] if match[2] else _show))
+        parts.append((template[last:match.start()], head, tail, match[2] or ""))
         last = match.end()
-    parts.append((template[last:], "", "", _show))
+    parts.append((template[last:], "", "", ""))
     return tuple(parts)
 
 
-def render(template: str, env: Mapping[str, Any]) -> str:
+def render(template: str, env: Mapping[str, Any], lang: Lang = "en") -> str:
+    """Fill a checked template from `env` (facts are dicts); `lang` picks the words of formats such as `s`."""
     out = []
-    for text, head, tail, show in _parts(template):
+    local = _LOCAL[lang]
+    for text, head, tail, name in _parts(template):
         out.append(text)
         if not head:
             continue
@@ -84,5 +73,6 @@ def render(template: str, env: Mapping[str, Any]) -> str:
             value = value.get(tail) if isinstance(value, dict) else None
         if value is None:
             raise TemplateError(f"no value for {{{head}{'.' + tail if tail else ''}}}")
+        show = local.get(name) or FORMATS.get(name, fmt.plain)
         out.append(show(value))
     return "".join(out)

@@ -8,8 +8,9 @@ expressions that computed them, the claims it rests on, and a rendered sentence.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
+from pydantic import Field
 from typing_extensions import TypedDict  # pydantic needs this TypedDict before Python 3.12
 
 from .errors import EngineError
@@ -58,6 +59,9 @@ class TraceStep:
     sources: tuple[str, ...]
     sentence: str
     produced: list[str]
+    # Chinese renderings for `explain(lang="zh")`; kept out of the JSON, which stays English
+    title_zh: Annotated[str, Field(exclude=True)] = ""
+    sentence_zh: Annotated[str, Field(exclude=True)] = ""
 
 
 def label(fact: dict[str, Any]) -> str:
@@ -107,7 +111,8 @@ class Collector:
 
     def record(self, *, rule: str, stage: str, title: str, inputs: dict[str, dict[str, Any]],
                values: list[Value], claims: list[str], sources: list[str], sentence: str,
-               outputs: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
+               outputs: list[tuple[str, dict[str, Any]]], title_zh: str = "", sentence_zh: str = "",
+               ) -> list[dict[str, Any]]:
         """Add a step and the facts it produced; returns the new facts (with fid and by)."""
         number = len(self.steps) + 1
         facts = [self.new_fact(kind, fields, number) for kind, fields in outputs]
@@ -116,7 +121,7 @@ class Collector:
             step=number, rule=rule, stage=stage, title=title,
             inputs=[FactRef(alias=a, kind=f["kind"], fid=f["fid"], label=labels[f["fid"]]) for a, f in inputs.items()],
             values=values, claims=cite(self.kb, claims), sources=tuple(sources), sentence=sentence,
-            produced=[f"{f['fid']} {labels[f['fid']]}" for f in facts]))
+            produced=[f"{f['fid']} {labels[f['fid']]}" for f in facts], title_zh=title_zh, sentence_zh=sentence_zh))
         return facts
 
     def fire(self, compiled: CompiledRule, matched: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
@@ -143,10 +148,12 @@ class Collector:
         rule = compiled.rule
         try:
             sentence = render(rule.explain, sentence_env)
+            sentence_zh = render(rule.explain_zh, sentence_env, "zh") if rule.explain_zh else ""
         except TemplateError as err:
             raise EngineError(f"{compiled.key}: explain: {err}") from None
         return self.record(rule=compiled.key, stage=rule.stage, title=rule.title, inputs=matched, values=values,
-                           claims=rule.claims, sources=rule.sources, sentence=sentence, outputs=outputs)
+                           claims=rule.claims, sources=rule.sources, sentence=sentence, outputs=outputs,
+                           title_zh=rule.title_zh, sentence_zh=sentence_zh)
 
     def check(self) -> None:
         if self.errors:

@@ -66,20 +66,3 @@ Bytes = Annotated[float, _as("bytes"), _schema("bytes")]
 Bandwidth = Annotated[float, _as("bandwidth"), _schema("bandwidth")]
 Flops = Annotated[float, _as("flops"), _schema("flops")]
 Watts = Annotated[float, _as("watts"), _schema("watts")]
-
-
-def gb(n: float) -> str:
-    """Format bytes in decimal gigabytes, the unit of the datasheets."""
-    return f"{n / 1e9:,.1f} GB"
-
-
-def gib(n: float) -> str:
-    return f"{n / 2**30:,.1f} GiB"
-
-
-def fmt_bandwidth(n: float) -> str:
-    return f"{n / 1e12:,.2f} TB/s" if n >= 1e12 else f"{n / 1e9:,.0f} GB/s"
-
-
-def fmt_flops(n: float) -> str:
-    return f"{n / 1e12:,.0f} TFLOPS"

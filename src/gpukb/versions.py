@@ -37,7 +37,8 @@ CHANGELOG = "CHANGELOG.md"
 MANIFEST = "kb/manifest.yaml"
 # Entry fields whose change cannot alter an answer's numbers or choices: a patch-level change.
 WORDING_FIELDS = frozenset({
-    "title", "name", "notes", "reason", "text_en", "explain", "description", "publisher", "url", "path", "as_of",
+    "title", "title_zh", "name", "notes", "reason", "reason_zh", "text_en", "explain", "explain_zh",
+    "description", "publisher", "url", "path", "as_of",
     "sources", "evidence", "claims", "tests", "section", "section_en", "quote_zh", "quoted", "states",
     "architecture", "memory_type", "family", "superseded_by",
 })

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..answer import MEMORY_PARTS, Answer, Option
-from ..explain import describe_strategy
+from ..answer_text import describe_strategy
 from ..kb import KnowledgeBase
 from ..rules import STAGES, Rule
 from ..scenarios import Run

@@ -1,0 +1,42 @@
+"""Entry ids as traces cite them: `id@version`, built and split in one place."""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterable
+
+
+def versioned(entry_id: str, version: int) -> str:
+    """'req.kv-cache', 2 → 'req.kv-cache@2', the form every trace step cites."""
+    return f"{entry_id}@{version}"
+
+
+def split_versioned(text: str) -> tuple[str, int | None]:
+    """'req.kv-cache@2' → ('req.kv-cache', 2); an id without a version → (id, None)."""
+    entry_id, sep, version = text.strip().rpartition("@")
+    if sep and version.isdigit():
+        return entry_id, int(version)
+    return text.strip(), None
+
+
+def _squashed(text: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", text.lower())
+
+
+def near_ids(wanted: str, ids: Iterable[str], limit: int = 6) -> list[str]:
+    """Ids a person may have meant, ignoring case, '-' and '.': the same id spelt otherwise, ids that
+    begin with or contain what was typed (shorter first), then close spellings. `ids` comes in order
+    of preference (catalog entries before measurements, say): 'h100' → the H100 variants,
+    'llama2-7b' → 'llama-2-7b'."""
+    order = {i: n for n, i in enumerate(dict.fromkeys(ids))}
+    key = _squashed(wanted)
+    if not key:
+        return []
+    squashed = {i: _squashed(i) for i in order}
+    same = [i for i in order if squashed[i] == key]
+    containing = sorted((i for i in order if key in squashed[i]),
+                        key=lambda i: (not squashed[i].startswith(key), len(i), order[i]))
+    by_squash = {v: i for i, v in reversed(list(squashed.items()))}
+    close = [by_squash[s] for s in difflib.get_close_matches(key, list(by_squash), n=limit, cutoff=0.75)]
+    return list(dict.fromkeys(same + containing + close))[:limit]

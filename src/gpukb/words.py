@@ -1,0 +1,89 @@
+"""The fixed words of gpukb's texts in each language: labels, verdicts, severities, stages, tasks.
+
+Knowledge (titles, reasons, rule sentences) carries its own translations in kb/ and rules/; this
+table holds only the words the program itself prints around them.
+"""
+
+from __future__ import annotations
+
+from .fmt import Lang
+
+WORDS: dict[Lang, dict[str, str]] = {
+    "en": {
+        "one_replica": "One replica before sharding: weights {weights}, gradients {gradients}, optimizer {optimizer}, "
+                       "activations {activations}, KV cache {kv_cache}, overhead {overhead} = {total} (GB = 1e9 bytes).",
+        "assumption": "Assumption: {note}",
+        "no_option": "No candidate GPU type can run this workload within the limits given.",
+        "best": "Best option: {count} x {gpu} — {strategy}; {per_gpu} of {usable} usable per GPU.",
+        "why": "Why:",
+        "why_not": "Why not:",
+        "findings": "Findings:",
+        "remedies": "Remedies:",
+        "rests_on": "rests on",
+        "sources": "sources",
+        "lower_ranked": "Ranked lower:",
+        "not_picked": "the article's decision tree prefers {best}",
+        "slower": "{speed} effective tokens/s against {best_speed} on {best}",
+        "more_gpus": "needs {count} GPUs against {best_count} for {best}",
+        "tie": "as fast as {best} on as many GPUs; tokens/s per dollar, then the id, decide",
+        "data_parallel": "data parallel {n}",
+        "tensor_parallel": "tensor parallel {n}",
+        "pipeline_parallel": "pipeline parallel {n}",
+        "zero": "ZeRO-{n}",
+        "checkpointing": "activation checkpointing",
+        "no_recomputation": "no recomputation",
+        "offload": "offload {what} to CPU",
+        "nodes": "{n} nodes",
+        "sep": ", ",
+        "colon": ": ",
+    },
+    "zh": {
+        "one_replica": "切分前的一个副本：权重 {weights}，梯度 {gradients}，优化器状态 {optimizer}，激活值 {activations}，"
+                       "KV 缓存 {kv_cache}，运行时开销 {overhead}，合计 {total}（GB = 1e9 字节）。",
+        "assumption": "假设：{note}",
+        "no_option": "在给定的限制内，没有任何候选 GPU 型号能运行该工作负载。",
+        "best": "最佳方案：{count} × {gpu}——{strategy}；每块 GPU 占用 {per_gpu}，可用 {usable}。",
+        "why": "理由：",
+        "why_not": "为什么不选：",
+        "findings": "发现：",
+        "remedies": "对策：",
+        "rests_on": "依据",
+        "sources": "来源",
+        "lower_ranked": "排名靠后的方案：",
+        "not_picked": "文章的决策树优先选择 {best}",
+        "slower": "有效吞吐 {speed} token/s，低于 {best} 的 {best_speed}",
+        "more_gpus": "需要 {count} 块 GPU，而 {best} 只需 {best_count} 块",
+        "tie": "与 {best} 速度相同、GPU 数相同；由每美元 token/s 和 id 决定",
+        "data_parallel": "数据并行 {n}",
+        "tensor_parallel": "张量并行 {n}",
+        "pipeline_parallel": "流水线并行 {n}",
+        "zero": "ZeRO-{n}",
+        "checkpointing": "激活重计算",
+        "no_recomputation": "不重计算",
+        "offload": "将 {what} 卸载到 CPU",
+        "nodes": "{n} 个节点",
+        "sep": "，",
+        "colon": "：",
+    },
+}
+
+# values the engine uses, as each language names them
+TERMS: dict[Lang, dict[str, str]] = {
+    "en": {},
+    "zh": {
+        "supported": "成立", "qualified": "部分成立", "contradicted": "不成立", "unverifiable": "无法核实",
+        "error": "错误", "warning": "警告", "info": "提示",
+        "requirements": "需求", "bottlenecks": "瓶颈", "remedies": "对策", "recommendations": "推荐",
+        "pretrain": "预训练", "full_finetune": "全量微调", "lora": "LoRA 微调", "qlora": "QLoRA 微调",
+        "inference": "推理",
+    },
+}
+
+
+def say(lang: Lang, key: str, **values: object) -> str:
+    return WORDS[lang][key].format(**values)
+
+
+def term(lang: Lang, value: str) -> str:
+    """An engine value (verdict, severity, stage, task) in `lang`; unchanged where it has no translation."""
+    return TERMS[lang].get(value, value)

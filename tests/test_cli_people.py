@@ -1,0 +1,63 @@
+"""The command line for people: tables that fit 80 columns, explain that takes what a trace shows."""
+
+from __future__ import annotations
+
+import re
+
+import yaml
+from typer.testing import CliRunner
+
+import gpukb
+from gpukb.cli import app
+
+runner = CliRunner()
+
+
+def test_ask_fits_80_columns_and_never_cuts_an_id():
+    result = runner.invoke(app, ["ask", "--model", "llama-2-7b", "--task", "lora"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    tables = result.output.split("Findings")[0]
+    assert max(len(line) for line in tables.splitlines()) <= 80
+    for gpu in gpukb.load_kb().gpus:
+        if gpu in result.output:
+            assert re.search(rf"^\s+{re.escape(gpu)}\s", tables, re.M), gpu
+    assert "time to train" not in tables  # no token count: the column would be empty
+    assert "pick" in tables and "the article's pick" in result.output
+
+
+def test_time_to_train_shows_when_tokens_are_given():
+    result = runner.invoke(app, ["ask", "--model", "llama-2-7b", "--task", "pretrain", "--tokens", "1T",
+                                 "--gpu", "h100-sxm-80gb"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0 and "time to train" in result.output and "days" in result.output
+
+
+def test_explain_numbers_the_chain_without_gaps_and_says_why_lower_options_lose():
+    answer = gpukb.ask({"model": "llama-2-7b", "task": "lora", "gpus": ["rtx-4090-24gb", "h100-sxm-80gb"]})
+    text = answer.explain()
+    numbers = [int(n) for n in re.findall(r"^  \[(\d+)\]", text, re.M)]
+    assert numbers == list(range(1, len(answer.best.trace) + 1))
+    lower = text.split("Ranked lower:")[1]
+    assert "h100-sxm-80gb: the article's decision tree prefers rtx-4090-24gb [rec.tree.lora-consumer@" in lower
+
+
+def test_explain_takes_several_ids_and_id_at_version():
+    kb = gpukb.load_kb()
+    rule = kb.rules["req.kv-cache"]
+    result = runner.invoke(app, ["explain", f"req.kv-cache@{rule.version}", "llama-2-7b"])
+    assert result.exit_code == 0, result.output
+    first, second = result.output.split("\n---\n")
+    head, body = first.split("\n", 1)
+    assert head.startswith(f"rule req.kv-cache v{rule.version} [stable]")
+    data = yaml.safe_load(body)  # readable YAML, no Python reprs
+    assert data["stage"] == "requirements" and data["tests"][0]["expect"]["fires"] is True
+    assert "None" not in result.output and "{'" not in result.output
+    assert second.startswith("model llama-2-7b v")
+    old = runner.invoke(app, ["explain", "req.kv-cache@999"])
+    assert old.exit_code == 0 and f"this knowledge base has v{rule.version}" in old.output
+
+
+def test_explain_suggests_near_ids():
+    result = runner.invoke(app, ["explain", "h100", "llama2-7b"])
+    assert result.exit_code == 2
+    assert "did you mean h100-" in result.output and "h100-sxm-80gb" in result.output
+    assert "did you mean llama-2-7b" in result.output

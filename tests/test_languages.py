@@ -1,0 +1,84 @@
+"""Answers and knowledge in Chinese and English: every claim and rule has both, lint checks it,
+and the Chinese rendering keeps every number and id while the JSON stays English."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+import gpukb
+from gpukb.cli import app
+from gpukb.lint import lint
+from kbfiles import edit_entry
+
+HAN = re.compile(r"[\u4e00-\u9fff]")
+NUMBER = re.compile(r"\d+(?:,\d{3})*(?:\.\d+)?")
+
+
+def test_every_claim_and_rule_has_both_languages(kb):
+    for claim in kb.claims.values():
+        assert claim.title and HAN.search(claim.title_zh) and HAN.search(claim.reason_zh), claim.id
+        assert not HAN.search(claim.title), claim.id
+    for rule in kb.rules.values():
+        assert HAN.search(rule.title_zh) and HAN.search(rule.explain_zh), rule.id
+
+
+def test_chinese_reasons_keep_the_numbers_of_the_english(kb):
+    for claim in kb.claims.values():
+        missing = set(NUMBER.findall(claim.reason)) - set(NUMBER.findall(claim.reason_zh))
+        assert not missing, f"{claim.id}: {sorted(missing)}"
+
+
+def test_explain_in_chinese_keeps_numbers_ids_and_sentences(kb):
+    answer = kb.ask({"model": "llama-2-13b", "task": "full_finetune", "gpu_count": 4, "offload": "none",
+                     "gpus": ["rtx-4090-24gb", "h100-sxm-80gb"]})  # one option, one rejected, remedies
+    en, zh = answer.explain(), answer.explain(lang="zh")
+    assert en == answer.explain(lang="en") and not HAN.search(en.split("\n", 1)[0])
+    assert "最佳方案" in zh and "为什么不选" in zh and "理由" in zh
+    for step in answer.best.trace:  # every step's Chinese sentence, and every value and id, appear
+        assert step.rule in zh and (step.sentence_zh or step.sentence) in zh
+    assert set(NUMBER.findall(en)) <= set(NUMBER.findall(zh)) | {"1"}  # 1e9 bytes → "1e9 字节" keeps it
+    (rejected,) = answer.rejected
+    reason = next(f for f in rejected.findings if f.severity == "error")
+    assert HAN.search(reason.message_zh) and reason.title_zh and reason.rule in zh
+    assert all(HAN.search(r.title_zh) for r in answer.remedies)
+
+
+def test_the_json_stays_english_and_unchanged_by_the_translations(kb):
+    answer = kb.ask({"model": "llama-2-7b", "task": "full_finetune"})
+    text = answer.model_dump_json()
+    assert all(f'"{key}"' not in text for key in ("title_zh", "sentence_zh", "message_zh", "reason_zh", "effect_zh"))
+    assert all(key not in answer.model_dump()["findings"][0] for key in ("title", "message_zh"))
+    assert gpukb.Answer.model_validate_json(text).model_dump_json() == text
+
+
+def test_ask_answers_in_chinese():
+    runner = CliRunner()
+    result = runner.invoke(app, ["ask", "--model", "llama-2-7b", "--task", "lora", "--lang", "zh", "--explain"])
+    assert result.exit_code == 0 and "最佳方案" in result.output and "req.adapters@" in result.output
+    table = runner.invoke(app, ["ask", "--model", "llama-2-7b", "--task", "lora", "--lang", "zh"])
+    assert table.exit_code == 0 and HAN.search(table.output)
+
+
+def test_lint_reports_an_entry_missing_a_language(checkout: Path):
+    def drop_title_zh(claim: dict) -> None:
+        del claim["title_zh"]
+
+    def english_only(rule: dict) -> None:
+        rule["explain_zh"] = "In English: {m.gradients|GB} and {m.optimizer|GB}, about {effect_bytes|GB}."
+
+    def other_values(rule: dict) -> None:
+        rule["explain_zh"] = "ZeRO-3 节省 {effect_bytes|GB}。"
+
+    edit_entry(checkout, "art.kv.quadratic", drop_title_zh)
+    edit_entry(checkout, "remedy.lora", english_only)
+    edit_entry(checkout, "remedy.zero-sharding", other_values)
+    problems = [p for p in lint(checkout).problems if p.code == "L101"]
+    messages = " | ".join(p.message for p in problems)
+    assert len(problems) == 3, messages
+    assert "'art.kv.quadratic' needs title_zh in Chinese" in messages
+    assert "'remedy.lora' needs explain_zh in Chinese" in messages
+    assert "explain and explain_zh must show the same values" in messages
+    assert all(p.severity == "error" for p in problems)
