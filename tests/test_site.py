@@ -224,7 +224,7 @@ def _svg_texts(svg: str) -> str:
 
 def test_the_decision_tree_is_derived_from_the_recommendation_rules(kb, checkout):
     rules = recommendation_rules(kb.rules)
-    page = build_site(kb, [], readme=None).pages[P.TREE]
+    page = P.decision_tree(P.Context.build(kb, []))
     diagram = re.search(r"<svg.*?</svg>", page)[0]  # type: ignore[index]
     words = _svg_texts(diagram)
     for rule in rules:
@@ -234,7 +234,7 @@ def test_the_decision_tree_is_derived_from_the_recommendation_rules(kb, checkout
     # the drawing speaks the reader's language, not the engine's
     assert "If: LoRA or QLoRA" in words and "parameters ≥ 100B" in words and "one GPU, a consumer card" in words
     assert "fits is true" not in words and "p.gpu" not in words and "'lora'" not in words
-    zh_words = _svg_texts(re.search(r"<svg.*?</svg>", build_site(kb, [], readme=None, lang="zh").pages[P.TREE])[0])  # type: ignore[index]
+    zh_words = _svg_texts(P.diagram(P.Context.build(kb, [], "zh")))
     assert "如果：LoRA或QLoRA" in zh_words and "参数量 ≥ 1000 亿" in zh_words
     assert phrases("fits == true and count == 1") == ["one GPU"] and phrases("gpu == p.gpu") == []
     # a new recommendation rule (whatever rules already exist) changes the tree
@@ -249,7 +249,7 @@ def test_the_decision_tree_is_derived_from_the_recommendation_rules(kb, checkout
     changed = gpukb.load_kb(checkout)
     assert any(node.test == "workload: batch_size ≥ 64" for node in build_tree(changed.rules).children[0].children
                + build_tree(changed.rules).children)
-    page = build_site(changed, [], readme=None).pages[P.TREE]
+    page = P.decision_tree(P.Context.build(changed, []))
     assert "rec.zz-site-test@3" in page and "A rule added by a test" in _svg_texts(re.search(r"<svg.*?</svg>", page)[0])  # type: ignore[index]
     assert "```mermaid" not in page and "<script" not in page  # drawn at build time: nothing runs in the browser
 
@@ -321,9 +321,9 @@ def test_scenario_pages_lead_with_the_summary(site):
         assert summary < page.index("## Memory") < page.index("## Trace")
         assert 'class="gpukb-bar"' in page[summary:page.index("## The question")]
         assert "white-space" not in page and 'title="' in page  # exact bytes on hover
-        assert page.count('??? abstract "') >= 3  # the trace folded by stage
+        assert page.count('<details class="abstract" markdown="1">') >= 3  # the trace folded by stage
         findings = page[page.index("## Findings by rule"):page.index("## Remedies")]
-        table_rows = [line for line in findings.split("???")[0].splitlines() if line.startswith("| ")]
+        table_rows = [line for line in findings.split("<details")[0].splitlines() if line.startswith("| ")]
         assert len(table_rows) - 2 <= len({(f.severity, f.kind, f.rule) for f in run.answer.findings})
 
 

@@ -14,7 +14,6 @@ from ...rules import STAGES
 from ...scenarios import Run
 from ...trace import TraceStep
 from ..links import SCENARIOS, Context, scenario_page
-from ..markdown import indent
 from ..text import code, css_token, duration, esc, esc_spaced, html_text, number, table
 from .common import as_json, bullets, gb_exact, h1, memory_bar, part_name
 from .rules import stage_name
@@ -56,13 +55,16 @@ def render_step(ctx: Context, here: str, step: TraceStep, heading_level: int = 4
 
 
 def _folded(title: str, body: str, kind: str = "note", open_: bool = False) -> list[str]:
-    """A collapsible block (pymdownx.details): closed unless `open_`."""
-    return [f'???{"+" if open_ else ""} {kind} "{title}"', "", indent(body), ""]
+    """A collapsible block, closed unless `open_`: the markup of pymdownx.details (so the theme styles it),
+    its body parsed as Markdown by md_in_html, which unlike an indented `???` block stays linear in the
+    length of a trace of thousands of lines."""
+    return [f'<details class="{kind}" markdown="1"{" open" if open_ else ""}>', f"<summary>{title}</summary>", "",
+            body, "", "</details>", ""]
 
 
 def _details_title(text: str) -> str:
-    """A title for `??? note "..."`: our own words plus numbers; no quote may end it early."""
-    return esc(text).replace('"', "&#34;")
+    """A <summary>: our own words plus numbers, escaped."""
+    return esc(text)
 
 
 def _severity(ctx: Context, severity: str) -> str:
