@@ -411,6 +411,10 @@ def test_the_strict_build_has_a_page_for_every_entry(builds, kb):
     zh = root / "zh"  # the Chinese site: the same pages
     missing_zh = [page for page in pages if not _page(zh, page).is_file()]
     assert not missing_zh and '<html lang="zh"' in (zh / "index.html").read_text(encoding="utf-8")
+    # a hand-written page's translation (contributing/index.zh.md) replaces it in its language only
+    assert "准备环境" in _page(zh, P.CONTRIBUTING).read_text(encoding="utf-8")
+    assert "准备环境" not in _page(root, P.CONTRIBUTING).read_text(encoding="utf-8")
+    assert not (root / "contributing" / "index.zh").exists()
     gpu = next(iter(kb.gpus))
     assert 'href="../../zh/gpus/' + gpu + '/"' in _page(root, P.gpu_page(gpu)).read_text(encoding="utf-8")
     assert 'href="../../../gpus/' + gpu + '/"' in _page(zh, P.gpu_page(gpu)).read_text(encoding="utf-8")

@@ -168,8 +168,8 @@ def branches(rules: dict[str, Rule], zh: bool = False) -> list[Branch]:
 
 WIDTH = 380
 PAD = 10
-FONT = 14
-LINE = 19
+FONT = 15
+LINE = 20
 
 
 def _text_width(text: str) -> float:
