@@ -72,6 +72,31 @@ def _severity(ctx: Context, severity: str) -> str:
     return f'<span class="gpukb-badge gpukb-severity-{css_token(severity)}">{esc(word)}</span>'
 
 
+def _duration(ctx: Context, seconds: float) -> str:
+    text = duration(seconds)
+    if not ctx.zh:
+        return text
+    number_, _, unit = text.partition(" ")
+    return number_ + " " + {"days": "天", "h": "小时", "s": "秒"}.get(unit, unit)
+
+
+def _strategy(ctx: Context, o: Option) -> str:
+    """The parallel strategy in words (explain.describe_strategy's, in the page's language)."""
+    if not ctx.zh:
+        return describe_strategy(o)
+    s = o.strategy
+    parts = [f"数据并行 {s.data_parallel}", f"张量并行 {s.tensor_parallel}"]
+    if s.pipeline_parallel > 1:
+        parts.append(f"流水线并行 {s.pipeline_parallel}")
+    parts.append(f"ZeRO-{s.zero_stage}")
+    parts.append("激活检查点" if s.activation_checkpointing else "不重算激活")
+    if s.offload != "none":
+        parts.append(f"{s.offload} 卸载到 CPU")
+    if s.nodes > 1:
+        parts.append(f"{s.nodes} 个节点")
+    return "，".join(parts)
+
+
 def _cost(ctx: Context, o: Option) -> str:
     g = ctx.kb.gpus.get(o.gpu)
     if g is None or g.price is None:
@@ -83,22 +108,22 @@ def _speed(o: Option) -> str:
     return number(o.tokens_per_s) if o.tokens_per_s else "—"
 
 
-def _time(o: Option) -> str:
-    return duration(o.time_to_train_s) if o.time_to_train_s else "—"
+def _time(ctx: Context, o: Option) -> str:
+    return _duration(ctx, o.time_to_train_s) if o.time_to_train_s else "—"
 
 
 def _plan_line(ctx: Context, here: str, o: Option) -> str:
     g = ctx.kb.gpus.get(o.gpu)
-    line = f"**{o.count} × {ctx.gpu_named(here, o.gpu)}** — {esc(describe_strategy(o))}"
+    line = f"**{o.count} × {ctx.gpu_named(here, o.gpu)}** — {esc(_strategy(ctx, o))}"
     facts = [ctx.t(f"{gb_exact(o.per_gpu_bytes)} of {gb_exact(o.usable_bytes)} usable per GPU",
                    f"每卡使用 {gb_exact(o.per_gpu_bytes)}，可用 {gb_exact(o.usable_bytes)}")]
     if o.tokens_per_s:
         facts.append(ctx.t(f"about {number(o.tokens_per_s)} tokens/s", f"约 {number(o.tokens_per_s)} tokens/s"))
     if o.time_to_train_s:
-        facts.append(ctx.t(f"{duration(o.time_to_train_s)} to train", f"训练用时 {duration(o.time_to_train_s)}"))
+        facts.append(ctx.t(f"{duration(o.time_to_train_s)} to train", f"训练用时 {_duration(ctx, o.time_to_train_s)}"))
     if g is not None and g.price is not None:
         facts.append(ctx.t(f"GPUs at about {_cost(ctx, o)} to buy", f"GPU 购置约 {_cost(ctx, o)}"))
-    return line + "; " + "; ".join(facts) + "."
+    return line + ctx.t("; ", "；") + ctx.t("; ", "；").join(facts) + ctx.t(".", "。")
 
 
 def _grouped(findings: list[Finding]) -> list[tuple[tuple[str, str, str], list[Finding]]]:
@@ -136,14 +161,14 @@ def summary(ctx: Context, here: str, a: Answer) -> list[str]:
                   "在给定的限制内，没有任何候选 GPU 能运行这个工作负载。"), ""]
     else:
         g = ctx.kb.gpus.get(best.gpu)
-        out += [t("**Recommended:** ", "**推荐：**") + _plan_line(ctx, here, best), "",
+        out += [t("**Recommended:** ", "**推荐：** ") + _plan_line(ctx, here, best), "",
                 memory_bar(ctx, best.memory, best.usable_bytes, g.memory if g else None), ""]
         alternatives = a.options[1:1 + TOP_ALTERNATIVES]
         if alternatives:
             out += [f"**{t('Alternatives', '备选方案')}**", "",
                     table(["GPU", t("Count", "卡数"), t("Memory per GPU", "每卡显存"), "Tokens/s",
                            t("Time to train", "训练用时"), t("GPU price", "GPU 价格")],
-                          [[ctx.gpu_named(here, o.gpu), str(o.count), gb_exact(o.per_gpu_bytes), _speed(o), _time(o),
+                          [[ctx.gpu_named(here, o.gpu), str(o.count), gb_exact(o.per_gpu_bytes), _speed(o), _time(ctx, o),
                             _cost(ctx, o)] for o in alternatives], "lrrrrr"), ""]
     warnings = _key_warnings(ctx, here, a)
     if warnings:
@@ -164,7 +189,7 @@ def scenarios_index(ctx: Context) -> str:
         best = a.best
         rows.append([ctx.scenario(here, run), gb_exact(a.memory.total),
                      f"{best.count} × {ctx.gpu_named(here, best.gpu)}" if best else t("none fits", "放不下"),
-                     _time(best) if best else "—", str(len(a.options))])
+                     _time(ctx, best) if best else "—", str(len(a.options))])
     out = h1(t("Scenarios", "场景"))
     out += [t("Canonical workloads, answered by `ask()` when this site was built (the list is `site/scenarios.yaml`). "
               "Memory is one replica before sharding.",
@@ -224,8 +249,8 @@ def scenario(ctx: Context, run: Run) -> str:
     out += [f"## {t('Options', '可选方案')} {{#options}}", "", t("Every GPU type that can run the workload, best first.",
                                                                "每种能运行该工作负载的 GPU，最优在前。"), ""]
     if a.options:
-        rows = [[str(i), ctx.gpu_named(here, o.gpu), str(o.count), esc(describe_strategy(o)),
-                 f"{gb_exact(o.per_gpu_bytes)} / {gb_exact(o.usable_bytes)}", _speed(o), _time(o), _cost(ctx, o)]
+        rows = [[str(i), ctx.gpu_named(here, o.gpu), str(o.count), esc(_strategy(ctx, o)),
+                 f"{gb_exact(o.per_gpu_bytes)} / {gb_exact(o.usable_bytes)}", _speed(o), _time(ctx, o), _cost(ctx, o)]
                 for i, o in enumerate(a.options, start=1)]
         full = table(["#", "GPU", t("Count", "卡数"), t("Strategy", "并行策略"), t("Memory / usable per GPU", "每卡显存 / 可用"),
                       "Tokens/s", t("Time to train", "训练用时"), t("GPU price", "GPU 价格")], rows, "rlrlrrrr")
