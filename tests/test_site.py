@@ -34,10 +34,12 @@ from hypothesis import strategies as st
 import gpukb
 from gpukb.site import SiteContent, build_site, generate, load_scenarios
 from gpukb.site import pages as P
-from gpukb.site.chart import Point, scatter_svg
+from gpukb.site.chart import NARROW, WIDE, Point, label_boxes, scatter_svg
 from gpukb.site.conditions import readable
+from gpukb.site.links import counterpart, page_url
+from gpukb.site.markdown import lines
 from gpukb.site.text import code, esc, plain, title_text
-from gpukb.site.tree import build_tree, mermaid, mermaid_text, path, recommendation_rules
+from gpukb.site.tree import WIDTH, Box, _text_width, build_tree, path, phrases, recommendation_rules, tree_svg, wrap
 
 REPO = Path(__file__).resolve().parent.parent
 SITE = REPO / "site"
@@ -68,6 +70,11 @@ HAVE_DOCS = have("mkdocs") and have("material")
 @pytest.fixture(scope="session")
 def site() -> SiteContent:
     return generate(REPO, SCENARIOS, docs_dir=SITE / "docs")
+
+
+@pytest.fixture(scope="session")
+def site_zh(site) -> SiteContent:
+    return generate(REPO, SCENARIOS, docs_dir=SITE / "docs", lang="zh")
 
 
 def test_the_scenario_file_holds_the_canonical_workloads():
@@ -151,14 +158,15 @@ def _tampered(kb: gpukb.KnowledgeBase) -> gpukb.KnowledgeBase:
 
 def test_knowledge_base_text_is_escaped_by_the_generator(site):
     kb = _tampered(site.kb)
-    tampered = build_site(kb, load_scenarios(SCENARIOS)[:1], readme=None)
     claim_id, rule_id, gpu_id = next(iter(kb.claims)), sorted(kb.rules)[0], sorted(kb.gpus)[0]
     markdown_raw = ("](javascript:", "**not bold**", "{#id}")  # an SVG is no Markdown: only its markup counts
-    for page, content in tampered.pages.items():
-        for raw in ("<script", "<img", *(() if page.endswith(".svg") else markdown_raw)):
-            assert raw not in content, f"{page} holds unescaped {raw!r}"
-    for page in (P.claim_page(claim_id), P.rule_page(rule_id), P.gpu_page(gpu_id), P.ARTICLE):
-        assert "&#60;script&#62;alert" in tampered.pages[page]
+    for lang in ("en", "zh"):
+        tampered = build_site(kb, load_scenarios(SCENARIOS)[:1], readme=None, lang=lang)
+        for page, content in tampered.pages.items():
+            for raw in ("<script", "<img", *(() if page.endswith(".svg") else markdown_raw)):
+                assert raw not in content, f"{lang} {page} holds unescaped {raw!r}"
+        for page in (P.claim_page(claim_id), P.rule_page(rule_id), P.gpu_page(gpu_id), P.ARTICLE):
+            assert "&#60;script&#62;alert" in tampered.pages[page] or (lang == "zh" and page != P.gpu_page(gpu_id)), page
 
     def titles(nav: object) -> Iterator[str]:
         if isinstance(nav, dict):
@@ -235,13 +243,25 @@ def test_conditions_read_as_words():
     assert readable("task not in ['a', 'b', 'c']") == "task is none of 'a', 'b', 'c'"
 
 
+def _svg_texts(svg: str) -> str:
+    return " ".join(t.text or "" for t in ET.fromstring(svg).iter("{http://www.w3.org/2000/svg}text"))
+
+
 def test_the_decision_tree_is_derived_from_the_recommendation_rules(kb, checkout):
     rules = recommendation_rules(kb.rules)
-    diagram = mermaid(build_tree(kb.rules))
+    page = P.decision_tree(P.Context.build(kb, []))
+    diagram = re.search(r"<svg.*?</svg>", page)[0]  # type: ignore[index]
+    words = _svg_texts(diagram)
     for rule in rules:
-        assert mermaid_text(f"{rule.id}@{rule.version}") in diagram
+        assert f"{rule.id}@{rule.version}" in page
         for test in path(rule):
-            assert mermaid_text(test) in diagram
+            assert esc(test) in page
+    # the drawing speaks the reader's language, not the engine's
+    assert "If: LoRA or QLoRA" in words and "parameters ≥ 100B" in words and "one GPU, a consumer card" in words
+    assert "fits is true" not in words and "p.gpu" not in words and "'lora'" not in words
+    zh_words = _svg_texts(P.diagram(P.Context.build(kb, [], "zh")))
+    assert "如果：LoRA或QLoRA" in zh_words and "参数量 ≥ 1000 亿" in zh_words
+    assert phrases("fits == true and count == 1") == ["one GPU"] and phrases("gpu == p.gpu") == []
     # a new recommendation rule (whatever rules already exist) changes the tree
     (checkout / "rules" / "recommendations" / "zz-site-test.yaml").write_text(yaml.safe_dump({
         "id": "rec.zz-site-test", "version": 3, "stage": "recommendations", "title": "A rule added by a test",
@@ -252,17 +272,22 @@ def test_the_decision_tree_is_derived_from_the_recommendation_rules(kb, checkout
         "explain": "test",
     }), encoding="utf-8")
     changed = gpukb.load_kb(checkout)
-    tree = mermaid(build_tree(changed.rules))
-    assert tree != diagram
-    assert "rec.zz-site-test@3" in tree and mermaid_text("workload: batch_size ≥ 64") in tree
-    assert "gpu = p.gpu" not in tree  # joins are not decisions
-    page = build_site(changed, [], readme=None).pages[P.TREE]
-    assert "rec.zz-site-test@3" in page and "```mermaid" in page
+    assert any(node.test == "workload: batch_size ≥ 64" for node in build_tree(changed.rules).children[0].children
+               + build_tree(changed.rules).children)
+    page = P.decision_tree(P.Context.build(changed, []))
+    assert "rec.zz-site-test@3" in page and "A rule added by a test" in _svg_texts(re.search(r"<svg.*?</svg>", page)[0])  # type: ignore[index]
+    assert "```mermaid" not in page and "<script" not in page  # drawn at build time: nothing runs in the browser
 
 
-def test_mermaid_labels_cannot_break_the_diagram():
-    text = mermaid_text('a "quote"]) --> x; click n1 call alert(1) <b>|`#')
-    assert not set(re.sub(r"#\d+;", "", text)) & set('"[]{}|;<>`#') and "#34;" in text
+def test_the_tree_drawing_is_escaped_and_fits_a_phone():
+    svg = tree_svg('T "<&>"', "root", [(Box([EVIL], "gpukb-tree-when"), Box(["显存瓶颈往往出现在" * 4], "gpukb-tree-then"))])
+    root = ET.fromstring(svg)
+    assert root.get("viewBox", "").split()[2] == str(WIDTH) <= "400"
+    drawn = "".join(t.text or "" for t in root.iter("{http://www.w3.org/2000/svg}text"))
+    assert EVIL.replace(" ", "") in drawn.replace(" ", "")
+    assert "<script" not in svg and "**not bold**" not in svg
+    for line in wrap("显存瓶颈往往出现在" * 4 + " and a long English sentence that has to wrap somewhere", 300):
+        assert _text_width(line) <= 300
 
 
 def test_the_chart_is_well_formed_and_escaped():
@@ -272,6 +297,68 @@ def test_the_chart_is_well_formed_and_escaped():
     texts = [t.text for t in root.iter("{http://www.w3.org/2000/svg}text")]
     assert "<b>&x" in texts and "T <&>" in texts
     ET.fromstring(P.gpu_chart(gpukb.load_kb()))
+
+
+@pytest.mark.parametrize("layout", [WIDE, NARROW], ids=["wide", "narrow"])
+def test_chart_labels_do_not_collide_and_follow_the_theme(kb, layout):
+    points = [Point(g.id, g.memory / 1e9, g.memory_bandwidth / 1e12, g.vendor) for g in kb.gpus.values()]
+    svg = scatter_svg(points, title="t", x_label="x", y_label="y", layout=layout, standalone=False)
+    ET.fromstring(svg)
+    boxes = [b for b in label_boxes(svg) if b[0] >= layout.left]
+    assert len(boxes) >= len(points) // 2  # most points keep a label
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1:]:
+            assert a[2] <= b[0] or b[2] <= a[0] or a[3] <= b[1] or b[3] <= a[1], (a, b)
+    assert "#ffffff" not in svg and 'fill="currentColor"' in svg  # no white sheet in dark mode: the page's colours
+
+
+def test_fenced_lines_and_language_counterparts():
+    text = "a\n```python\n## not a heading\n~~~\n```\n## heading\n````\n```\n````"
+    assert [fenced for _, fenced in lines(text)] == [False, False, True, True, True, False, False, True, True]
+    assert page_url(P.HOME) == "" and page_url(P.GPUS) == "gpus/" and page_url(P.gpu_page("x")) == "gpus/x/"
+    assert counterpart("gpus/x/", "en", "zh") == "../../zh/gpus/x/"
+    assert counterpart("gpus/x/", "zh", "en") == "../../../gpus/x/"
+    assert counterpart("", "en", "zh") == "zh/" and counterpart("", "zh", "en") == "../"
+
+
+def test_both_languages_have_the_same_pages_with_human_titles(site, site_zh):
+    assert set(site.pages) == set(site_zh.pages)
+    assert "我想微调模型" in site_zh.pages[P.HOME] and "I want to fine-tune a model" in site.pages[P.HOME]
+    home = site.pages[P.HOME]
+    assert home.index("I want to fine-tune") < home.index("python -m pytest")  # the reader's task first
+    for run in site.runs:  # every scenario is an entry point of one task
+        assert f"({P.scenario_page(run.scenario.id)})" in home
+    rule_id = sorted(site.kb.rules)[0]
+    assert site.pages[P.rule_page(rule_id)].startswith(f"# {esc(title_text(site.kb.rules[rule_id].title))}")
+
+    def titles(nav: object) -> list[str]:
+        if isinstance(nav, dict):
+            return [k for k, v in nav.items() for k in (k, *titles(v))]
+        return [t for item in nav for t in titles(item)] if isinstance(nav, list) else []
+
+    assert "场景" in titles(site_zh.nav) and title_text(site.kb.rules[rule_id].title) in titles(site.nav)
+
+
+def test_scenario_pages_lead_with_the_summary(site):
+    for run in site.runs:
+        page = site.pages[P.scenario_page(run.scenario.id)]
+        summary = page.index("## Summary")
+        assert summary < page.index("## Memory") < page.index("## Trace")
+        assert 'class="gpukb-bar"' in page[summary:page.index("## The question")]
+        assert "white-space" not in page and 'title="' in page  # exact bytes on hover
+        assert page.count('<details class="abstract" markdown="1">') >= 3  # the trace folded by stage
+        findings = page[page.index("## Findings by rule"):page.index("## Remedies")]
+        table_rows = [line for line in findings.split("<details")[0].splitlines() if line.startswith("| ")]
+        assert len(table_rows) - 2 <= len({(f.severity, f.kind, f.rule) for f in run.answer.findings})
+
+
+def test_model_pages_show_memory_by_task(site):
+    page = site.pages[P.model_page("llama-2-7b")]
+    section = page[page.index("## Memory by task"):page.index("## Architecture")]
+    for task in ("Pre-training", "Full fine-tuning", "LoRA fine-tuning", "QLoRA fine-tuning", "Inference"):
+        assert task in section
+    lora = site.kb.ask({"model": "llama-2-7b", "task": "lora"})
+    assert f"{lora.memory.total:,} bytes" in section and "4,096 tokens" in section
 
 
 # --- the built site --------------------------------------------------------------------------
@@ -350,7 +437,37 @@ def test_the_strict_build_has_a_page_for_every_entry(builds, kb):
     missing = [page for page in pages if not _page(root, page).is_file()]
     assert not missing
     assert "gpukb-bilingual" in _page(root, P.ARTICLE).read_text(encoding="utf-8")
-    assert 'class="mermaid"' in _page(root, P.TREE).read_text(encoding="utf-8")
+    tree = _page(root, P.TREE).read_text(encoding="utf-8")
+    assert 'class="gpukb-tree"' in tree and 'class="mermaid"' not in tree
+    zh = root / "zh"  # the Chinese site: the same pages
+    missing_zh = [page for page in pages if not _page(zh, page).is_file()]
+    assert not missing_zh and '<html lang="zh"' in (zh / "index.html").read_text(encoding="utf-8")
+    # a hand-written page's translation (contributing/index.zh.md) replaces it in its language only
+    assert "准备环境" in _page(zh, P.CONTRIBUTING).read_text(encoding="utf-8")
+    assert "准备环境" not in _page(root, P.CONTRIBUTING).read_text(encoding="utf-8")
+    assert not (root / "contributing" / "index.zh").exists()
+    gpu = next(iter(kb.gpus))
+    assert 'href="../../zh/gpus/' + gpu + '/"' in _page(root, P.gpu_page(gpu)).read_text(encoding="utf-8")
+    assert 'href="../../../gpus/' + gpu + '/"' in _page(zh, P.gpu_page(gpu)).read_text(encoding="utf-8")
+
+
+def _search_tokens(index: Path) -> list[tuple[str, set[str]]]:
+    import json
+
+    docs = json.loads(index.read_text(encoding="utf-8"))["docs"]
+    return [(d["location"], set(re.split(r"[\s\u200b\-]+", (d["title"] + " " + d["text"]).lower()))) for d in docs]
+
+
+@pytest.mark.parametrize("query", ["带宽", "显存瓶颈", "互联"])
+def test_the_search_index_segments_chinese(builds, query):
+    import jieba
+
+    words = [w for w in jieba.cut(query) if w.strip()]
+    assert len(words) >= 1
+    for site_root in (builds.site, builds.site / "zh"):
+        entries = _search_tokens(site_root / "search" / "search_index.json")
+        found = [loc for loc, tokens in entries if all(any(t.startswith(w) for t in tokens) for w in words)]
+        assert found, f"{query} finds nothing in {site_root}"
 
 
 class _Links(HTMLParser):
@@ -409,9 +526,10 @@ def test_malicious_text_is_escaped_in_the_built_html(builds):
         assert not re.search(r"""(href|src)\s*=\s*["']?\s*javascript:""", text, re.I)
     for page in (P.claim_page(claim), P.rule_page(rule), P.gpu_page(gpu), P.ARTICLE):
         text = _page(root, page).read_text(encoding="utf-8")
-        assert "&lt;script&gt;alert" in text or "&#60;script&#62;alert" in text, page
+        assert "&lt;script&gt;alert" in text or "&#60;script&#62;alert" in text or "‹script›alert" in text, page
     assert "‹script›alert" in _page(root, P.gpu_page(gpu)).read_text(encoding="utf-8")  # its name, as a title
     assert "2211.05102%29%5BCLICK%5D%28javascript:alert" in _page(root, P.SOURCES).read_text(encoding="utf-8")
+    assert "‹script›alert" in _page(root, P.rule_page(rule)).read_text(encoding="utf-8")  # its title, as the page's
 
 
 
@@ -469,34 +587,123 @@ def _errors(driver) -> list[str]:
     return [entry["message"] for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
 
 
-def test_the_site_in_a_browser(browser, served):
+def _search(browser, wait, query: str) -> list[str]:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as EC
-    from selenium.webdriver.support.ui import WebDriverWait
 
-    wait = WebDriverWait(browser, 30)
-    # the home page renders, with no console errors
-    browser.get(served)
-    heading = wait.until(EC.visibility_of_element_located((By.CSS_SELECTOR, "article h1")))
-    assert heading.text == "gpukb"
-    assert browser.find_elements(By.LINK_TEXT, "Scenarios")
-    assert _errors(browser) == []
-    # the search finds NVLink
     box = wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, "input.md-search__input")))
     if not box.is_displayed():  # a narrow window keeps the search box behind the header's button
         browser.find_element(By.CSS_SELECTOR, "label.md-header__button[for='__search']").click()
         wait.until(EC.visibility_of(box))
     box.click()
-    box.send_keys("NVLink")
-    wait.until(lambda d: any("nvlink" in item.text.lower()
-                             for item in d.find_elements(By.CSS_SELECTOR, ".md-search-result__item")))
+    box.clear()
+    box.send_keys(query)
+    wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, ".md-search-result__item"))
+    return [item.text for item in browser.find_elements(By.CSS_SELECTOR, ".md-search-result__item")]
+
+
+def test_the_site_in_a_browser(browser, served):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as EC
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    browser.set_window_size(1440, 900)
+    wait = WebDriverWait(browser, 30)
+    # the home page renders, starting from the reader's task, with no console errors
+    browser.get(served)
+    heading = wait.until(EC.visibility_of_element_located((By.CSS_SELECTOR, "article h1")))
+    assert heading.text == "gpukb"
+    assert browser.find_elements(By.LINK_TEXT, "Scenarios")
+    assert "I want to fine-tune a model" in browser.find_element(By.TAG_NAME, "article").text
     assert _errors(browser) == []
-    # a scenario page shows its trace
+    # the search finds NVLink
+    assert any("nvlink" in text.lower() for text in _search(browser, wait, "NVLink"))
+    assert _errors(browser) == []
+    # a scenario page leads with its summary and keeps its whole trace, folded
     scenario = load_scenarios(SCENARIOS)[0]
     answer = gpukb.load_kb(REPO).ask(scenario.workload)
     browser.get(served + f"scenarios/{scenario.id}/")
-    first = wait.until(EC.visibility_of_element_located((By.ID, "step-1")))
-    assert first.text.startswith("1.")
-    body = browser.find_element(By.TAG_NAME, "article").text
-    assert "Trace" in body and answer.trace[0].rule in body and answer.trace[-1].rule in body
+    summary = wait.until(EC.visibility_of_element_located((By.ID, "summary")))
+    assert summary.location["y"] < 400 and browser.find_element(By.CSS_SELECTOR, ".gpukb-bar").is_displayed()
+    assert not browser.find_element(By.ID, "step-1").is_displayed()  # folded
+    source = browser.page_source
+    assert answer.trace[0].rule in source and answer.trace[-1].rule in source
+    assert _errors(browser) == []
+
+
+def test_pages_fit_screens_and_phones(browser, served, tmp_path_factory):
+    """Scenario pages fit 15 screens at 1440 px; nothing overflows a 390 px phone; screenshots for a person."""
+    from selenium.webdriver.common.by import By
+
+    shots = tmp_path_factory.mktemp("screenshots")
+    heights = {}
+    browser.set_window_size(1440, 900)
+    for scenario in load_scenarios(SCENARIOS):
+        browser.get(served + f"scenarios/{scenario.id}/")
+        screen = browser.execute_script("return window.innerHeight")
+        heights[scenario.id] = browser.execute_script("return document.body.scrollHeight")
+        assert heights[scenario.id] <= 15 * screen, f"{scenario.id}: {heights[scenario.id]} px, {screen} px a screen"
+    (shots / "heights.txt").write_text("".join(f"{k} {v}\n" for k, v in heights.items()), encoding="utf-8")
+    longest = max(heights, key=heights.__getitem__)
+    pages = {"home": "", "scenario": f"scenarios/{longest}/", "tree": "decision-tree/", "gpus": "gpus/",
+             "model": "models/llama-2-7b/", "zh-home": "zh/", "zh-scenario": f"zh/scenarios/{longest}/"}
+    for width in (1440, 390):
+        browser.set_window_size(width, 900)
+        for name, url in pages.items():
+            browser.get(served + url)
+            browser.save_screenshot(str(shots / f"{name}-{width}.png"))
+            if width == 390:
+                for figure in browser.find_elements(By.CSS_SELECTOR, "svg.gpukb-tree, svg.gpukb-chart-narrow"):
+                    assert figure.size["width"] <= browser.execute_script("return document.documentElement.clientWidth")
+                    assert figure.size["width"] >= 300, f"{name}: a picture squeezed to {figure.size['width']} px"
+    print(f"screenshots and page heights in {shots}")
+    assert _errors(browser) == []
+
+
+def test_the_decision_tree_works_offline(browser, served):
+    from selenium.webdriver.common.by import By
+
+    browser.set_window_size(390, 844)
+    browser.execute_cdp_cmd("Network.enable", {})
+    browser.execute_cdp_cmd("Network.setBlockedURLs", {"urls": ["https://*", "http://*.com/*", "http://*.net/*",
+                                                                "http://*.org/*", "http://*.io/*"]})
+    try:
+        browser.get(served + "decision-tree/")
+        tree = browser.find_element(By.CSS_SELECTOR, "svg.gpukb-tree")
+        assert tree.is_displayed() and tree.size["height"] > 200
+        assert "LoRA" in tree.text or "LoRA" in tree.get_attribute("innerHTML")
+        resources = browser.execute_script("return performance.getEntriesByType('resource').map(e => e.name)")
+        assert all(url.startswith((served, "data:")) for url in resources), resources  # nothing from elsewhere
+        assert _errors(browser) == []
+    finally:
+        browser.execute_cdp_cmd("Network.setBlockedURLs", {"urls": []})
+
+
+@pytest.mark.parametrize("query", ["带宽", "显存瓶颈", "互联"])
+def test_chinese_search_in_the_browser(browser, served, query):
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    browser.set_window_size(1440, 900)
+    browser.get(served + "zh/")
+    results = _search(browser, WebDriverWait(browser, 30), query)
+    assert results, query
+    assert _errors(browser) == []
+
+
+def test_the_language_switch_keeps_the_page(browser, served, kb):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as EC
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    wait = WebDriverWait(browser, 30)
+    gpu = sorted(kb.gpus)[0]
+    browser.set_window_size(1440, 900)
+    for start, to, lang in ((f"gpus/{gpu}/", f"zh/gpus/{gpu}/", "zh"), (f"zh/gpus/{gpu}/", f"gpus/{gpu}/", "en")):
+        browser.get(served + start)
+        wait.until(EC.element_to_be_clickable((By.CSS_SELECTOR, ".md-header__option .md-select button"))).click()
+        link = wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, f"a.gpukb-lang-{lang}")))
+        browser.execute_script("arguments[0].click();", link)  # the menu opens on hover, too: click the link itself
+        wait.until(lambda d, to=to: d.current_url == served + to)
+        assert browser.find_element(By.CSS_SELECTOR, "article h1").text == kb.gpus[gpu].name
+        assert browser.find_element(By.TAG_NAME, "html").get_attribute("lang") == lang
     assert _errors(browser) == []

@@ -21,6 +21,8 @@ class Scenario(BaseModel):
     id: Slug
     title: str = Field(min_length=1)
     description: str = ""
+    title_zh: str = ""  # the Chinese site's title and description (the English ones where empty)
+    description_zh: str = ""
     workload: dict[str, Any] = Field(min_length=1, description="a workload exactly as ask() takes it")
 
 

@@ -75,14 +75,20 @@ def _words(node: ast.AST) -> str:
     return ast.unparse(node)
 
 
-def _tree(text: str) -> ast.AST:
+def parse(text: str) -> ast.AST:
+    """A condition's syntax tree (gpukb's own parser: what the engine checks)."""
     return ex.parse(text).tree.body
+
+
+def words(node: ast.AST) -> str:
+    """A parsed condition in words."""
+    return _words(node)
 
 
 def readable(text: str) -> str:
     """A condition in words; text the parser rejects is returned unchanged."""
     try:
-        return _words(_tree(text))
+        return _words(parse(text))
     except ex.ExpressionError:
         return text
 
@@ -94,7 +100,7 @@ def conjuncts(text: str) -> list[tuple[str, bool]]:
     than choosing between them.
     """
     try:
-        node = _tree(text)
+        node = parse(text)
     except ex.ExpressionError:
         return [(text, False)]
     parts = node.values if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And) else [node]

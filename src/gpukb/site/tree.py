@@ -1,4 +1,4 @@
-"""The decision tree, derived from the recommendation rules: never drawn by hand.
+"""The decision tree, derived from the recommendation rules: never drawn by hand, drawn at build time.
 
 Each recommendation rule is a path: the conditions of its `when` patterns (the workload's first,
 then the others in the rule's order), split at each top-level `and`. Conditions that only join one
@@ -8,10 +8,15 @@ their first steps, so the rules form a tree whose leaves are the rules and what 
 
 from __future__ import annotations
 
+import ast
+import re
 from dataclasses import dataclass, field
 
+from ..expr import ExpressionError
 from ..rules import Rule
-from .conditions import conjuncts
+from .conditions import conjuncts, parse
+from .conditions import words as in_words
+from .text import esc_spaced, html_text
 
 STAGE = "recommendations"
 FIRST_KINDS = ("workload", "fleet")  # what the workload is decides first, then the rule's own order
@@ -72,46 +77,165 @@ def joins(rule: Rule) -> list[str]:
     return [f"{p.kind}: {words}" for p in rule.when if p.if_ for words, is_join in conjuncts(p.if_) if is_join]
 
 
-# --- mermaid ----------------------------------------------------------------------------------
+# --- in words: conditions as a reader would say them -------------------------------------------
 
-_MERMAID_SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 .,:=+-_/()'*≤≥≠@")
+# field -> (English, Chinese, kind of value); a comparison reads "<name> <op> <value>"
+FIELDS: dict[str, tuple[str, str, str]] = {
+    "params": ("parameters", "参数量", "params"),
+    "memory_bytes": ("GPU memory", "显存", "bytes"),
+    "scale_up_domain": ("GPUs on one all-to-all link", "全互联卡数", "count"),
+    "count": ("GPUs", "卡数", "count"),
+    "seq_len": ("sequence length", "序列长度", "count"),
+    "batch_size": ("concurrent sequences", "并发序列", "count"),
+}
+FLAGS = {"training": ("training", "训练"), "consumer": ("a consumer card", "消费级显卡"),
+         "fits": ("", "")}  # every option fits: no decision to show
+TASK_WORDS = {"pretrain": ("pre-training", "预训练"), "full_finetune": ("full fine-tuning", "全参数微调"),
+              "lora": ("LoRA", "LoRA"), "qlora": ("QLoRA", "QLoRA"), "inference": ("serving", "推理部署")}
+_OPS = {ast.Lt: "<", ast.LtE: "≤", ast.Gt: ">", ast.GtE: "≥", ast.Eq: "=", ast.NotEq: "≠"}
 
 
-def mermaid_text(text: str) -> str:
-    """Text for a quoted mermaid label: anything outside a small safe set becomes #NNN; (mermaid's
-    entity syntax), so quotes, brackets, pipes and markup in rule text cannot break the diagram."""
-    text = " ".join(str(text).split())
-    return "".join(ch if ch in _MERMAID_SAFE else f"#{ord(ch)};" for ch in text)
+def _amount(value: float, kind: str, zh: bool) -> str:
+    if kind == "params":
+        return f"{value / 1e8:g} 亿" if zh else f"{value / 1e9:g}B"
+    if kind == "bytes":
+        return f"{value / 1e9:g} GB"
+    return f"{value:g}"
 
 
-def mermaid(root: Node) -> str:
-    lines = ["flowchart LR", '  n0(["a workload, its plans and GPUs"])']
-    counter = 0
+def _phrase(node: ast.AST, zh: bool) -> str | None:
+    """One condition in words, or None where it decides nothing a reader needs (a join, `fits`)."""
+    i = 1 if zh else 0
+    if any(isinstance(n, ast.Attribute) for n in ast.walk(node)):
+        return None  # a join: ties the facts together
+    if isinstance(node, ast.Name) and node.id in FLAGS:
+        return FLAGS[node.id][i] or None
+    if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.left, ast.Name):
+        name, op, right = node.left.id, node.ops[0], node.comparators[0]
+        if name == "task" and isinstance(op, ast.In | ast.Eq):
+            values = right.elts if isinstance(right, ast.List | ast.Tuple) else [right]
+            words = [TASK_WORDS.get(v.value, (v.value, v.value))[i] for v in values
+                     if isinstance(v, ast.Constant) and isinstance(v.value, str)]
+            return ("或" if zh else " or ").join(words)
+        if name in FLAGS and isinstance(op, ast.Eq) and isinstance(right, ast.Constant) and right.value is True:
+            return FLAGS[name][i] or None
+        if name in FIELDS and isinstance(right, ast.Constant) and isinstance(right.value, int | float) \
+                and type(op) in _OPS:
+            en, zh_name, kind = FIELDS[name]
+            if name == "count" and isinstance(op, ast.Eq) and right.value == 1:
+                return "单卡" if zh else "one GPU"
+            return f"{zh_name if zh else en} {_OPS[type(op)]} {_amount(right.value, kind, zh)}"
+    return in_words(node)
 
-    def new_id() -> str:
-        nonlocal counter
-        counter += 1
-        return f"n{counter}"
 
-    def walk(node: Node, node_id: str) -> None:
-        for child in node.children:
-            child_id = new_id()
-            lines.append(f'  {child_id}("{mermaid_text(child.test)}")')
-            lines.append(f"  {node_id} --> {child_id}")
-            walk(child, child_id)
-        for rule in node.rules:
-            rule_id = new_id()
-            label = f"{mermaid_text(f'{rule.id}@{rule.version}')}<br/>{mermaid_text(rule.title)}"
-            lines.append(f'  {rule_id}["{label}"]')
-            lines.append(f"  {node_id} --> {rule_id}")
-            lines.append(f"  class {rule_id} rule")
-            for text in asserts(rule):
-                out_id = new_id()
-                lines.append(f'  {out_id}[/"{mermaid_text("asserts " + text)}"/]')
-                lines.append(f"  {rule_id} --> {out_id}")
-                lines.append(f"  class {out_id} asserts")
+def phrases(condition: str, zh: bool = False) -> list[str]:
+    """A condition's top-level `and` parts in a reader's words, leaving out what decides nothing."""
+    try:
+        node = parse(condition)
+    except ExpressionError:
+        return [condition]
+    parts = node.values if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And) else [node]
+    found = []
+    for part in parts:
+        words = _phrase(part, zh)
+        if words:
+            found.append(words)
+    return found
 
-    walk(root, "n0")
-    lines.append("  classDef rule stroke-width:2px")
-    lines.append("  classDef asserts stroke-dasharray:4 3")
-    return "\n".join(lines)
+
+@dataclass
+class Branch:
+    """One branch of the article's tree, in words: if <when>, the engine prefers <then> (<picks>)."""
+    rule: Rule
+    when: list[str]
+    picks: list[str]
+
+
+def branches(rules: dict[str, Rule], zh: bool = False) -> list[Branch]:
+    """Every recommendation rule in words: what the workload must be, and what the GPUs or plans it prefers are."""
+    out = []
+    for rule in recommendation_rules(rules):
+        when, picks = [], []
+        for pattern in rule.when:
+            if pattern.if_ is None:
+                continue
+            (when if pattern.kind in FIRST_KINDS else picks).extend(phrases(pattern.if_, zh))
+        out.append(Branch(rule, when, picks))
+    return out
+
+
+# --- the drawing: a static SVG, one column, readable at a phone's width -------------------------
+
+WIDTH = 380
+PAD = 10
+FONT = 15
+LINE = 20
+
+
+def _text_width(text: str) -> float:
+    return sum(FONT if ord(ch) > 0x2E80 else FONT * 0.56 for ch in text)
+
+
+def wrap(text: str, width: float) -> list[str]:
+    """Lines of at most `width` px: at spaces for words, anywhere between Chinese characters."""
+    lines: list[str] = []
+    current = ""
+    tokens = re.findall(r"[\u2e80-\uffff]|[^\s\u2e80-\uffff]+\s*|\s+", text)
+    for token in tokens:
+        if current and _text_width(current + token.rstrip()) > width:
+            lines.append(current.rstrip())
+            current = token.lstrip()
+        else:
+            current += token
+    if current.strip():
+        lines.append(current.rstrip())
+    return lines or [""]
+
+
+@dataclass
+class Box:
+    lines: list[str]
+    css: str  # a class of the stylesheet: gpukb-tree-root, -when, -then, -other
+    bold_first: bool = False
+
+
+def tree_svg(title: str, root: str, rows: list[tuple[Box, Box]], footer: Box | None = None) -> str:
+    """The tree drawn top to bottom: the root, then per branch a condition box with an arrow to what it
+    recommends, then an optional footer box. Colours come from the page's stylesheet (light and dark)."""
+    inner = WIDTH - 2 * PAD - 24
+    y = PAD
+    body: list[str] = []
+
+    def box(b: Box, x: float, width: float) -> float:
+        nonlocal y
+        wrapped = [line for text in b.lines for line in wrap(text, width - 20)]
+        height = 12 + LINE * len(wrapped)
+        body.append(f'<rect class="{b.css}" x="{x}" y="{y}" width="{width}" height="{height}" rx="8"/>')
+        for k, line in enumerate(wrapped):
+            weight = ' font-weight="bold"' if b.bold_first and k == 0 else ""
+            body.append(f'<text x="{x + 10}" y="{y + 6 + LINE * (k + 1) - 5}"{weight}>{esc_spaced(line)}</text>')
+        top = y
+        y += height
+        return top
+
+    def arrow(x: float, length: float = 18) -> None:
+        nonlocal y
+        body.append(f'<path class="gpukb-tree-edge" d="M{x} {y} v{length - 6} m-5 -5 l5 6 l5 -6"/>')
+        y += length
+
+    box(Box([root], "gpukb-tree-root", True), PAD, WIDTH - 2 * PAD)
+    spine_top = y
+    for when, then in rows:
+        y += 14
+        body.append(f'<path class="gpukb-tree-edge" d="M{PAD + 12} {y + 14} h12"/>')
+        box(when, PAD + 24, inner)
+        arrow(PAD + 24 + inner / 2)
+        box(then, PAD + 24, inner)
+        body.append(f'<path class="gpukb-tree-edge" d="M{PAD + 12} {spine_top} V{y - 1}"/>')
+    if footer is not None:
+        y += 14
+        box(footer, PAD, WIDTH - 2 * PAD)
+    y += PAD
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" class="gpukb-tree" viewBox="0 0 {WIDTH} {y:.0f}" role="img" '
+            f'aria-label="{html_text(title)}" font-family="sans-serif" font-size="{FONT}">'
+            f"<title>{esc_spaced(title)}</title>{''.join(body)}</svg>")

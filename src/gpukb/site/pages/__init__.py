@@ -1,0 +1,22 @@
+"""One module per page family; each function returns Markdown (or SVG) for MkDocs. Page paths and
+cross-references live in gpukb.site.links, repository Markdown handling in gpukb.site.markdown."""
+
+from __future__ import annotations
+
+from ..links import *  # noqa: F403  (page paths are part of this package's interface)
+from ..links import Context, Role
+from ..markdown import list_indents, repository_markdown
+from ..markdown import sections as readme_sections
+from .article import article, claim
+from .gpus import gpu, gpu_chart, gpus_index, inline_chart
+from .home import home
+from .models import TASKS, kv_bytes_per_token, model, models_index
+from .reference import changelog, interconnects, policies, precisions, repository_guide, sources
+from .rules import rule, rules_index
+from .scenarios import esc_pre, render_step, scenario, scenarios_index
+from .tree import decision_tree, diagram
+
+__all__ = ["TASKS", "Context", "Role", "article", "changelog", "claim", "decision_tree", "diagram", "esc_pre", "gpu",
+           "gpu_chart", "gpus_index", "home", "inline_chart", "interconnects", "kv_bytes_per_token", "list_indents", "model",
+           "models_index", "policies", "precisions", "readme_sections", "render_step", "repository_guide",
+           "repository_markdown", "rule", "rules_index", "scenario", "scenarios_index", "sources"]

@@ -1,0 +1,123 @@
+"""Reference pages: sources, interconnects, policies, precisions and optimizers; and the pages that
+include the repository's own Markdown (the changelog and the contributor guide)."""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+
+from ..links import CHANGELOG, INTERCONNECTS, POLICIES, PRECISIONS, REPOSITORY_GUIDE, REPOSITORY_PAGES, SOURCES, Context
+from ..markdown import demote, repository_markdown
+from ..text import code, esc, external, gb, link, table, title_text
+from .common import h1
+
+
+def sources(ctx: Context) -> str:
+    kb, here = ctx.kb, SOURCES
+    out = h1(ctx.t("Sources", "来源"))
+    out += [ctx.t("Every datasheet, paper, configuration and document the knowledge base cites, with the entries that cite it.",
+                  "知识库引用的每一份规格书、论文、配置和文档，以及引用它们的条目。"), ""]
+    by_kind: dict[str, list[str]] = defaultdict(list)
+    for s in kb.sources.values():
+        by_kind[s.kind].append(s.id)
+    for kind in sorted(by_kind):
+        out += [f"## {esc(kind.replace('_', ' ').capitalize())} {{#kind-{kind}}}", ""]
+        for source_id in sorted(by_kind[kind]):
+            s = kb.sources[source_id]
+            users = ctx.source_users.get(source_id, [])
+            out += [f"### {esc(source_id)} {{#{source_id}}}", "",
+                    (external(esc(s.title), s.url) if s.url else f"{esc(s.title)} ({code(s.path)})")
+                    + f" — {esc(s.publisher)}" + (f", {esc(s.as_of)}" if s.as_of else ""), ""]
+            if users:
+                cited = ", ".join(link(code(label), here, page) for page, label in users)
+                out += [ctx.t("Cited by ", "引用者：") + cited + ".", ""]
+    return "\n".join(out)
+
+
+def interconnects(ctx: Context) -> str:
+    kb = ctx.kb
+    out = h1(ctx.t("Interconnects", "互联"))
+    out += [ctx.t("Scale-up links between GPUs, host links and scale-out networks. Bandwidth is per direction.",
+                  "GPU 之间的卡间互联、主机链路和跨节点网络。带宽均为单向。"), ""]
+    for ic in sorted(kb.interconnects.values(), key=lambda i: (i.kind, i.bandwidth, i.id)):
+        users = sorted(g.id for g in kb.gpus.values() if ic.id in (g.scale_up, g.pcie))
+        out += [f"## {esc(title_text(ic.name))} {{#{ic.id}}}", "",
+                f"{code(ic.id)} · {esc(ic.kind.replace('_', ' '))} · {ic.bandwidth / 1e9:,.1f} GB/s "
+                + ctx.t("per direction", "单向"), "", ctx.t("Quoted: ", "原文：") + f"“{esc(ic.quoted)}”", ""]
+        if ic.notes:
+            out += [esc(ctx.field(ic, "notes")), ""]
+        out += [ctx.t("Sources: ", "来源：") + ", ".join(ctx.source(INTERCONNECTS, s) for s in ic.sources) + ".", ""]
+        if users:
+            out += [ctx.t("Used by ", "使用它的 GPU：") + ", ".join(ctx.gpu(INTERCONNECTS, g) for g in users) + ".", ""]
+    return "\n".join(out)
+
+
+def policies(ctx: Context) -> str:
+    kb, here = ctx.kb, POLICIES
+    out = h1(ctx.t("Policies", "策略假设"))
+    out += [ctx.t("Engineering assumptions the engine states rather than hides; every answer that depends on one shows "
+                  "it in its trace.", "引擎明确写出而不隐藏的工程假设；每个依赖它们的回答都会在推理记录中列出。"), ""]
+    for p in sorted(kb.policies.values(), key=lambda p: p.id):
+        value = gb(p.value) if p.unit == "bytes" else f"{p.value:g} ({esc(p.unit)})"
+        out += [f"## {esc(title_text(ctx.field(p, 'title')))} {{#{p.id}}}", "", f"{code(p.id)} = **{value}**", "",
+                esc(ctx.field(p, "reason")), ""]
+        if p.claims:
+            out += [ctx.t("Claims: ", "论断：") + ", ".join(ctx.claim(here, c) for c in p.claims) + ".", ""]
+        out += [ctx.t("Sources: ", "来源：") + ", ".join(ctx.source(here, s) for s in p.sources) + ".", ""]
+    return "\n".join(out)
+
+
+def precisions(ctx: Context) -> str:
+    kb, here, t = ctx.kb, PRECISIONS, ctx.t
+    dtype_rows = [[code(d.id), esc(d.name), f"{d.bits:g}",
+                   (f"{d.training.weight_bytes:g} + {d.training.grad_bytes:g} + {d.training.master_bytes:g}"
+                    if d.training else "—"), t("yes", "是") if d.inference else t("no", "否"), code(d.flops_field),
+                   ", ".join(ctx.source(here, s) for s in d.sources)] for d in kb.dtypes.values()]
+    opt_rows = [[code(o.id), esc(o.name), f"{o.state_bytes:g}", esc(o.states),
+                 ", ".join(ctx.source(here, s) for s in o.sources)] for o in kb.optimizers.values()]
+    out = h1(t("Precisions and optimizers", "精度与优化器"))
+    out += [f"## {t('Precisions', '精度')}", "",
+            t("Storage bits per parameter; when training, bytes per parameter for weights + gradients + master weights.",
+              "每个参数的存储位数；训练时每个参数的权重 + 梯度 + 主权重字节数。"), "",
+            table([t("Id", "编号"), t("Name", "名称"), t("Bits", "位数"), t("Training bytes", "训练字节"),
+                   t("Inference", "推理"), t("Throughput from", "算力取自"), t("Sources", "来源")], dtype_rows, "llrlcll"), "",
+            f"## {t('Optimizers', '优化器')}", "", t("Optimizer state bytes per trainable parameter.",
+                                                   "每个可训练参数的优化器状态字节数。"), "",
+            table([t("Id", "编号"), t("Name", "名称"), t("State bytes", "状态字节"), t("States", "状态"),
+                   t("Sources", "来源")], opt_rows, "llrll"), ""]
+    return "\n".join(out)
+
+
+def changelog(ctx: Context, package_version: str, changelog_md: str | None, pages: dict[str, str] | None = None) -> str:
+    kb, t = ctx.kb, ctx.t
+    out = h1(t("Changelog", "变更记录"))
+    out += [table([t("Property", "属性"), t("Value", "值")], [
+                [t("Knowledge base version", "知识库版本"), f"**{code(kb.version)}** (`kb/manifest.yaml`)"],
+                [t("Content hash", "内容哈希"), code(kb.content_hash)],
+                [t("gpukb package", "gpukb 软件包"), esc(package_version)],
+                [t("Entries", "条目"), t(f"{len(kb.claims)} claims, {len(kb.rules)} rules, {len(kb.gpus)} GPUs, "
+                                         f"{len(kb.models)} models, {len(kb.sources)} sources",
+                                         f"{len(kb.claims)} 条论断，{len(kb.rules)} 条规则，{len(kb.gpus)} 种 GPU，"
+                                         f"{len(kb.models)} 个模型，{len(kb.sources)} 个来源")]]), "",
+            t("Every entry carries an integer `version` that rises when it changes; traces name rules as `id@version`, "
+              "and the content hash (sha256 of `kb/` and `rules/`) pins the exact data an answer came from.",
+              "每个条目都有一个整数 `version`，内容变化时递增；推理记录以 `id@version` 指代规则，"
+              "内容哈希（`kb/` 和 `rules/` 的 sha256）锁定回答所用的确切数据。"), ""]
+    if changelog_md:
+        if ctx.zh:
+            out += ["以下为英文原文。", ""]
+        included = repository_markdown(changelog_md.strip(), CHANGELOG, pages or REPOSITORY_PAGES)
+        out += [demote(re.sub(r"^# .*\n+", "", included)), ""]
+    else:
+        out += [t("No `CHANGELOG.md` at the repository root yet.", "仓库根目录还没有 `CHANGELOG.md`。"), ""]
+    return "\n".join(out)
+
+
+def repository_guide(contributing_md: str, pages: dict[str, str], zh: bool = False) -> str:
+    text = repository_markdown(contributing_md.strip(), REPOSITORY_GUIDE, pages)
+    if not text.startswith("# "):
+        text = "# Contributing\n\n" + text
+    if zh:
+        title, _, rest = text.partition("\n")
+        text = f"{title}\n\n以下为仓库 `CONTRIBUTING.md` 的英文原文。\n{rest}"
+    return text + "\n"

@@ -1,0 +1,314 @@
+"""Scenarios: canonical workloads answered by ask() at build time. A scenario page starts with what a
+reader came for (the plan, its memory, the alternatives and the warnings that matter), then the details
+grouped by rule, and keeps the full trace folded."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+
+from ...answer import MEMORY_PARTS, Answer, Finding, Option
+from ...answer_text import describe_strategy
+from ...rules import STAGES
+from ...scenarios import Run
+from ...trace import TraceStep
+from ..links import SCENARIOS, Context, scenario_page
+from ..text import code, css_token, duration, esc, esc_spaced, html_text, number, table
+from .common import as_json, bullets, gb_exact, h1, memory_bar, part_name
+from .rules import stage_name
+
+TOP_ALTERNATIVES = 4
+SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
+SEVERITY_ZH = {"error": "错误", "warning": "警告", "info": "提示"}
+
+
+def _values_table(step: TraceStep) -> str:
+    """A trace step's values as one line of raw HTML: there are thousands of these, and they hold no
+    links, so Markdown need not parse them (which keeps the build fast)."""
+    rows = []
+    for v in step.values:
+        expression = f"<code>{html_text(v['expr'])}</code>" if v["expr"] else "—"
+        rows.append(f"<tr><td><code>{html_text(v['name'])}</code></td><td>{expression}</td>"
+                    f'<td style="text-align: right">{html_text(number(v["value"]))}</td></tr>')
+    return ('<table><thead><tr><th>Value</th><th>Expression</th><th style="text-align: right">Result</th></tr>'
+            f"</thead><tbody>{''.join(rows)}</tbody></table>")
+
+
+def render_step(ctx: Context, here: str, step: TraceStep, heading_level: int = 4, anchors: bool = True) -> str:
+    """One trace step: rule, stage, matched facts, sentence, values with their expressions, claims, sources."""
+    hashes = "#" * heading_level
+    # traces repeat the same rules and claims many times over: kept out of the search index
+    anchor = f" {{#step-{step.step} data-search-exclude}}" if anchors else " { data-search-exclude }"
+    out = [f"{hashes} {step.step}. {esc(step.title)}{anchor}", "",
+           f"{ctx.rule(here, step.rule)} · {esc(step.stage)}"
+           + (" · " + ctx.t("matched ", "匹配 ") + ", ".join(esc(i["label"]) for i in step.inputs) if step.inputs else ""), "",
+           f"> {esc(step.sentence)}", ""]
+    if step.values:
+        out += [_values_table(step), ""]
+    for c in step.claims:
+        out.append(f"- {ctx.t('rests on', '依据')} {ctx.claim(here, c.id)} 「{esc(c.quote_zh)}」"
+                   + ("" if ctx.zh else f" — {esc(c.text_en)}"))
+    if step.sources:
+        out.append(f"- {ctx.t('sources', '来源')}: " + ", ".join(ctx.source(here, s) for s in step.sources))
+    return "\n".join(out).rstrip()
+
+
+def _folded(title: str, body: str, kind: str = "note", open_: bool = False) -> list[str]:
+    """A collapsible block, closed unless `open_`: the markup of pymdownx.details (so the theme styles it),
+    its body parsed as Markdown by md_in_html, which unlike an indented `???` block stays linear in the
+    length of a trace of thousands of lines."""
+    return [f'<details class="{kind}" markdown="1"{" open" if open_ else ""}>', f"<summary>{title}</summary>", "",
+            body, "", "</details>", ""]
+
+
+def _details_title(text: str) -> str:
+    """A <summary>: our own words plus numbers, escaped."""
+    return esc(text)
+
+
+def _severity(ctx: Context, severity: str) -> str:
+    word = SEVERITY_ZH.get(severity, severity) if ctx.zh else severity
+    return f'<span class="gpukb-badge gpukb-severity-{css_token(severity)}">{esc(word)}</span>'
+
+
+def _duration(ctx: Context, seconds: float) -> str:
+    text = duration(seconds)
+    if not ctx.zh:
+        return text
+    number_, _, unit = text.partition(" ")
+    return number_ + " " + {"days": "天", "h": "小时", "s": "秒"}.get(unit, unit)
+
+
+def _strategy(ctx: Context, o: Option) -> str:
+    """The parallel strategy in words (explain.describe_strategy's, in the page's language)."""
+    if not ctx.zh:
+        return describe_strategy(o)
+    s = o.strategy
+    parts = [f"数据并行 {s.data_parallel}", f"张量并行 {s.tensor_parallel}"]
+    if s.pipeline_parallel > 1:
+        parts.append(f"流水线并行 {s.pipeline_parallel}")
+    parts.append(f"ZeRO-{s.zero_stage}")
+    parts.append("激活检查点" if s.activation_checkpointing else "不重算激活")
+    if s.offload != "none":
+        parts.append(f"{s.offload} 卸载到 CPU")
+    if s.nodes > 1:
+        parts.append(f"{s.nodes} 个节点")
+    return "，".join(parts)
+
+
+def _cost(ctx: Context, o: Option) -> str:
+    g = ctx.kb.gpus.get(o.gpu)
+    if g is None or g.price is None:
+        return "—"
+    return f"${g.price.usd * o.count:,.0f}"
+
+
+def _speed(o: Option) -> str:
+    return number(o.tokens_per_s) if o.tokens_per_s else "—"
+
+
+def _time(ctx: Context, o: Option) -> str:
+    return _duration(ctx, o.time_to_train_s) if o.time_to_train_s else "—"
+
+
+def _plan_line(ctx: Context, here: str, o: Option) -> str:
+    g = ctx.kb.gpus.get(o.gpu)
+    line = f"**{o.count} × {ctx.gpu_named(here, o.gpu)}** — {esc(_strategy(ctx, o))}"
+    facts = [ctx.t(f"{gb_exact(o.per_gpu_bytes)} of {gb_exact(o.usable_bytes)} usable per GPU",
+                   f"每卡使用 {gb_exact(o.per_gpu_bytes)}，可用 {gb_exact(o.usable_bytes)}")]
+    if o.tokens_per_s:
+        facts.append(ctx.t(f"about {number(o.tokens_per_s)} tokens/s", f"约 {number(o.tokens_per_s)} tokens/s"))
+    if o.time_to_train_s:
+        facts.append(ctx.t(f"{duration(o.time_to_train_s)} to train", f"训练用时 {_duration(ctx, o.time_to_train_s)}"))
+    if g is not None and g.price is not None:
+        facts.append(ctx.t(f"GPUs at about {_cost(ctx, o)} to buy", f"GPU 购置约 {_cost(ctx, o)}"))
+    return line + ctx.t("; ", "；") + ctx.t("; ", "；").join(facts) + ctx.t(".", "。")
+
+
+def _grouped(findings: list[Finding]) -> list[tuple[tuple[str, str, str], list[Finding]]]:
+    """Findings grouped by (severity, kind, rule), most severe first, then the largest groups."""
+    groups: dict[tuple[str, str, str], list[Finding]] = defaultdict(list)
+    for f in findings:
+        groups[(f.severity, f.kind, f.rule)].append(f)
+    return sorted(groups.items(), key=lambda kv: (SEVERITY_ORDER.get(kv[0][0], 9), -len(kv[1]), kv[0][2]))
+
+
+def _gpu_list(ctx: Context, here: str, gpus: list[str | None]) -> str:
+    named = [ctx.gpu(here, g) for g in dict.fromkeys(gpus) if g]
+    if len(named) < len([g for g in gpus if g is None]) + len(named):
+        named.insert(0, ctx.t("all", "全部"))
+    return ", ".join(named) or ctx.t("all", "全部")
+
+
+def _key_warnings(ctx: Context, here: str, a: Answer) -> list[str]:
+    best = a.best
+    found = [f for f in (best.findings if best else a.findings) if f.severity in ("error", "warning")]
+    if not found and best is None:
+        found = [f for f in a.findings if f.severity == "error"]
+    lines = []
+    for (severity, _kind, rule), group in _grouped(found)[:4]:
+        lines.append(f"- {_severity(ctx, severity)} {esc(group[0].message)} ({ctx.rule_named(here, rule)})")
+    return lines
+
+
+def summary(ctx: Context, here: str, a: Answer) -> list[str]:
+    t = ctx.t
+    best = a.best
+    out = [f"## {t('Summary', '结论')} {{#summary}}", ""]
+    if best is None:
+        out += [t("No candidate GPU type can run this workload within the limits given.",
+                  "在给定的限制内，没有任何候选 GPU 能运行这个工作负载。"), ""]
+    else:
+        g = ctx.kb.gpus.get(best.gpu)
+        out += [t("**Recommended:** ", "**推荐：** ") + _plan_line(ctx, here, best), "",
+                memory_bar(ctx, best.memory, best.usable_bytes, g.memory if g else None), ""]
+        alternatives = a.options[1:1 + TOP_ALTERNATIVES]
+        if alternatives:
+            out += [f"**{t('Alternatives', '备选方案')}**", "",
+                    table(["GPU", t("Count", "卡数"), t("Memory per GPU", "每卡显存"), "Tokens/s",
+                           t("Time to train", "训练用时"), t("GPU price", "GPU 价格")],
+                          [[ctx.gpu_named(here, o.gpu), str(o.count), gb_exact(o.per_gpu_bytes), _speed(o), _time(ctx, o),
+                            _cost(ctx, o)] for o in alternatives], "lrrrrr"), ""]
+    warnings = _key_warnings(ctx, here, a)
+    if warnings:
+        out += [f"**{t('Key warnings', '主要警告')}**", "", *warnings, ""]
+    out += [t(f"Memory: {gb_exact(a.memory.total)} for one replica before sharding. "
+              f"{len(a.options)} GPU types can run it, {len(a.rejected)} cannot. "
+              "Details, every finding and the full trace follow.",
+              f"显存：切分前单个副本 {gb_exact(a.memory.total)}。{len(a.options)} 种 GPU 可以运行，{len(a.rejected)} 种不能。"
+              "详细信息、全部发现和完整推理记录见下文。"), ""]
+    return out
+
+
+def scenarios_index(ctx: Context) -> str:
+    here, t = SCENARIOS, ctx.t
+    rows = []
+    for run in ctx.runs:
+        a = run.answer
+        best = a.best
+        rows.append([ctx.scenario(here, run), gb_exact(a.memory.total),
+                     f"{best.count} × {ctx.gpu_named(here, best.gpu)}" if best else t("none fits", "放不下"),
+                     _time(ctx, best) if best else "—", str(len(a.options))])
+    out = h1(t("Scenarios", "场景"))
+    out += [t("Canonical workloads, answered by `ask()` when this site was built (the list is `site/scenarios.yaml`). "
+              "Memory is one replica before sharding.",
+              "典型工作负载，在构建本站时由 `ask()` 回答（列表见 `site/scenarios.yaml`）。显存为切分前的单个副本。"), "",
+            table([t("Scenario", "场景"), t("Memory", "显存"), t("Recommended", "推荐"), t("Time to train", "训练用时"),
+                   t("Options", "可选方案")], rows, "lrlrr"), ""]
+    return "\n".join(out)
+
+
+def _findings(ctx: Context, here: str, a: Answer) -> list[str]:
+    t = ctx.t
+    out = [f"## {t('Findings by rule', '按规则分组的发现')} {{#findings}}", ""]
+    if not a.findings:
+        return [*out, t("None.", "无。"), ""]
+    out += [t("Each row is one rule's finding and the GPUs it applies to; open a row's details for every GPU's own figures.",
+              "每行是一条规则的发现及其适用的 GPU；展开可查看每种 GPU 的具体数字。"), ""]
+    rows = []
+    for (severity, kind, rule), group in _grouped(a.findings):
+        rows.append([_severity(ctx, severity), esc(kind.replace("_", " ")), ctx.rule_named(here, rule),
+                     esc(group[0].message) + (t(f" (and {len(group) - 1} more like it)", f"（另有 {len(group) - 1} 条类似）")
+                                              if len(group) > 1 else ""),
+                     _gpu_list(ctx, here, [f.gpu for f in group])])
+    out += [table([t("Severity", "级别"), t("Kind", "类别"), t("Rule", "规则"), t("Finding", "发现"), t("GPUs", "GPU")],
+                  rows, "lllll"), ""]
+    every = [f"- {_severity(ctx, f.severity)} {ctx.gpu(here, f.gpu) if f.gpu else t('all', '全部')}: {esc(f.message)} "
+             f"({ctx.rule(here, f.rule)}" + ("; " + ", ".join(ctx.claim(here, c, with_badge=False) for c in f.claims)
+                                            if f.claims else "") + ")" for f in a.findings]
+    out += _folded(_details_title(t(f"All {len(a.findings)} findings, one per GPU", f"全部 {len(a.findings)} 条发现（逐卡）")),
+                   "\n".join(every))
+    return out
+
+
+def scenario(ctx: Context, run: Run) -> str:
+    here, a, s, t = scenario_page(run.scenario.id), run.answer, run.scenario, ctx.t
+    w = a.workload
+    out = h1(ctx.field(s, "title"))
+    if s.description:
+        out += [esc(ctx.field(s, "description")), ""]
+    out += summary(ctx, here, a)
+    call = f"answer = gpukb.ask({json.dumps(s.workload, ensure_ascii=False)})"
+    fence = "`" * max(3, 1 + max((len(r) for r in re.findall(r"`+", call)), default=0))
+    out += [f"## {t('The question', '问题')} {{#workload}}", "", f"{fence}python", "import gpukb", "", call, fence, "",
+            t(f"Answered by knowledge base {esc(a.kb_version)} (content hash {code(a.kb_hash[:12])}). "
+              "After defaults and the model's architecture are filled in:",
+              f"由知识库 {esc(a.kb_version)}（内容哈希 {code(a.kb_hash[:12])}）回答。补全默认值和模型架构之后："), ""]
+    resolved = w.model_dump(exclude={"gpus", "assumptions"}, exclude_none=True)
+    out += [" · ".join(f"{code(k)} {esc(str(v).lower() if isinstance(v, bool) else v)}" for k, v in resolved.items()), "",
+            t(f"Candidate GPUs: {len(w.gpus)}.", f"候选 GPU：{len(w.gpus)} 种。"), ""]
+    if w.assumptions:
+        out += [t("Assumptions:", "假设："), "", bullets(esc(x) for x in w.assumptions), ""]
+    m = a.memory
+    out += [f"## {t('Memory', '显存')} {{#memory}}", "", t("One replica before sharding (GB = 1e9 bytes):",
+                                                          "切分前的单个副本（GB = 1e9 字节）："), "",
+            table([t("Part", "部分"), "GB", t("Share", "占比")],
+                  [[esc(part_name(ctx, p)), gb_exact(getattr(m, p)), f"{getattr(m, p) / m.total:.0%}" if m.total else "—"]
+                   for p in MEMORY_PARTS] + [[f"**{t('total', '合计')}**", f"**{gb_exact(m.total)}**", ""]], "lrr"), ""]
+    out += [f"## {t('Options', '可选方案')} {{#options}}", "", t("Every GPU type that can run the workload, best first.",
+                                                               "每种能运行该工作负载的 GPU，最优在前。"), ""]
+    if a.options:
+        rows = [[str(i), ctx.gpu_named(here, o.gpu), str(o.count), esc(_strategy(ctx, o)),
+                 f"{gb_exact(o.per_gpu_bytes)} / {gb_exact(o.usable_bytes)}", _speed(o), _time(ctx, o), _cost(ctx, o)]
+                for i, o in enumerate(a.options, start=1)]
+        full = table(["#", "GPU", t("Count", "卡数"), t("Strategy", "并行策略"), t("Memory / usable per GPU", "每卡显存 / 可用"),
+                      "Tokens/s", t("Time to train", "训练用时"), t("GPU price", "GPU 价格")], rows, "rlrlrrrr")
+        out += _folded(_details_title(t(f"All {len(a.options)} options", f"全部 {len(a.options)} 个方案")), full,
+                       open_=len(a.options) <= TOP_ALTERNATIVES + 1)
+    else:
+        out += [t("None.", "无。"), ""]
+    out += [f"## {t('Rejected', '被排除的 GPU')} {{#rejected}}", ""]
+    if a.rejected:
+        by_rule: dict[str, list[Option]] = defaultdict(list)
+        for o in a.rejected:
+            reason = next((f for f in o.findings if f.severity == "error"), o.findings[0] if o.findings else None)
+            by_rule[reason.rule if reason else ""].append(o)
+        rows = []
+        for rule, options in sorted(by_rule.items(), key=lambda kv: -len(kv[1])):
+            first = next((f for f in options[0].findings if f.rule == rule), None)
+            rows.append([ctx.rule_named(here, rule) if rule else "—", esc(first.message) if first else "—",
+                         ", ".join(ctx.gpu(here, o.gpu) for o in options)])
+        out += [table([t("Rule", "规则"), t("Why (the first GPU's figures)", "原因（以第一种 GPU 为例）"), "GPU"], rows), ""]
+    else:
+        out += [t("No GPU type was rejected: each can hold the workload with enough of them.",
+                  "没有 GPU 被排除：只要数量足够，每种都能容纳这个工作负载。"), ""]
+    out += _findings(ctx, here, a)
+    out += [f"## {t('Remedies', '对策')} {{#remedies}}", ""]
+    if a.remedies:
+        groups: dict[tuple[str, str], list] = defaultdict(list)
+        for r in a.remedies:
+            groups[(r.id, r.rule)].append(r)
+        out += [table([t("Remedy", "对策"), t("Effect", "效果"), t("Rule", "规则"), "GPU"],
+                      [[esc(g[0].title), esc(g[0].effect) + (t(f" (and {len(g) - 1} more)", f"（另有 {len(g) - 1} 条）")
+                                                           if len(g) > 1 else ""),
+                        ctx.rule_named(here, rule), _gpu_list(ctx, here, [r.gpu for r in g])]
+                       for (_id, rule), g in groups.items()]), ""]
+    else:
+        out += [t("None needed.", "不需要。"), ""]
+    out += [f"## {t('Trace', '推理记录')} {{#trace}}", "",
+            t(f"All {len(a.trace)} steps, in the order the rules fired, folded by stage. Each names its rule, the facts it "
+              "matched, the values it computed with their expressions, the claims it rests on and its sources.",
+              f"全部 {len(a.trace)} 步，按规则触发顺序，按阶段折叠。每一步给出规则、匹配的事实、计算的数值及其表达式、"
+              "依据的论断和来源。"), ""]
+    if a.best is not None:
+        out += [t("The steps behind the recommended option: ", "推荐方案背后的步骤：")
+                + ", ".join(f"[{st.step}](#step-{st.step})" for st in a.best.trace) + ".", ""]
+    for stage in [*STAGES, *sorted({st.stage for st in a.trace} - set(STAGES))]:
+        steps = [st for st in a.trace if st.stage == stage]
+        if steps:
+            body = "\n\n".join(render_step(ctx, here, step) for step in steps)
+            name = stage_name(ctx, stage)
+            out += _folded(_details_title(t(f"{name} ({len(steps)} steps)", f"{name}（{len(steps)} 步）")), body,
+                           kind="abstract")
+    out += _folded(_details_title(t("As text: what answer.explain() prints", "纯文本：answer.explain() 的输出")),
+                   '<pre class="gpukb-explain"><code>' + esc_pre(a.explain()) + "</code></pre>", kind="quote")
+    return "\n".join(out)
+
+
+def esc_pre(text: str) -> str:
+    """Preformatted text inside raw HTML: escaped, spaces kept, newlines as entities so Markdown sees one line."""
+    return "&#10;".join(esc_spaced(line.rstrip()) for line in text.splitlines())
+
+
+__all__ = ["as_json", "esc_pre", "render_step", "scenario", "scenarios_index", "summary"]
