@@ -34,6 +34,7 @@ def test_the_workflow_runs_pull_requests_read_only_without_secrets():
     assert ".ci/run" in runs and "python -m pytest" in (REPO / ".ci" / "run").read_text(encoding="utf-8")
     assert "mkdocs build --strict -f site/mkdocs.yml" in runs
     assert 'gpukb impact --base "$BASE"' in runs and '>> "$GITHUB_STEP_SUMMARY"' in runs
+    assert 'gpukb validate --root . --base "$BASE"' in runs  # accuracy may not get worse than the base's
     bases = [step["env"]["BASE"] for job in data["jobs"].values() for step in job["steps"] if "BASE" in step.get("env", {})]
     assert bases and set(bases) == {"${{ github.event.pull_request.base.sha }}"}
 

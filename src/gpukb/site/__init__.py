@@ -17,6 +17,7 @@ from ..answer import Answer
 from ..kb import KnowledgeBase
 from ..rules import STAGES
 from ..scenarios import Run, Scenario, ScenarioError, load_scenarios, run_scenarios
+from ..validate import Validation, validate
 from . import pages as p
 from .links import LANGUAGES
 from .pages.rules import stage_name
@@ -66,6 +67,7 @@ def _nav(ctx: p.Context, handwritten: set[str], generated: set[str]) -> list[Nav
         {t("Rules", "规则"): [p.RULES, *rule_stages]},
         {t("Reference", "参考"): [{t("Sources", "来源"): p.SOURCES}, {t("Interconnects", "互联"): p.INTERCONNECTS},
                                   {t("Policies", "策略假设"): p.POLICIES},
+                                  {t("Accuracy against measurements", "与实测数据的对比"): p.VALIDATION},
                                   {t("Precisions and optimizers", "精度与优化器"): p.PRECISIONS}]},
     ]
     guides = [path for path in (p.CONTRIBUTING, p.REPOSITORY_GUIDE) if path in handwritten or path in generated]
@@ -85,6 +87,19 @@ def task_answers(kb: KnowledgeBase) -> dict[str, dict[str, Answer]]:
             continue
         out[model] = {task: kb.ask({"model": model, "task": task}) for task in p.TASKS}
     return out
+
+
+_validations: list[tuple[str, Validation]] = []  # the last knowledge base validated, at most
+
+
+def _validation_for(kb: KnowledgeBase) -> Validation:
+    """validate() once per knowledge base in this process (both languages show the same figures)."""
+    for cached_hash, result in _validations:
+        if cached_hash == kb.content_hash:
+            return result
+    result = validate(kb)
+    _validations[:] = [(kb.content_hash, result)]
+    return result
 
 
 Answers = tuple[list[Run], dict[str, dict[str, Answer]]]
@@ -127,6 +142,7 @@ def build_site(kb: KnowledgeBase, scenarios: list[Scenario], *, readme: str | No
         p.POLICIES: p.policies(ctx),
         p.PRECISIONS: p.precisions(ctx),
         p.CHANGELOG: p.changelog(ctx, package_version, changelog, repo_pages),
+        p.VALIDATION: p.validation(ctx, _validation_for(kb)),
     }
     if contributing:
         pages[p.REPOSITORY_GUIDE] = p.repository_guide(contributing, repo_pages, ctx.zh)

@@ -1,0 +1,109 @@
+"""The accuracy page: every published measurement in kb/measurements/ against gpukb's prediction,
+as a log–log picture with the ±25% band and a table with the sources, rebuilt from `validate()` on
+every build."""
+
+from __future__ import annotations
+
+import math
+from statistics import median
+
+from ...validate import BAND, KIND_OF, Point, Validation
+from ..links import VALIDATION, Context
+from ..text import code, esc, html_text, table
+from .common import h1
+
+# the picture: both axes relative to the median measured value of each point's quantity, so tokens/s,
+# bytes and hours share one chart and the diagonal means "predicted = measured"
+SIZE, PAD = 560, 56
+COLOURS = {"training": "#1f77b4", "decode": "#d62728", "memory": "#2ca02c"}
+
+
+def _scaled(points: list[Point]) -> list[tuple[float, float, Point]]:
+    medians = {q: median(p.measured for p in points if p.quantity == q) for q in {p.quantity for p in points}}
+    return [(p.measured / medians[p.quantity], p.predicted / medians[p.quantity], p)
+            for p in points if p.predicted is not None]
+
+
+def accuracy_svg(v: Validation, *, title: str, x_label: str, y_label: str) -> str:
+    """Predicted against measured on log axes, the ±25% band shaded; every text escaped."""
+    scaled = _scaled(v.points)
+    if not scaled:
+        return ""
+    low = math.floor(math.log10(min(min(x, y) for x, y, _ in scaled)))
+    high = math.ceil(math.log10(max(max(x, y) for x, y, _ in scaled)))
+    high = max(high, low + 1)
+    span, plot = high - low, SIZE - 2 * PAD
+
+    def pos(value: float, *, vertical: bool) -> float:
+        frac = (math.log10(value) - low) / span
+        return PAD + (1 - frac) * plot if vertical else PAD + frac * plot
+
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {SIZE} {SIZE}" role="img" '
+           f'aria-label="{html_text(title)}" font-family="sans-serif" font-size="12" fill="currentColor" '
+           f'style="max-width:100%;height:auto">', f"<title>{html_text(title)}</title>"]
+    lo, hi = 10.0**low, 10.0**high
+    band = [(lo, lo * (1 - BAND)), (hi, hi * (1 - BAND)), (hi, hi * (1 + BAND)), (lo, lo * (1 + BAND))]
+    out.append('<polygon fill="currentColor" fill-opacity="0.12" points="'
+               + " ".join(f"{pos(x, vertical=False):.1f},{pos(min(max(y, lo), hi), vertical=True):.1f}" for x, y in band)
+               + '"/>')
+    out.append(f'<line x1="{pos(lo, vertical=False):.1f}" y1="{pos(lo, vertical=True):.1f}" '
+               f'x2="{pos(hi, vertical=False):.1f}" y2="{pos(hi, vertical=True):.1f}" stroke="currentColor" '
+               'stroke-opacity="0.5" stroke-dasharray="4 3"/>')
+    for k in range(low, high + 1):
+        tick, label = 10.0**k, f"10^{k}" if abs(k) > 2 else f"{10.0**k:g}"
+        x, y = pos(tick, vertical=False), pos(tick, vertical=True)
+        out += [f'<line x1="{x:.1f}" y1="{PAD}" x2="{x:.1f}" y2="{SIZE - PAD}" stroke="currentColor" stroke-opacity="0.1"/>',
+                f'<line x1="{PAD}" y1="{y:.1f}" x2="{SIZE - PAD}" y2="{y:.1f}" stroke="currentColor" stroke-opacity="0.1"/>',
+                f'<text x="{x:.1f}" y="{SIZE - PAD + 16}" text-anchor="middle">{html_text(label)}</text>',
+                f'<text x="{PAD - 6}" y="{y + 4:.1f}" text-anchor="end">{html_text(label)}</text>']
+    out += [f'<text x="{SIZE / 2}" y="{SIZE - 12}" text-anchor="middle">{html_text(x_label)}</text>',
+            f'<text transform="translate(14 {SIZE / 2}) rotate(-90)" text-anchor="middle">{html_text(y_label)}</text>']
+    for x, y, p in scaled:
+        colour = COLOURS[KIND_OF[p.quantity]]
+        cx, cy = pos(min(max(x, lo), hi), vertical=False), pos(min(max(y, lo), hi), vertical=True)
+        out.append(f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="4" fill="{colour}" fill-opacity="0.8">'
+                   f"<title>{html_text(f'{p.id}: {p.quantity}, predicted / measured = {p.ratio:.2f}')}</title></circle>")
+    for i, (kind, colour) in enumerate(COLOURS.items()):
+        out.append(f'<circle cx="{PAD + 10}" cy="{PAD + 12 + 16 * i}" r="4" fill="{colour}"/>'
+                   f'<text x="{PAD + 20}" y="{PAD + 16 + 16 * i}">{html_text(kind)}</text>')
+    out.append("</svg>")
+    return "".join(out)
+
+
+def _number(x: float) -> str:
+    return f"{x:,.4g}"
+
+
+def validation(ctx: Context, v: Validation) -> str:
+    kb, t, here = ctx.kb, ctx.t, VALIDATION
+    o = v.overall
+    verdict = t("passes", "通过") if v.passed else t("fails", "未通过")
+    out = h1(t("Accuracy against published measurements", "与公开实测数据的对比"))
+    out += [t(f"Every point below is a published measurement of a real run (kb/measurements/), predicted by "
+              f"`ask()` with the run's setup. Median error **{o.median_error:.1%}**, **{o.within_25:.0%}** of "
+              f"{o.points} points within ±25%; the gate in the policies {verdict}.",
+              f"下列每个点都是真实运行的公开实测值（kb/measurements/），由 `ask()` 按其配置预测。中位误差 "
+              f"**{o.median_error:.1%}**，{o.points} 个点中 **{o.within_25:.0%}** 落在 ±25% 以内；策略中的门槛{verdict}。"),
+            "", accuracy_svg(v, title=t("Predicted against measured", "预测值与实测值"),
+                             x_label=t("measured ÷ median of its quantity", "实测值 ÷ 同类量的中位数"),
+                             y_label=t("predicted ÷ the same", "预测值 ÷ 同一中位数")), "",
+            t("The shaded band is ±25%; the dashed line is predicted = measured.",
+              "阴影带为 ±25%，虚线表示预测值等于实测值。"), ""]
+    rows = [[code(q), str(s.points), f"{s.median_error:.1%}" if math.isfinite(s.median_error) else "∞",
+             f"{s.within_25:.0%}"] for q, s in v.by_quantity.items()]
+    out += [table([t("quantity", "量"), t("points", "点数"), t("median error", "中位误差"), t("within ±25%", "±25% 以内")],
+                  rows, "lrrr"), ""]
+    point_rows = []
+    for p in v.points:
+        m = kb.measurements[p.id]
+        ratio = t("miss", "无预测") if p.ratio is None else f"{p.ratio:.2f}"
+        why = esc(p.reason) if p.ratio is None else ", ".join(ctx.rule(here, r) for r in p.rules)
+        point_rows.append([esc(m.title), _number(m.value) + " " + esc(m.unit),
+                           _number(p.measured), "—" if p.predicted is None else _number(p.predicted), ratio,
+                           ctx.source(here, m.source) + " · " + esc(m.locator), why])
+    out += [f"## {t('Every point', '全部数据点')}", "",
+            t("Measured and predicted in the quantity's canonical unit (tokens/s, FLOP/s, hours, seconds, bytes).",
+              "实测值与预测值均为该量的标准单位（token/s、FLOP/s、小时、秒、字节）。"), "",
+            table([t("run", "运行"), t("as published", "原文数值"), t("measured", "实测"), t("predicted", "预测"),
+                   t("ratio", "比值"), t("source", "来源"), t("rules", "规则")], point_rows, "lrrrrll"), ""]
+    return "\n".join(out)
