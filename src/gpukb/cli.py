@@ -92,11 +92,16 @@ def ask(
     kv_heads: Annotated[int | None, typer.Option()] = None,
     vocab_size: Annotated[int | None, typer.Option()] = None,
     intermediate_size: Annotated[int | None, typer.Option()] = None,
+    mlp: Annotated[str | None, typer.Option(help="custom models: gated (SwiGLU) or standard")] = None,
     precision: Annotated[Precision | None, typer.Option()] = None,
     optimizer: Annotated[Optim | None, typer.Option()] = None,
     seq_len: Annotated[int | None, typer.Option(help="tokens per sequence (default 4096)")] = None,
     micro_batch_size: Annotated[int | None, typer.Option(help="training sequences per GPU step")] = None,
+    global_batch_size: Annotated[int | None, typer.Option(help="training sequences per optimizer step")] = None,
     batch_size: Annotated[int | None, typer.Option(help="inference concurrency")] = None,
+    prompt_len: Annotated[int | None, typer.Option(help="inference: prompt tokens per request")] = None,
+    output_len: Annotated[int | None, typer.Option(help="inference: output tokens per request")] = None,
+    kv_cache_precision: Annotated[str | None, typer.Option(help="inference: bf16, fp16, fp8 or int8")] = None,
     activation_checkpointing: Annotated[bool | None, typer.Option(
         "--activation-checkpointing/--no-activation-checkpointing", help="default: the engine decides")] = None,
     lora_rank: Annotated[int | None, typer.Option()] = None,
@@ -107,6 +112,7 @@ def ask(
     tensor_parallel: Annotated[int | None, typer.Option()] = None,
     pipeline_parallel: Annotated[int | None, typer.Option()] = None,
     offload: Annotated[Offload | None, typer.Option()] = None,
+    placement: Annotated[str | None, typer.Option(help="fewest (default) or all: use exactly --gpu-count GPUs")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the whole Answer as JSON")] = False,
     explain: Annotated[bool, typer.Option("--explain", help="print the full reasoning chain")] = False,
     lang: Annotated[Language, typer.Option(help="language of the text: en or zh (JSON is always English)")] = Language.en,
@@ -120,6 +126,8 @@ def ask(
         "batch_size": batch_size, "activation_checkpointing": activation_checkpointing, "lora_rank": lora_rank,
         "gpu_count": gpu_count, "gpus": gpu or None, "tokens": tokens, "zero_stage": zero_stage,
         "tensor_parallel": tensor_parallel, "pipeline_parallel": pipeline_parallel, "offload": offload,
+        "mlp": mlp, "global_batch_size": global_batch_size, "prompt_len": prompt_len, "output_len": output_len,
+        "kv_cache_precision": kv_cache_precision, "placement": placement,
     }
     workload = {k: (v.value if isinstance(v, Enum) else v) for k, v in values.items() if v is not None}
     try:
@@ -162,6 +170,8 @@ def _print_answer(answer: Any, lang: Lang) -> None:
         ("strategy", "left", [strategy_tag(o) for o in options]),
         ("tokens/s", "right", [f"{o.tokens_per_s:,.0f}" if o.tokens_per_s else "—" for o in options]),
         ("time to train", "right", [duration(o.time_to_train_s) if o.time_to_train_s else "" for o in options]),
+        ("TTFT", "right", [f"{o.ttft_s * 1000:,.0f} ms" if o.ttft_s else "" for o in options]),
+        ("ms/tok", "right", [f"{o.tpot_s * 1000:,.1f}" if o.tpot_s else "" for o in options]),
         ("pick", "center", ["*" if o.branch else "" for o in options]),
     ]
     columns = [c for c in columns if any(c[2])]  # a column that carries nothing is left out
