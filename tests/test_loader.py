@@ -28,7 +28,9 @@ def _line_of(path: Path, needle: str) -> int:
 
 def test_the_repository_kb_loads(kb):
     manifest = yaml.safe_load((kb.root / "kb" / "manifest.yaml").read_text(encoding="utf-8"))
-    newest = re.search(r"^## \[(\d+\.\d+\.\d+)\]", (kb.root / "CHANGELOG.md").read_text(encoding="utf-8"), re.M)
+    # the repository's CHANGELOG (an installed package carries kb/ and rules/, not the changelog)
+    changelog = (Path(__file__).resolve().parent.parent / "CHANGELOG.md").read_text(encoding="utf-8")
+    newest = re.search(r"^## \[(\d+\.\d+\.\d+)\]", changelog, re.M)
     assert re.fullmatch(r"\d+\.\d+\.\d+", kb.version) and kb.version == manifest["version"] == newest[1]  # type: ignore[index]
     assert {"h100-sxm-80gb", "rtx-4090-24gb", "mi300x-192gb"} <= set(kb.gpus)
     assert kb.gpus["h100-sxm-80gb"].memory == 80e9  # the datasheet's figure

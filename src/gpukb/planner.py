@@ -241,7 +241,8 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
     sentence_zh = (f"{gpu['gpu']}：{chosen.count} 块 GPU（dp={chosen.dp}、tp={s.tp}、pp={s.pp}、"
                    f"ZeRO-{fields['zero_stage']}、激活重计算{'开' if s.checkpointing else '关'}、卸载 {s.offload}），"
                    f"每块 GPU 需要 {per_gpu / 1e9:,.1f} GB，可用 {usable / 1e9:,.1f} GB"
-                   f"（{gpu['memory_bytes'] / 1e9:,.1f} GB 减去 {policy['reserve_fraction']:.0%} 的预留，运行时开销计入预留之内）："
+                   f"（{gpu['memory_bytes'] / 1e9:,.1f} GB 减去 {policy['reserve_fraction']:.0%} 的预留，"
+                   "运行时开销计入预留之内）："
                    f"{'放得下' if fits else '放不下'}。")
     if not fits:
         sentence_zh += (f"这是 gpu_count {limit} 以内 {len(tried)} 种策略中最接近的一种。" if w.gpu_count else
