@@ -14,7 +14,7 @@ from gpukb import expr as ex
 from gpukb.workload import Workload
 
 KB = gpukb.load_kb()
-EXPRESSION_SECONDS = 0.5  # a bounded expression takes microseconds; the margin is for a loaded machine
+EXPRESSION_SECONDS = 0.5  # CPU seconds of this process: a bounded expression takes microseconds
 
 scalars = st.one_of(
     st.none(), st.booleans(), st.integers(-(10**30), 10**30), st.integers(-5, 70_000),
@@ -69,7 +69,7 @@ def _expressions() -> st.SearchStrategy[str]:
 @settings(max_examples=400, deadline=None)
 @given(_expressions(), st.one_of(st.integers(-(10**13), 10**13), st.floats(-1e30, 1e30)))
 def test_an_expression_is_refused_or_evaluated_within_its_bound(text, x):
-    started = time.perf_counter()
+    started = time.process_time()
     try:
         expression = ex.parse(text)
         value = expression.evaluate({"w": {"params": 7_000_000_000, "layers": 32}, "x": x})
@@ -78,4 +78,4 @@ def test_an_expression_is_refused_or_evaluated_within_its_bound(text, x):
     else:
         if isinstance(value, int | float) and not isinstance(value, bool) and value == value:
             assert abs(value) <= ex.MAX_MAGNITUDE
-    assert time.perf_counter() - started < EXPRESSION_SECONDS
+    assert time.process_time() - started < EXPRESSION_SECONDS

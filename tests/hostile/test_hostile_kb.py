@@ -13,7 +13,7 @@ import gpukb
 from gpukb import KBError
 from gpukb.lint import lint
 
-SECONDS = 2.0
+SECONDS = 2.0  # CPU seconds of this process, so other work on the machine does not count
 
 
 def _tree(root: Path) -> dict[str, tuple[int, int]]:
@@ -52,10 +52,10 @@ def _checkout(tmp_path: Path, case: Case) -> Path:
 def test_hostile_file_is_a_located_error(tmp_path, case):
     root = _checkout(tmp_path, case)
     before = _tree(root)
-    started = time.perf_counter()
+    started = time.process_time()
     with pytest.raises(KBError) as info:
         gpukb.load_kb(root)
-    seconds = time.perf_counter() - started
+    seconds = time.process_time() - started
     located = [(p.code, p.file, p.line) for p in info.value.problems]
     assert (case.code, case.file, case.line) in located, located
     assert seconds < SECONDS, f"{case.name} took {seconds:.2f} s"
@@ -64,9 +64,9 @@ def test_hostile_file_is_a_located_error(tmp_path, case):
 
 def test_lint_reports_a_hostile_file_instead_of_raising(tmp_path):
     root = _checkout(tmp_path, next(c for c in CASES if c.name == "billion-laughs"))
-    started = time.perf_counter()
+    started = time.process_time()
     result = lint(root, None)
-    assert time.perf_counter() - started < SECONDS
+    assert time.process_time() - started < SECONDS
     assert any(p.code == "E006" for p in result.problems)
 
 
