@@ -107,3 +107,14 @@ def test_the_clause_split_sees_the_whole_article():
     assert len(clauses) > 100
     assert "打破“显存墙”与“通信墙”" in " ".join(clauses)
     assert "这通常是由于“通信墙”导致的" in clauses
+
+
+def test_the_closing_self_assessment_counts_the_other_claims(kb):
+    """art.closing.self-assessment cites the other claims' verdicts; its figures follow the file."""
+    others = [c for c in kb.claims.values() if c.id != "art.closing.self-assessment"]
+    contradicted = sum(c.verdict == "contradicted" for c in others)
+    qualified = sum(c.verdict == "qualified" for c in others)
+    claim = kb.claims["art.closing.self-assessment"]
+    text = " ".join(claim.reason.split())
+    assert f"other {len(others)} claims checked in this file, {contradicted} are contradicted and {qualified}" in text
+    assert f"其余 {len(others)} 条论断中，{contradicted} 条被证伪，{qualified} 条" in claim.reason_zh
