@@ -16,7 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from . import load_kb
-from .errors import BaseRevisionError, EngineError, KBError, Problem, WorkloadError
+from .errors import ASK_ERRORS, BaseRevisionError, KBError, Problem, WorkloadError
 from .fmt import Lang, duration, gb
 from .terminal import clean
 from .words import term
@@ -134,7 +134,7 @@ def ask(
         answer = load_kb(root).ask(workload)
     except KBError as error:
         _fail_kb(error)
-    except (WorkloadError, EngineError) as error:
+    except ASK_ERRORS as error:
         err.print(f"error: {clean(error)}", markup=False, highlight=False)
         raise typer.Exit(2) from None
     if as_json:

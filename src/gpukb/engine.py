@@ -31,7 +31,7 @@ from durable_rules_engine import assert_fact as _c_assert_fact
 from durable_rules_engine import complete_and_start_action as _c_complete_and_start_action
 from durable_rules_engine import start_action_for_state as _c_start_action_for_state
 
-from .errors import EngineError
+from .errors import EngineError, KBDefectError
 from .kb import KnowledgeBase
 from .rules import CompiledRule
 from .trace import Collector
@@ -148,7 +148,7 @@ class Engine:
                 rule["run"] = _never_called
                 definition[compiled.key.replace("@", "_v")] = rule
             if not definition:
-                raise EngineError("the knowledge base has no active rules")
+                raise KBDefectError("rules/ has no active rules")
             self._host.register_rulesets({name: definition})
             ruleset = _Ruleset(self._host.get_ruleset(name)._handle, _condition_fields(kb))
             for compiled in kb.active_rules:

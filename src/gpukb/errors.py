@@ -55,8 +55,20 @@ class WorkloadError(GpukbError, ValueError):
         super().__init__(f"{field}: {message}")
 
 
+class KBDefectError(GpukbError):
+    """A defect of the knowledge base that shows only when answering (a policy the engine reads is
+    missing, no rule is active): fix kb/ or rules/, not the workload."""
+
+    def __init__(self, message: str):
+        super().__init__(f"knowledge-base defect: {message}")
+
+
 class EngineError(GpukbError, RuntimeError):
     """The rules misbehaved at run time (e.g. the firing bound was hit)."""
+
+
+# What ask() raises for a workload it cannot answer: the workload's fault, the knowledge base's, the rules'.
+ASK_ERRORS = (WorkloadError, KBDefectError, EngineError)
 
 
 class BaseRevisionError(GpukbError):

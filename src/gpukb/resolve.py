@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from .architecture import count_parameters
-from .errors import WorkloadError
+from .errors import KBDefectError, WorkloadError
 from .hfconfig import load_model
 from .kb import KnowledgeBase
 from .schema import Gpu, Model
@@ -227,9 +227,9 @@ def workload_fact(kb: KnowledgeBase, w: ResolvedWorkload) -> dict[str, Any]:
 
 
 def policy_fact(kb: KnowledgeBase) -> dict[str, Any]:
-    missing = [pid for pid in POLICY_IDS.values() if pid not in kb.policies]
+    missing = [pid for pid in (*POLICY_IDS.values(), *GPU_POLICIES.values()) if pid not in kb.policies]
     if missing:
-        raise WorkloadError("kb", f"the knowledge base lacks the policies {', '.join(missing)}")
+        raise KBDefectError(f"kb/policies/ lacks the policies {', '.join(missing)}")
     return {name: kb.policy(pid) for name, pid in POLICY_IDS.items()}
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .errors import EngineError, Problem, WorkloadError
+from .errors import ASK_ERRORS, Problem
 from .kb import KnowledgeBase
 
 TOLERANCE = 0.005  # expected numbers match within 0.5%; expected strings exactly
@@ -27,7 +27,7 @@ def run_rule_test(kb: KnowledgeBase, rule_id: str, index: int) -> list[Problem]:
 
     try:
         answer = kb.ask(test.workload)
-    except (WorkloadError, EngineError) as err:
+    except ASK_ERRORS as err:
         fail(f"the workload fails: {err}")
         return problems
     steps = [s for s in answer.trace if s.rule == key]
