@@ -28,7 +28,6 @@ class KnowledgeBase:
     compiled: tuple[CompiledRule, ...]
     locations: dict[EntryKey, tuple[str, int]] = field(default_factory=dict)
     documents: dict[EntryKey, tuple[Located, Loc]] = field(default_factory=dict, repr=False)
-    citations: dict[tuple[str, ...], Any] = field(default_factory=dict, repr=False)  # trace's cache of cited claims
 
     # typed views of the tables, the public names of DESIGN.md
     @property

@@ -6,6 +6,7 @@ Every problem is collected (not only the first) and reported as file:line:column
 from __future__ import annotations
 
 import hashlib
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from .architecture import count_parameters
+from .citations import cite
 from .errors import KBError, Problem
 from .kb import KnowledgeBase
 from .kinds import BY_NAME, KEYED, KINDS, Kind
@@ -202,7 +204,8 @@ def read_checkout(root: Path) -> KnowledgeBase:
         content_hash=content_hash(root),
         tables=r.entries,
         rhetoric=r.rhetoric,
-        compiled=tuple(sorted(compiled, key=lambda c: (STAGES.index(c.rule.stage), c.rule.id))),
+        compiled=tuple(sorted((replace(c, citations=cite(r.entries["claims"], c.rule.claims)) for c in compiled),
+                              key=lambda c: (STAGES.index(c.rule.stage), c.rule.id))),
         locations=dict(r.where),
         documents=dict(r.docs),
     )

@@ -50,7 +50,7 @@ def _fleet(c: Collector, plans: list[dict[str, Any]]) -> dict[str, Any]:
         inputs={f"p{i}": p for i, p in enumerate(plans)},
         values=[Value(name=k, value=v, expr="max(p.usable_bytes)" if k == "max_usable_bytes" else None)
                 for k, v in fields.items()],
-        claims=[], sources=[],
+        claims=(), sources=[],
         sentence=f"{fields['fitting']} of {fields['candidates']} GPU types can hold the workload; the largest "
                  f"single GPU ({largest['gpu']}) has {largest['usable_bytes'] / 1e9:,.1f} GB usable.",
         outputs=[("fleet", fields)], title_zh="候选 GPU 型号汇总",

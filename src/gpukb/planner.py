@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import expr as ex
+from .citations import cited
 from .trace import Collector, Value
 from .workload import ResolvedWorkload
 
@@ -251,8 +252,8 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
     (plan,) = collector.record(
         rule="planner.fewest-gpus@1", stage="requirements",
         title="Fewest GPUs that hold one replica, least intrusive strategy first",
-        inputs={"m": memory, "g": gpu, "w": wfact, "p": policy}, values=values, claims=CLAIMS, sources=SOURCES,
-        sentence=sentence, outputs=[("plan", fields)],
+        inputs={"m": memory, "g": gpu, "w": wfact, "p": policy}, values=values, claims=cited(collector.kb, CLAIMS),
+        sources=SOURCES, sentence=sentence, outputs=[("plan", fields)],
         title_zh="能放下一个副本的最少 GPU 数，先试侵入性最小的策略", sentence_zh=sentence_zh)
     return plan
 

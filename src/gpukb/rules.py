@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, Field, WithJsonSchema
 
 from . import expr as ex
+from .citations import CitedClaim
 from .facts import ALL_KINDS, ENGINE_KINDS, FINDING_KINDS, RULE_KINDS, SEVERITIES, fields_of
 from .ids import versioned
 from .schema import Entry, Slug, Strict
@@ -92,6 +93,7 @@ class CompiledRule:
     aliases: tuple[tuple[str, str], ...]  # (alias, kind) in pattern order
     conditions: tuple[ex.Expr | None, ...]
     outputs: tuple[CompiledOutput, ...]
+    citations: tuple[CitedClaim, ...] = ()  # the cited claims, filled by the loader once the claims are known
 
     @cached_property
     def key(self) -> str:
