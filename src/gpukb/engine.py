@@ -24,7 +24,7 @@ import json
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from durable import engine as durable
 from durable_rules_engine import assert_fact as _c_assert_fact
@@ -32,9 +32,11 @@ from durable_rules_engine import complete_and_start_action as _c_complete_and_st
 from durable_rules_engine import start_action_for_state as _c_start_action_for_state
 
 from .errors import EngineError, KBDefectError
-from .kb import KnowledgeBase
 from .rules import CompiledRule
 from .trace import Collector
+
+if TYPE_CHECKING:
+    from .kb import KnowledgeBase
 
 
 class _Host(durable.Host):

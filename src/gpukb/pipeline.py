@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .answer import Answer, build_answer
 from .engine import ENGINE
 from .errors import EngineError
-from .kb import KnowledgeBase
 from .planner import PlanCache, plan_gpu
 from .resolve import gpu_fact, policy_fact, resolve
 from .trace import Collector, Value
 from .workload import Workload, parse_workload
+
+if TYPE_CHECKING:
+    from .kb import KnowledgeBase
 
 
 def ask(kb: KnowledgeBase, workload: Workload | dict[str, Any]) -> Answer:

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .architecture import count_parameters
 from .errors import KBDefectError, WorkloadError
 from .hfconfig import load_model
-from .kb import KnowledgeBase
 from .schema import Gpu, Model
 from .workload import CUSTOM_PARAMS_TOLERANCE, TRAINING_TASKS, ResolvedWorkload, Workload, suggest
+
+if TYPE_CHECKING:
+    from .kb import KnowledgeBase
 
 ARCHITECTURE = ("layers", "hidden_size", "heads", "kv_heads", "vocab_size", "intermediate_size")
 POLICY_IDS = {"reserve_fraction": "reserve-fraction", "runtime_overhead": "runtime-overhead",
