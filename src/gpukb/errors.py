@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .codes import CODES, Severity
+
+if TYPE_CHECKING:
+    from .yamlpos import Loc, Located
 
 
 class GpukbError(Exception):
@@ -37,6 +41,13 @@ class Problem:
     def __str__(self) -> str:
         where = f" {self.field}:" if self.field else ""
         return f"{self.file}:{self.line}:{self.column}: {self.code}{where} {self.message}"
+
+
+def located(doc: Located, loc: Loc, code: str, message: str, *, prefix: Loc = (), field: str | None = None) -> Problem:
+    """The one way to build a problem at a place in a YAML document: `loc` inside the entry at `prefix`
+    (the document itself by default); the field reads `loc` joined with dots unless `field` says otherwise."""
+    line, column = doc.where(prefix + tuple(loc))
+    return Problem(doc.file, line, column, code, message, ".".join(map(str, loc)) if field is None else field)
 
 
 class KBError(GpukbError):

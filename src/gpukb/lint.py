@@ -29,8 +29,8 @@ def check_quotes(kb: KnowledgeBase) -> list[Problem]:
     problems = []
     for claim_id, claim in sorted(kb.claims.items()):
         if claim.quote_zh not in article:
-            file, line, col = kb.locate("claims", claim_id, ("quote_zh",))
-            problems.append(Problem(file, line, col, "E041", "quote_zh is not a verbatim part of the article", "quote_zh"))
+            problems.append(kb.problem("claims", claim_id, ("quote_zh",), "E041",
+                                       "quote_zh is not a verbatim part of the article"))
     return problems
 
 

@@ -19,11 +19,10 @@ def run_rule_test(kb: KnowledgeBase, rule_id: str, index: int) -> list[Problem]:
     rule = kb.rules[rule_id]
     test = rule.tests[index]
     key = f"{rule.id}@{rule.version}"
-    file, line, col = kb.locate("rules", rule_id, ("tests", index))
     problems: list[Problem] = []
 
     def fail(message: str) -> None:
-        problems.append(Problem(file, line, col, "T001", f"rule test '{test.name}': {message}", f"tests.{index}"))
+        problems.append(kb.problem("rules", rule_id, ("tests", index), "T001", f"rule test '{test.name}': {message}"))
 
     try:
         answer = kb.ask(test.workload)
