@@ -10,7 +10,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
 from .architecture import count_parameters
@@ -227,7 +226,3 @@ def json_schemas() -> dict[str, dict[str, Any]]:
     manifest["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     out["manifest"] = manifest
     return out
-
-
-def dump_yaml(data: Any) -> str:
-    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
