@@ -163,7 +163,7 @@ def test_same_workload_gives_byte_identical_json(kb):
 
 
 def test_an_answer_cannot_be_changed_behind_the_next_one(kb):
-    """Trace steps and their citations are shared with the knowledge base's caches: they are frozen."""
+    """Trace steps and their citations are shared with the compiled rules and the planner's cache: they are frozen."""
     answer = kb.ask({"model": "llama-2-7b", "task": "lora"})
     step = next(s for s in answer.trace if s.claims)
     with pytest.raises(dataclasses.FrozenInstanceError):

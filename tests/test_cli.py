@@ -78,3 +78,10 @@ def test_lint_reports_file_line_and_exits_1(checkout):
 def test_schema_is_in_sync():
     result = runner.invoke(app, ["schema", "--check"])
     assert result.exit_code == 0, result.output
+
+
+def test_every_lint_format_has_its_reporter():
+    from gpukb.cli import Format
+    from gpukb.reporters import REPORTERS
+
+    assert [f.value for f in Format] == list(REPORTERS)

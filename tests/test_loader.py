@@ -156,3 +156,10 @@ def test_non_utf8_file_is_a_located_error(checkout):
     (checkout / "kb/gpus/latin1.yaml").write_bytes("name: caf\xe9\n".encode("latin-1"))
     (problem,) = _problems(checkout)
     assert problem.startswith("kb/gpus/latin1.yaml:1:1: E001 not UTF-8 text")
+
+
+def test_each_compiled_rule_carries_its_citations_from_load(kb):
+    for compiled in kb.compiled:
+        assert [c.id for c in compiled.citations] == compiled.rule.claims
+        assert all(c.text_en == kb.claims[c.id].text_en and c.verdict == kb.claims[c.id].verdict
+                   for c in compiled.citations)

@@ -58,8 +58,8 @@ SPLITS = {
 @pytest.mark.parametrize(("split", "expected"), SPLITS.values(), ids=SPLITS.keys())
 def test_each_memory_part_is_divided_as_the_strategy_says(split, expected):
     tp, pp, dp, zero_stage, checkpointing, offload = split
-    strategy = planner.Strategy(tp, pp, zero_stage, checkpointing, offload)
-    parts = planner.PlanCache().parts_of(strategy, dp, {"m": MEMORY, "w": {"layers": 32}})
+    layout = planner.Layout(tp, pp, zero_stage, checkpointing, offload)
+    parts = planner.PlanCache().parts_of(layout, dp, {"m": MEMORY, "w": {"layers": 32}})
     assert set(parts) == {*planner.PARTS} == {"weights", "gradients", "optimizer", "activations", "kv_cache", "overhead"}
     got = tuple(parts[p] for p in ("weights", "gradients", "optimizer", "activations", "kv_cache"))
     assert got == pytest.approx(expected, rel=1e-12)

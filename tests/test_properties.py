@@ -69,6 +69,6 @@ def test_planner_memo_gives_what_the_expressions_give(splits):
     base = {"m": {v["name"]: v["value"] for v in step.values}, "w": {"layers": 40}}
     cache = planner.PlanCache()
     for tp, pp, zero, ckpt, offload, dp in splits:
-        strategy = planner.Strategy(tp, pp, zero, ckpt, offload)
-        fresh = {name: float(e.evaluate({**base, **strategy.env(dp)})) for name, e in planner.PARTS.items()}
-        assert cache.parts_of(strategy, dp, base) == fresh
+        layout = planner.Layout(tp, pp, zero, ckpt, offload)
+        fresh = {name: float(e.evaluate({**base, **layout.env(dp)})) for name, e in planner.PARTS.items()}
+        assert cache.parts_of(layout, dp, base) == fresh

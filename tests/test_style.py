@@ -1,3 +1,4 @@
+import ast
 import os
 import shutil
 import subprocess
@@ -16,3 +17,24 @@ def test_ruff_clean():
         pytest.skip("ruff is installed with the test extra")
     result = subprocess.run(["ruff", "check", "src", "tests"], cwd=REPO, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+EVALUATION = ("engine", "trace", "resolve", "pipeline", "planner")
+
+
+def _runtime_imports(path: Path) -> set[str]:
+    """The gpukb modules a module imports when it is imported (not under TYPE_CHECKING, not in functions)."""
+    found: set[str] = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.ImportFrom) and node.level == 1:
+            found |= {node.module} if node.module else {alias.name for alias in node.names}
+    return found
+
+
+@pytest.mark.parametrize("module", EVALUATION)
+def test_evaluation_modules_need_the_knowledge_base_only_for_types(module):
+    assert "kb" not in _runtime_imports(REPO / "src" / "gpukb" / f"{module}.py")
+
+
+def test_the_knowledge_base_module_imports_no_evaluation_module_when_loaded():
+    assert not _runtime_imports(REPO / "src" / "gpukb" / "kb.py") & set(EVALUATION)

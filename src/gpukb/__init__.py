@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .answer import Answer, Finding, Memory, Option, Remedy, Strategy
-from .errors import EngineError, KBError, Problem, WorkloadError
+from .errors import EngineError, GpukbError, KBDefectError, KBError, Problem, WorkloadError
 from .kb import KnowledgeBase
 from .trace import TraceStep
 from .workload import ResolvedWorkload, Workload
@@ -21,9 +21,9 @@ if TYPE_CHECKING:
     from .validate import Validation
 
 __all__ = [
-    "Answer", "EngineError", "Finding", "KBError", "KnowledgeBase", "Memory", "Option", "Problem", "Remedy",
-    "ResolvedWorkload", "Strategy", "TraceStep", "Workload", "WorkloadError", "ask", "load_kb", "packaged_root",
-    "validate",
+    "Answer", "EngineError", "Finding", "GpukbError", "KBDefectError", "KBError", "KnowledgeBase", "Memory", "Option",
+    "Problem", "Remedy", "ResolvedWorkload", "Strategy", "TraceStep", "Workload", "WorkloadError", "ask", "load_kb",
+    "packaged_root", "validate",
 ]
 __version__ = "0.1.0"
 

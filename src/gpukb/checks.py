@@ -38,11 +38,6 @@ ALLOWANCES_FILE = "kb/lint.yaml"
 ALLOWABLE = sorted(code for code, spec in CODES.items() if spec.allowable)
 
 
-def _at(kb: KnowledgeBase, kind: str, entry_id: str, loc: Loc, code: str, message: str) -> Problem:
-    file, line, col = kb.locate(kind, entry_id, loc)
-    return Problem(file, line, col, code, message, ".".join(map(str, loc)))
-
-
 # --- allowances (kb/lint.yaml) ---------------------------------------------------------------
 
 
@@ -310,7 +305,7 @@ def check_dead_rules(kb: KnowledgeBase, allow: Allowances | None = None) -> list
             if reason is None:
                 continue
             code, loc = ("R101", ("when", i, "kind")) if not production.produced(pattern.kind) else ("R102", ("when", i, "if"))
-            problems.append(_at(kb, "rules", compiled.rule.id, loc, code, f"dead rule: it can never fire, {reason}"))
+            problems.append(kb.problem("rules", compiled.rule.id, loc, code, f"dead rule: it can never fire, {reason}"))
             break
     return problems
 
@@ -403,8 +398,8 @@ def check_cycles(kb: KnowledgeBase, allow: Allowances | None = None) -> list[Pro
         links = " → ".join(f"{a} ({graph[a][b]})" for a, b in itertools.pairwise(path)) + f" → {path[-1]}"
         others = f"; the cycle's component also holds {', '.join(m for m in members if m not in path)}" \
             if len(set(path)) < len(members) else ""
-        problems.append(_at(kb, "rules", members[0], ("then",), "R103",
-                            f"rules chain in a cycle: {links}{others}"))
+        problems.append(kb.problem("rules", members[0], ("then",), "R103",
+                               f"rules chain in a cycle: {links}{others}"))
     return problems
 
 
@@ -415,8 +410,8 @@ def check_uncited_claims(kb: KnowledgeBase, allow: Allowances | None = None) -> 
     """W101 (warning): a claim no rule and no policy cites does not take part in any answer."""
     cited = {c for rule in kb.rules.values() for c in rule.claims}
     cited |= {c for policy in kb.policies.values() for c in policy.claims}
-    return [_at(kb, "claims", claim_id, ("id",), "W101",
-                f"claim '{claim_id}' is cited by no rule and no policy: no answer rests on it")
+    return [kb.problem("claims", claim_id, ("id",), "W101",
+                   f"claim '{claim_id}' is cited by no rule and no policy: no answer rests on it")
             for claim_id in sorted(kb.claims)
             if claim_id not in cited and not (allow and allow.allows("W101", claim_id))]
 
@@ -430,12 +425,12 @@ def check_sources(kb: KnowledgeBase, allow: Allowances | None = None) -> list[Pr
     problems = []
     for source_id, source in sorted(kb.sources.items()):
         if source.url is None and not source.path:
-            problems.append(_at(kb, "sources", source_id, ("url",), "S101",
-                                f"source '{source_id}' has no address: give a url (or a path for a local document)"))
+            problems.append(kb.problem("sources", source_id, ("url",), "S101",
+                                   f"source '{source_id}' has no address: give a url (or a path for a local document)"))
         if source.as_of is None and not (allow and allow.allows("S102", source_id)):
-            problems.append(_at(kb, "sources", source_id, ("as_of",), "S102",
-                                f"source '{source_id}' has no date: give as_of (when it was published or read), "
-                                f"or allow it in {ALLOWANCES_FILE} with a reason"))
+            problems.append(kb.problem("sources", source_id, ("as_of",), "S102",
+                                   f"source '{source_id}' has no date: give as_of (when it was published or read), "
+                                   f"or allow it in {ALLOWANCES_FILE} with a reason"))
     return problems
 
 
@@ -453,21 +448,21 @@ def check_deprecations(kb: KnowledgeBase, allow: Allowances | None = None) -> li
         table: dict[str, Any] = kb.tables[kind]
         if successor is not None:
             if entry.status != "deprecated":
-                problems.append(_at(kb, kind, entry_id, ("superseded_by",), "D103",
-                                    f"'{entry_id}' names a successor but its status is {entry.status}: "
-                                    "set status: deprecated, or remove superseded_by"))
+                problems.append(kb.problem(kind, entry_id, ("superseded_by",), "D103",
+                                       f"'{entry_id}' names a successor but its status is {entry.status}: "
+                                       "set status: deprecated, or remove superseded_by"))
             target = table.get(successor)
             if successor == entry_id:
-                problems.append(_at(kb, kind, entry_id, ("superseded_by",), "D101",
-                                    f"'{entry_id}' is superseded by itself"))
+                problems.append(kb.problem(kind, entry_id, ("superseded_by",), "D101",
+                                       f"'{entry_id}' is superseded by itself"))
             elif target is not None and target.status == "deprecated":
                 hint = f" (it is superseded by '{target.superseded_by}')" if target.superseded_by else ""
-                problems.append(_at(kb, kind, entry_id, ("superseded_by",), "D101",
-                                    f"successor '{successor}' is itself deprecated{hint}: point to an entry in use"))
+                problems.append(kb.problem(kind, entry_id, ("superseded_by",), "D101",
+                                       f"successor '{successor}' is itself deprecated{hint}: point to an entry in use"))
         elif entry.status == "deprecated" and not (allow and allow.allows("D102", entry_id)):
-            problems.append(_at(kb, kind, entry_id, ("status",), "D102",
-                                f"deprecated '{entry_id}' names no successor: set superseded_by, or give the reason "
-                                f"in {ALLOWANCES_FILE}"))
+            problems.append(kb.problem(kind, entry_id, ("status",), "D102",
+                                   f"deprecated '{entry_id}' names no successor: set superseded_by, or give the reason "
+                                   f"in {ALLOWANCES_FILE}"))
     return problems
 
 
@@ -495,20 +490,20 @@ def check_languages(kb: KnowledgeBase, allow: Allowances | None = None) -> list[
         for name, near, chinese in (("title", "text_en", False), ("title_zh", "text_en", True),
                                     ("reason_zh", "reason", True)):
             if _missing(getattr(claim, name), chinese):
-                problems.append(_at(kb, "claims", claim_id, (near,), "L101",
-                                    f"claim '{claim_id}' needs {name}" + (" in Chinese" if chinese else "")))
+                problems.append(kb.problem("claims", claim_id, (near,), "L101",
+                                       f"claim '{claim_id}' needs {name}" + (" in Chinese" if chinese else "")))
     for rule_id, rule in sorted(kb.rules.items()):
         for name, near in (("title_zh", "title"), ("explain_zh", "explain")):
             if _missing(getattr(rule, name), True):
-                problems.append(_at(kb, "rules", rule_id, (near,), "L101", f"rule '{rule_id}' needs {name} in Chinese"))
+                problems.append(kb.problem("rules", rule_id, (near,), "L101", f"rule '{rule_id}' needs {name} in Chinese"))
         if rule.explain_zh and _names(rule.explain_zh) != _names(rule.explain):
             differ = sorted(_names(rule.explain) ^ _names(rule.explain_zh))
-            problems.append(_at(kb, "rules", rule_id, ("explain",), "L101",
-                                f"explain and explain_zh must show the same values; they differ in {', '.join(differ)}"))
+            problems.append(kb.problem("rules", rule_id, ("explain",), "L101",
+                                   f"explain and explain_zh must show the same values; they differ in {', '.join(differ)}"))
         for j, out in enumerate(rule.then):
             if out.kind == "remedy" and _missing(str(out.set.get("title_zh", "")), True):
-                problems.append(_at(kb, "rules", rule_id, ("then", j, "set"), "L101",
-                                    f"rule '{rule_id}': a remedy needs title_zh, its title in Chinese"))
+                problems.append(kb.problem("rules", rule_id, ("then", j, "set"), "L101",
+                                       f"rule '{rule_id}': a remedy needs title_zh, its title in Chinese"))
     return problems
 
 
@@ -528,17 +523,17 @@ def check_measurements(kb: KnowledgeBase, allow: Allowances | None = None) -> li
     for mid, m in sorted(kb.measurements.items()):
         gpus = m.workload.get("gpus")
         if not isinstance(gpus, list) or len(gpus) != 1:
-            problems.append(_at(kb, "measurements", mid, ("workload",), "M002",
-                                "a measurement's workload names exactly one GPU type: gpus: [<id>]"))
+            problems.append(kb.problem("measurements", mid, ("workload",), "M002",
+                                   "a measurement's workload names exactly one GPU type: gpus: [<id>]"))
         if m.quantity == "gpu_hours" and not m.workload.get("tokens"):
-            problems.append(_at(kb, "measurements", mid, ("workload",), "M002",
-                                "GPU-hours are predicted for a number of training tokens: give workload.tokens"))
+            problems.append(kb.problem("measurements", mid, ("workload",), "M002",
+                                   "GPU-hours are predicted for a number of training tokens: give workload.tokens"))
         try:
             resolve(kb, parse_workload(workload_of(m)))
         except WorkloadError as error:
             field = error.field.split(".")[0]
             loc: Loc = ("workload", field) if field in m.workload else ("workload",)
-            problems.append(_at(kb, "measurements", mid, loc, "M001", f"not a workload gpukb can ask: {error}"))
+            problems.append(kb.problem("measurements", mid, loc, "M001", f"not a workload gpukb can ask: {error}"))
     return problems
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import sys
 from enum import Enum, StrEnum
@@ -16,8 +15,9 @@ from rich.table import Table
 from rich.text import Text
 
 from . import load_kb
-from .errors import BaseRevisionError, EngineError, KBError, Problem, WorkloadError
+from .errors import ASK_ERRORS, BaseRevisionError, KBError, WorkloadError
 from .fmt import Lang, duration, gb
+from .reporters import REPORTERS
 from .terminal import clean
 from .words import term
 
@@ -63,7 +63,7 @@ class Language(StrEnum):
     zh = "zh"
 
 
-class Format(StrEnum):
+class Format(StrEnum):  # the names of reporters.REPORTERS
     text = "text"
     github = "github"
     json = "json"
@@ -134,7 +134,7 @@ def ask(
         answer = load_kb(root).ask(workload)
     except KBError as error:
         _fail_kb(error)
-    except (WorkloadError, EngineError) as error:
+    except ASK_ERRORS as error:
         err.print(f"error: {clean(error)}", markup=False, highlight=False)
         raise typer.Exit(2) from None
     if as_json:
@@ -258,48 +258,9 @@ def lint(
     from .lint import lint as run_lint
 
     result = run_lint(root, base)
-    _report(result.problems, fmt, result.notes)
+    sys.stdout.write(REPORTERS[fmt].report(result.problems, result.notes))
     if result.failed(strict):
         raise typer.Exit(1)
-
-
-def _github_escape(text: str, *, prop: bool = False) -> str:
-    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-    return text.replace(":", "%3A").replace(",", "%2C") if prop else text
-
-
-def _report(problems: list[Problem], fmt: Format, notes: list[str] | None = None) -> None:
-    # problems quote what the files hold (ids, keys, values): printed without control characters
-    problems = [dataclasses.replace(p, file=clean(p.file), message=clean(p.message), field=clean(p.field))
-                for p in problems]
-    notes = [clean(note) for note in notes or []]
-    if fmt is Format.json:
-        rows = [{**p.__dict__, "severity": p.severity} for p in problems]
-        sys.stdout.write(json.dumps(rows, ensure_ascii=False, indent=2) + "\n")
-        return
-    errors = [p for p in problems if not p.is_warning]
-    warnings = [p for p in problems if p.is_warning]
-    if fmt is Format.github:
-        for p in errors + warnings:  # errors first: the checks summary shows the first ones
-            level = p.severity
-            sys.stdout.write(f"::{level} file={_github_escape(p.file, prop=True)},line={p.line},col={p.column},"
-                             f"title={p.code}::{_github_escape((p.field + ': ') if p.field else '')}"
-                             f"{_github_escape(p.message)}\n")
-        for note in notes:
-            sys.stdout.write(f"::notice title=gpukb lint::{_github_escape(note)}\n")
-        return
-    counts = f"{len(warnings)} warning(s)" if warnings else ""
-    if errors:
-        for p in problems:
-            sys.stdout.write(str(p) + "\n")
-        sys.stdout.write(f"{len(errors)} error(s)" + (f", {counts}" if counts else "") + "\n")
-    else:
-        sys.stdout.write("ok: kb/ and rules/ are valid and every rule test passes" + (f"; {counts}" if counts else "")
-                         + "\n")
-        for p in warnings:
-            sys.stdout.write(str(p) + "\n")
-    for note in notes:
-        sys.stdout.write(f"note: {note}\n")
 
 
 @app.command()

@@ -24,17 +24,19 @@ import json
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from durable import engine as durable
 from durable_rules_engine import assert_fact as _c_assert_fact
 from durable_rules_engine import complete_and_start_action as _c_complete_and_start_action
 from durable_rules_engine import start_action_for_state as _c_start_action_for_state
 
-from .errors import EngineError
-from .kb import KnowledgeBase
+from .errors import EngineError, KBDefectError
 from .rules import CompiledRule
 from .trace import Collector
+
+if TYPE_CHECKING:
+    from .kb import KnowledgeBase
 
 
 class _Host(durable.Host):
@@ -148,7 +150,7 @@ class Engine:
                 rule["run"] = _never_called
                 definition[compiled.key.replace("@", "_v")] = rule
             if not definition:
-                raise EngineError("the knowledge base has no active rules")
+                raise KBDefectError("rules/ has no active rules")
             self._host.register_rulesets({name: definition})
             ruleset = _Ruleset(self._host.get_ruleset(name)._handle, _condition_fields(kb))
             for compiled in kb.active_rules:

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .codes import CODES, Severity
+
+if TYPE_CHECKING:
+    from .yamlpos import Loc, Located
 
 
 class GpukbError(Exception):
@@ -39,6 +43,13 @@ class Problem:
         return f"{self.file}:{self.line}:{self.column}: {self.code}{where} {self.message}"
 
 
+def located(doc: Located, loc: Loc, code: str, message: str, *, prefix: Loc = (), field: str | None = None) -> Problem:
+    """The one way to build a problem at a place in a YAML document: `loc` inside the entry at `prefix`
+    (the document itself by default); the field reads `loc` joined with dots unless `field` says otherwise."""
+    line, column = doc.where(prefix + tuple(loc))
+    return Problem(doc.file, line, column, code, message, ".".join(map(str, loc)) if field is None else field)
+
+
 class KBError(GpukbError):
     """The knowledge base (kb/ or rules/) is invalid; holds every problem found."""
 
@@ -55,8 +66,20 @@ class WorkloadError(GpukbError, ValueError):
         super().__init__(f"{field}: {message}")
 
 
+class KBDefectError(GpukbError):
+    """A defect of the knowledge base that shows only when answering (a policy the engine reads is
+    missing, no rule is active): fix kb/ or rules/, not the workload."""
+
+    def __init__(self, message: str):
+        super().__init__(f"knowledge-base defect: {message}")
+
+
 class EngineError(GpukbError, RuntimeError):
     """The rules misbehaved at run time (e.g. the firing bound was hit)."""
+
+
+# What ask() raises for a workload it cannot answer: the workload's fault, the knowledge base's, the rules'.
+ASK_ERRORS = (WorkloadError, KBDefectError, EngineError)
 
 
 class BaseRevisionError(GpukbError):

@@ -410,8 +410,3 @@ def _comparison(left: ast.AST, op: ast.cmpop, right: ast.AST, aliases: set[str])
 def to_condition(expr: Expr, aliases: set[str]) -> dict[str, Any]:
     """Compile a condition over one fact to durable-rules JSON; `aliases` are earlier patterns."""
     return _condition(expr.tree.body, aliases)
-
-
-def condition_fields(expr: Expr) -> set[str]:
-    """Bare names (fields of the matched fact) a condition reads."""
-    return {n for n in expr.names if "." not in n}

@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Literal
 
 Lang = Literal["en", "zh"]
-LANGS: tuple[Lang, ...] = ("en", "zh")
 
 _DURATION_UNITS: dict[Lang, tuple[str, str, str, str]] = {  # days, hours, seconds, milliseconds
     "en": (" days", " h", " s", " ms"),

@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 
 from .answer import Answer, Option
-from .errors import EngineError, KBError, WorkloadError
+from .errors import ASK_ERRORS, KBError
 from .fmt import gb
 from .ids import split_versioned
 from .kb import KnowledgeBase
@@ -70,7 +70,7 @@ def _heading(scenario: Scenario) -> str:
 def _ask(kb: KnowledgeBase, workload: dict[str, Any]) -> Answer | str:
     try:
         return kb.ask(workload)
-    except (WorkloadError, EngineError) as error:
+    except ASK_ERRORS as error:
         return f"{type(error).__name__}: {error}"
 
 

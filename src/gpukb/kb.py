@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .errors import Problem, located
 from .kinds import BY_NAME, KEYED, Kind
 from .rules import CompiledRule, Rule
 from .schema import Claim, Dtype, Gpu, Interconnect, Manifest, Measurement, Model, Optimizer, Policy, Rhetoric, Source
@@ -28,7 +29,6 @@ class KnowledgeBase:
     compiled: tuple[CompiledRule, ...]
     locations: dict[EntryKey, tuple[str, int]] = field(default_factory=dict)
     documents: dict[EntryKey, tuple[Located, Loc]] = field(default_factory=dict, repr=False)
-    citations: dict[tuple[str, ...], Any] = field(default_factory=dict, repr=False)  # trace's cache of cited claims
 
     # typed views of the tables, the public names of DESIGN.md
     @property
@@ -85,6 +85,11 @@ class KnowledgeBase:
         doc, prefix = self.documents[(kind, entry_id)]
         line, col = doc.where(prefix + tuple(loc))
         return doc.file, line, col
+
+    def problem(self, kind: str, entry_id: str, loc: Loc, code: str, message: str) -> Problem:
+        """A problem at a field of an entry, e.g. kb.problem("rules", "req.x", ("when", 0, "if"), "R002", ...)."""
+        doc, prefix = self.documents[(kind, entry_id)]
+        return located(doc, loc, code, message, prefix=prefix)
 
     def policy(self, policy_id: str) -> float:
         return self.policies[policy_id].value

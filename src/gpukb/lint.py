@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .checks import check_all, load_allowances
-from .errors import KBError, Problem
+from .errors import BaseRevisionError, KBError, Problem
 from .kb import KnowledgeBase
 from .loader import read_checkout
 from .ruletests import run_rule_tests
@@ -29,8 +29,8 @@ def check_quotes(kb: KnowledgeBase) -> list[Problem]:
     problems = []
     for claim_id, claim in sorted(kb.claims.items()):
         if claim.quote_zh not in article:
-            file, line, col = kb.locate("claims", claim_id, ("quote_zh",))
-            problems.append(Problem(file, line, col, "E041", "quote_zh is not a verbatim part of the article", "quote_zh"))
+            problems.append(kb.problem("claims", claim_id, ("quote_zh",), "E041",
+                                       "quote_zh is not a verbatim part of the article"))
     return problems
 
 
@@ -75,7 +75,7 @@ def lint(root: Path, base: str | None = None) -> LintResult:
 
 
 def _against_base(kb: KnowledgeBase, root: Path, rev: str, notes: list[str]) -> list[Problem]:
-    from .versions import BaseRevisionError, check_versions, revision_tree
+    from .versions import check_versions, revision_tree
 
     try:
         with revision_tree(root, rev) as base_root:
@@ -93,8 +93,3 @@ def _against_base(kb: KnowledgeBase, root: Path, rev: str, notes: list[str]) -> 
             return problems
     except BaseRevisionError as error:
         return [Problem("kb/manifest.yaml", 1, 1, "V100", f"cannot read the base revision: {error}")]
-
-
-def lint_checkout(root: Path, base: str | None = None) -> list[Problem]:
-    """Every problem (errors and warnings), sorted by place."""
-    return lint(root, base).problems

@@ -6,14 +6,15 @@ Every problem is collected (not only the first) and reported as file:line:column
 from __future__ import annotations
 
 import hashlib
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
 from .architecture import count_parameters
-from .errors import KBError, Problem
+from .citations import cite
+from .errors import KBError, Problem, located
 from .kb import KnowledgeBase
 from .kinds import BY_NAME, KEYED, KINDS, Kind
 from .rules import STAGES, compile_rule
@@ -31,8 +32,7 @@ def _pydantic_problems(err: ValidationError, doc: Located, prefix: Loc) -> list[
         item_loc = tuple(item["loc"])
         while item_loc and str(item_loc[-1]).split("[")[0] in _UNION_TAGS:
             item_loc = item_loc[:-1]
-        loc = prefix + item_loc
-        line, col = doc.where(loc)
+        line, col = doc.where(prefix + item_loc)
         # missing fields all sit at their entry's position: each is reported, other errors once per place
         key = (line, col, ".".join(map(str, item_loc)) if item["type"] == "missing" else "")
         if key in seen:
@@ -40,12 +40,12 @@ def _pydantic_problems(err: ValidationError, doc: Located, prefix: Loc) -> list[
         seen.add(key)
         field = ".".join(str(p) for p in item_loc) or "(entry)"
         if item["type"] == "extra_forbidden":
-            problems.append(Problem(doc.file, line, col, "E011", "unknown field", field))
+            problems.append(located(doc, item_loc, "E011", "unknown field", prefix=prefix, field=field))
         elif item["type"] == "missing":
-            problems.append(Problem(doc.file, line, col, "E012", "required field is missing", field))
+            problems.append(located(doc, item_loc, "E012", "required field is missing", prefix=prefix, field=field))
         else:
             msg = item["msg"].removeprefix("Value error, ")
-            problems.append(Problem(doc.file, line, col, "E010", msg, field))
+            problems.append(located(doc, item_loc, "E010", msg, prefix=prefix, field=field))
     return problems
 
 
@@ -73,15 +73,13 @@ class _Reader:
             return [((i,), item) for i, item in enumerate(doc.data)]
         if isinstance(doc.data, dict):
             return [((), doc.data)]
-        line, col = doc.where(())
-        self.problems.append(Problem(doc.file, line, col, "E003", "expected an entry (mapping) or a list of entries"))
+        self.problems.append(located(doc, (), "E003", "expected an entry (mapping) or a list of entries"))
         return []
 
     def add(self, kind: Kind, doc: Located) -> None:
         for prefix, raw in self.items(doc):
             if not isinstance(raw, dict):
-                line, col = doc.where(prefix)
-                self.problems.append(Problem(doc.file, line, col, "E003", "expected a mapping"))
+                self.problems.append(located(doc, (), "E003", "expected a mapping", prefix=prefix))
                 continue
             try:
                 entry = kind.model.model_validate(raw)
@@ -94,11 +92,12 @@ class _Reader:
             self._register(kind.name, entry, doc, prefix)
 
     def _register(self, kind: str, entry: Any, doc: Located, prefix: Loc) -> None:
-        line, col = doc.where(prefix + ("id",))
+        line, _column = doc.where(prefix + ("id",))
         previous = self.where.get((kind, entry.id))
         if previous:
-            self.problems.append(Problem(doc.file, line, col, "E020",
-                                         f"duplicate id '{entry.id}' (first defined at {previous[0]}:{previous[1]})", "id"))
+            self.problems.append(located(doc, ("id",), "E020",
+                                         f"duplicate id '{entry.id}' (first defined at {previous[0]}:{previous[1]})",
+                                         prefix=prefix))
             return
         self.where[(kind, entry.id)] = (doc.file, line)
         self.docs[(kind, entry.id)] = (doc, prefix)
@@ -106,8 +105,7 @@ class _Reader:
 
     def problem_at(self, kind: str, entry_id: str, loc: Loc, code: str, message: str) -> None:
         doc, prefix = self.docs[(kind, entry_id)]
-        line, col = doc.where(prefix + loc)
-        self.problems.append(Problem(doc.file, line, col, code, message, ".".join(map(str, loc))))
+        self.problems.append(located(doc, loc, code, message, prefix=prefix))
 
 
 def _yaml_files(folder: Path) -> list[Path]:
@@ -202,7 +200,8 @@ def read_checkout(root: Path) -> KnowledgeBase:
         content_hash=content_hash(root),
         tables=r.entries,
         rhetoric=r.rhetoric,
-        compiled=tuple(sorted(compiled, key=lambda c: (STAGES.index(c.rule.stage), c.rule.id))),
+        compiled=tuple(sorted((replace(c, citations=cite(r.entries["claims"], c.rule.claims)) for c in compiled),
+                              key=lambda c: (STAGES.index(c.rule.stage), c.rule.id))),
         locations=dict(r.where),
         documents=dict(r.docs),
     )
@@ -227,7 +226,3 @@ def json_schemas() -> dict[str, dict[str, Any]]:
     manifest["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     out["manifest"] = manifest
     return out
-
-
-def dump_yaml(data: Any) -> str:
-    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)

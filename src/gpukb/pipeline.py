@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .answer import Answer, build_answer
 from .engine import ENGINE
 from .errors import EngineError
-from .kb import KnowledgeBase
 from .planner import PlanCache, plan_gpu
 from .resolve import gpu_fact, policy_fact, resolve
 from .trace import Collector, Value
 from .workload import Workload, parse_workload
+
+if TYPE_CHECKING:
+    from .kb import KnowledgeBase
 
 
 def ask(kb: KnowledgeBase, workload: Workload | dict[str, Any]) -> Answer:
@@ -50,7 +52,7 @@ def _fleet(c: Collector, plans: list[dict[str, Any]]) -> dict[str, Any]:
         inputs={f"p{i}": p for i, p in enumerate(plans)},
         values=[Value(name=k, value=v, expr="max(p.usable_bytes)" if k == "max_usable_bytes" else None)
                 for k, v in fields.items()],
-        claims=[], sources=[],
+        claims=(), sources=[],
         sentence=f"{fields['fitting']} of {fields['candidates']} GPU types can hold the workload; the largest "
                  f"single GPU ({largest['gpu']}) has {largest['usable_bytes'] / 1e9:,.1f} GB usable.",
         outputs=[("fleet", fields)], title_zh="候选 GPU 型号汇总",

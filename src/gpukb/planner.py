@@ -1,7 +1,7 @@
 """Fewest GPUs of each type that fit one model replica, and how to split it.
 
 Per-GPU memory is written as expressions (below) over the replica's memory breakdown `m`, the
-workload `w` and the strategy (dp, tp, pp, zero_stage, checkpointing, offload). Every term is
+workload `w` and the layout (dp, tp, pp, zero_stage, checkpointing, offload). Every term is
 linear in 1/dp (training) or 1/(tp*pp) (inference), so the fewest GPUs follow in closed form:
 per_gpu(n) = A + B/n fits when n >= B / (usable - A). A and B are read off the expressions
 themselves (evaluated at n = 1 and n = 2), so the expressions stay the single source of truth.
@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import expr as ex
+from .citations import cited
 from .trace import Collector, Value
 from .workload import ResolvedWorkload
 
@@ -50,7 +51,10 @@ CLAIMS = ["art.capacity.redundancy", "art.capacity.multi-gpu-beyond"]
 
 
 @dataclass(frozen=True)
-class Strategy:
+class Layout:
+    """How one replica is laid out over GPUs, bar the data-parallel degree: the planner's own
+    strategy, not answer.Strategy (the Answer's description of a chosen plan)."""
+
     tp: int
     pp: int
     zero_stage: int
@@ -62,7 +66,7 @@ class Strategy:
                 "checkpointing": self.checkpointing, "offload": self.offload}
 
 
-# The strategy names each part's expression reads: a part's value depends on the replica (the same
+# The layout names each part's expression reads: a part's value depends on the replica (the same
 # for a whole ask) and on these alone, so it is computed once per combination of their values.
 _SPLIT_NAMES = ("dp", "tp", "pp", "zero_stage", "checkpointing", "offload")
 _PART_READS = {name: tuple(n for n in _SPLIT_NAMES if n in e.names) for name, e in PARTS.items()}
@@ -70,38 +74,38 @@ _PART_READS = {name: tuple(n for n in _SPLIT_NAMES if n in e.names) for name, e 
 
 class PlanCache:
     """What the GPU types of one ask share: the replica and the workload are the same for all of them,
-    so the per-GPU memory of a strategy, A + B/n, and the parts of a chosen split are computed once."""
+    so the per-GPU memory of a layout, A + B/n, and the parts of a chosen split are computed once."""
 
     def __init__(self) -> None:
-        self.splits: dict[tuple[Strategy, bool], tuple[float, float]] = {}
-        self.menus: dict[tuple[Any, ...], list[tuple[Strategy, float, float]]] = {}
+        self.splits: dict[tuple[Layout, bool], tuple[float, float]] = {}
+        self.menus: dict[tuple[Any, ...], list[tuple[Layout, float, float]]] = {}
         self.part_values: dict[tuple[Any, ...], float] = {}
 
-    def split(self, strategy: Strategy, base: dict[str, Any], inference: bool) -> tuple[float, float]:
+    def split(self, layout: Layout, base: dict[str, Any], inference: bool) -> tuple[float, float]:
         """(A, B) with per_gpu(n) = A + B/n, n = dp (training) or the tp*pp shard count (inference)."""
-        key = (strategy, inference)
+        key = (layout, inference)
         if key not in self.splits:
             if inference:
-                one = sum(self.parts_of(Strategy(1, 1, 0, False, "none"), 1, base).values())
-                two = sum(self.parts_of(Strategy(2, 1, 0, False, "none"), 1, base).values())
+                one = sum(self.parts_of(Layout(1, 1, 0, False, "none"), 1, base).values())
+                two = sum(self.parts_of(Layout(2, 1, 0, False, "none"), 1, base).values())
             else:
-                one = sum(self.parts_of(strategy, 1, base).values())
-                two = sum(self.parts_of(strategy, 2, base).values())
+                one = sum(self.parts_of(layout, 1, base).values())
+                two = sum(self.parts_of(layout, 2, base).values())
             b = 2 * (one - two)
             self.splits[key] = (one - b, b)
         return self.splits[key]
 
     def menu(self, w: ResolvedWorkload, scale_up_domain: int, offloads: tuple[str, ...],
-             base: dict[str, Any]) -> list[tuple[Strategy, float, float]]:
+             base: dict[str, Any]) -> list[tuple[Layout, float, float]]:
         """The training strategies for GPUs with this scale-up domain, each with its (A, B)."""
         key = (scale_up_domain, offloads)
         if key not in self.menus:
-            self.menus[key] = [(s, *self.split(s, base, False)) for s in _strategies(w, scale_up_domain, offloads)]
+            self.menus[key] = [(s, *self.split(s, base, False)) for s in _layouts(w, scale_up_domain, offloads)]
         return self.menus[key]
 
-    def parts_of(self, strategy: Strategy, dp: int, base: dict[str, Any]) -> dict[str, float]:
+    def parts_of(self, layout: Layout, dp: int, base: dict[str, Any]) -> dict[str, float]:
         """Per-GPU bytes of each part under this split, as the PARTS expressions give them."""
-        split = strategy.env(dp)
+        split = layout.env(dp)
         env: dict[str, Any] | None = None
         parts = {}
         for name, expression in PARTS.items():
@@ -113,12 +117,12 @@ class PlanCache:
         return parts
 
 
-def _strategies(w: ResolvedWorkload, scale_up_domain: int, offloads: tuple[str, ...]) -> list[Strategy]:
+def _layouts(w: ResolvedWorkload, scale_up_domain: int, offloads: tuple[str, ...]) -> list[Layout]:
     max_tp = scale_up_domain if w.tensor_parallel is None else w.tensor_parallel
     tps = [w.tensor_parallel] if w.tensor_parallel else [t for t in (1, 2, 4, 8) if t <= max_tp and w.heads % t == 0]
     ckpts = [w.activation_checkpointing] if w.activation_checkpointing is not None else [False, True]
     zeros = [w.zero_stage] if w.zero_stage is not None else [0, 1, 2, 3]
-    return [Strategy(tp, w.pipeline_parallel or 1, zero, ckpt, off)
+    return [Layout(tp, w.pipeline_parallel or 1, zero, ckpt, off)
             for off in offloads for tp in tps for ckpt in ckpts for zero in zeros
             if not (off == "optimizer+params" and zero != 3)]
 
@@ -129,37 +133,37 @@ def _round_count(n: int) -> int:
 
 @dataclass(frozen=True)
 class Candidate:
-    strategy: Strategy
+    layout: Layout
     dp: int
     count: int
     fits: bool
 
 
-def _fewest_training(menu: list[tuple[Strategy, float, float]], usable: float, limit: int,
+def _fewest_training(menu: list[tuple[Layout, float, float]], usable: float, limit: int,
                      zero_pinned: bool = False) -> Candidate | None:
-    """The strategy needing the fewest GPUs (the first, least intrusive, among equals)."""
-    best: tuple[int, Strategy, int] | None = None
-    for strategy, a, b in menu:
+    """The layout needing the fewest GPUs (the first, least intrusive, among equals)."""
+    best: tuple[int, Layout, int] | None = None
+    for layout, a, b in menu:
         if a >= usable:
             continue
         dp = 1 if b <= 0 else max(1, math.ceil(b / (usable - a)))
-        group = strategy.tp * strategy.pp
+        group = layout.tp * layout.pp
         count = _round_count(dp * group)
         dp = count // group
-        if strategy.zero_stage > 0 and dp == 1 and strategy.offload == "none" and not zero_pinned:
-            continue  # ZeRO on one data-parallel rank shards nothing; the zero-stage-0 strategy covers it
+        if layout.zero_stage > 0 and dp == 1 and layout.offload == "none" and not zero_pinned:
+            continue  # ZeRO on one data-parallel rank shards nothing; the zero-stage-0 layout covers it
         if count <= limit and (best is None or count < best[0]):
-            best = (count, strategy, dp)
+            best = (count, layout, dp)
     return None if best is None else Candidate(best[1], best[2], best[0], True)
 
 
-def _least_intrusive_at(menu: list[tuple[Strategy, float, float]], usable: float, count: int) -> Candidate | None:
-    """placement 'all': the first (least intrusive) strategy that fits on exactly `count` GPUs."""
-    for strategy, a, b in menu:
-        group = strategy.tp * strategy.pp
+def _least_intrusive_at(menu: list[tuple[Layout, float, float]], usable: float, count: int) -> Candidate | None:
+    """placement 'all': the first (least intrusive) layout that fits on exactly `count` GPUs."""
+    for layout, a, b in menu:
+        group = layout.tp * layout.pp
         dp = count // group
         if dp >= 1 and a + b / dp <= usable:
-            return Candidate(strategy, dp, dp * group, True)
+            return Candidate(layout, dp, dp * group, True)
     return None
 
 
@@ -177,7 +181,7 @@ def _inference_candidate(w: ResolvedWorkload, gpu: dict[str, Any], a: float, b: 
         return None
     pp = w.pipeline_parallel or max(1, math.ceil(shards / tp))
     count = tp * pp
-    return Candidate(Strategy(tp, pp, 0, False, "none"), 1, count, True) if count <= limit else None
+    return Candidate(Layout(tp, pp, 0, False, "none"), 1, count, True) if count <= limit else None
 
 
 def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], policy: dict[str, Any],
@@ -192,15 +196,15 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
     usable = float(USABLE.evaluate({"g": gpu, "p": policy}))
     offload_sets = [(w.offload,)] if w.offload else [("none",), ("optimizer", "optimizer+params")]
     chosen: Candidate | None = None
-    tried: list[Strategy] = []
+    tried: list[Layout] = []
     for offloads in offload_sets:
         if inference:
-            strategy = Strategy(1, 1, 0, False, "none")
-            tried.append(strategy)
-            best = _inference_candidate(w, gpu, *cache.split(strategy, base, True), usable, limit)
+            layout = Layout(1, 1, 0, False, "none")
+            tried.append(layout)
+            best = _inference_candidate(w, gpu, *cache.split(layout, base, True), usable, limit)
         else:
             menu = cache.menu(w, gpu["scale_up_domain"], offloads, base)
-            tried += [strategy for strategy, _, _ in menu]
+            tried += [layout for layout, _, _ in menu]
             best = (_least_intrusive_at(menu, usable, limit) if w.placement == "all" else None) \
                 or _fewest_training(menu, usable, limit, zero_pinned=w.zero_stage is not None)
         if best:
@@ -208,13 +212,13 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
             break
     if chosen is not None and w.placement == "all":
         chosen = _use_all(chosen, limit)
-    if chosen is None:  # the closest miss: the strategy with the least memory per GPU at the limit
+    if chosen is None:  # the closest miss: the layout with the least memory per GPU at the limit
         # with no gpu_count limit only the unshardable part can fail to fit: show it at one node
         chosen = _closest_miss(w, base, tried, limit if w.gpu_count else NODE_SIZE, inference, cache)
-    parts = cache.parts_of(chosen.strategy, chosen.dp, base)
+    parts = cache.parts_of(chosen.layout, chosen.dp, base)
     per_gpu = float(PER_GPU.evaluate(parts))
     fits = chosen.fits and per_gpu <= usable
-    s = chosen.strategy
+    s = chosen.layout
     fields = {
         "gpu": gpu["gpu"], "count": chosen.count, "dp": chosen.dp, "tp": s.tp, "pp": s.pp,
         "zero_stage": s.zero_stage if chosen.dp > 1 or s.offload != "none" or w.zero_stage is not None else 0,
@@ -250,36 +254,36 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
     (plan,) = collector.record(
         rule="planner.fewest-gpus@1", stage="requirements",
         title="Fewest GPUs that hold one replica, least intrusive strategy first",
-        inputs={"m": memory, "g": gpu, "w": wfact, "p": policy}, values=values, claims=CLAIMS, sources=SOURCES,
-        sentence=sentence, outputs=[("plan", fields)],
+        inputs={"m": memory, "g": gpu, "w": wfact, "p": policy}, values=values, claims=cited(collector.kb, CLAIMS),
+        sources=SOURCES, sentence=sentence, outputs=[("plan", fields)],
         title_zh="能放下一个副本的最少 GPU 数，先试侵入性最小的策略", sentence_zh=sentence_zh)
     return plan
 
 
 def _use_all(chosen: Candidate, gpu_count: int) -> Candidate:
     """placement 'all': the extra GPUs of gpu_count become data-parallel replicas of the plan."""
-    group = chosen.strategy.tp * chosen.strategy.pp
+    group = chosen.layout.tp * chosen.layout.pp
     dp = max(chosen.dp, gpu_count // group)
-    return Candidate(chosen.strategy, dp, dp * group, chosen.fits)
+    return Candidate(chosen.layout, dp, dp * group, chosen.fits)
 
 
-def _closest_miss(w: ResolvedWorkload, base: dict[str, Any], tried: list[Strategy], limit: int,
+def _closest_miss(w: ResolvedWorkload, base: dict[str, Any], tried: list[Layout], limit: int,
                   inference: bool, cache: PlanCache) -> Candidate:
     best: tuple[float, Candidate] | None = None
-    for strategy in tried:
+    for layout in tried:
         if inference:
             tp = max([t for t in (1, 2, 4, 8) if t <= min(limit, NODE_SIZE) and w.heads % t == 0] or [1])
             pp = w.pipeline_parallel or max(1, limit // tp)
-            strategy = Strategy(tp, pp, 0, False, "none")
+            layout = Layout(tp, pp, 0, False, "none")
             dp = 1
         else:
-            dp = max(1, limit // (strategy.tp * strategy.pp))
-        if dp * strategy.tp * strategy.pp > limit:
+            dp = max(1, limit // (layout.tp * layout.pp))
+        if dp * layout.tp * layout.pp > limit:
             continue
-        per_gpu = sum(cache.parts_of(strategy, dp, base).values())
-        cand = Candidate(strategy, dp, dp * strategy.tp * strategy.pp, False)
+        per_gpu = sum(cache.parts_of(layout, dp, base).values())
+        cand = Candidate(layout, dp, dp * layout.tp * layout.pp, False)
         if best is None or per_gpu < best[0]:
             best = (per_gpu, cand)
     if best is None:
-        return Candidate(Strategy(1, 1, 0, True, "none"), 1, 1, False)
+        return Candidate(Layout(1, 1, 0, True, "none"), 1, 1, False)
     return best[1]

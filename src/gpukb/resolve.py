@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .architecture import count_parameters
-from .errors import WorkloadError
+from .errors import KBDefectError, WorkloadError
 from .hfconfig import load_model
-from .kb import KnowledgeBase
 from .schema import Gpu, Model
 from .workload import CUSTOM_PARAMS_TOLERANCE, TRAINING_TASKS, ResolvedWorkload, Workload, suggest
+
+if TYPE_CHECKING:
+    from .kb import KnowledgeBase
 
 ARCHITECTURE = ("layers", "hidden_size", "heads", "kv_heads", "vocab_size", "intermediate_size")
 POLICY_IDS = {"reserve_fraction": "reserve-fraction", "runtime_overhead": "runtime-overhead",
@@ -227,9 +229,9 @@ def workload_fact(kb: KnowledgeBase, w: ResolvedWorkload) -> dict[str, Any]:
 
 
 def policy_fact(kb: KnowledgeBase) -> dict[str, Any]:
-    missing = [pid for pid in POLICY_IDS.values() if pid not in kb.policies]
+    missing = [pid for pid in (*POLICY_IDS.values(), *GPU_POLICIES.values()) if pid not in kb.policies]
     if missing:
-        raise WorkloadError("kb", f"the knowledge base lacks the policies {', '.join(missing)}")
+        raise KBDefectError(f"kb/policies/ lacks the policies {', '.join(missing)}")
     return {name: kb.policy(pid) for name, pid in POLICY_IDS.items()}
 
 

@@ -14,7 +14,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, Field, WithJsonSchema
 
 from . import expr as ex
-from .facts import ALL_KINDS, ENGINE_KINDS, FINDING_KINDS, RULE_KINDS, SEVERITIES, fields_of
+from .citations import CitedClaim
+from .facts import ALL_KINDS, FINDING_KINDS, RULE_KINDS, SEVERITIES, fields_of
 from .ids import versioned
 from .schema import Entry, Slug, Strict
 from .template import TemplateError, placeholders
@@ -92,6 +93,7 @@ class CompiledRule:
     aliases: tuple[tuple[str, str], ...]  # (alias, kind) in pattern order
     conditions: tuple[ex.Expr | None, ...]
     outputs: tuple[CompiledOutput, ...]
+    citations: tuple[CitedClaim, ...] = ()  # the cited claims, filled by the loader once the claims are known
 
     @cached_property
     def key(self) -> str:
@@ -205,15 +207,3 @@ def _check_literals(out: Output, loc: Loc) -> list[tuple[Loc, str, str]]:
         if "severity" in out.set and out.set["severity"] not in SEVERITIES:
             problems.append((loc + ("severity",), "R007", f"severity must be one of {', '.join(SEVERITIES)}"))
     return problems
-
-
-def consumed_kinds(rule: Rule) -> set[str]:
-    return {p.kind for p in rule.when}
-
-
-def produced_kinds(rule: Rule) -> set[str]:
-    return {o.kind for o in rule.then}
-
-
-def engine_kind(kind: str) -> bool:
-    return kind in ENGINE_KINDS

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .errors import EngineError, Problem, WorkloadError
+from .errors import ASK_ERRORS, Problem
 from .kb import KnowledgeBase
 
 TOLERANCE = 0.005  # expected numbers match within 0.5%; expected strings exactly
@@ -19,15 +19,14 @@ def run_rule_test(kb: KnowledgeBase, rule_id: str, index: int) -> list[Problem]:
     rule = kb.rules[rule_id]
     test = rule.tests[index]
     key = f"{rule.id}@{rule.version}"
-    file, line, col = kb.locate("rules", rule_id, ("tests", index))
     problems: list[Problem] = []
 
     def fail(message: str) -> None:
-        problems.append(Problem(file, line, col, "T001", f"rule test '{test.name}': {message}", f"tests.{index}"))
+        problems.append(kb.problem("rules", rule_id, ("tests", index), "T001", f"rule test '{test.name}': {message}"))
 
     try:
         answer = kb.ask(test.workload)
-    except (WorkloadError, EngineError) as err:
+    except ASK_ERRORS as err:
         fail(f"the workload fails: {err}")
         return problems
     steps = [s for s in answer.trace if s.rule == key]

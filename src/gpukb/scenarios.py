@@ -11,7 +11,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .answer import Answer
-from .errors import EngineError, WorkloadError
+from .errors import ASK_ERRORS
 from .kb import KnowledgeBase
 from .schema import Slug
 
@@ -61,7 +61,7 @@ def run_scenarios(kb: KnowledgeBase, scenarios: list[Scenario]) -> list[Run]:
     for scenario in scenarios:
         try:
             answer = kb.ask(scenario.workload)
-        except (WorkloadError, EngineError) as err:  # the message names the field or the rule
+        except ASK_ERRORS as err:  # the message names the field or the rule
             raise ScenarioError(f"scenario '{scenario.id}': {err}") from err
         runs.append(Run(scenario, answer))
     return runs

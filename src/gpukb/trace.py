@@ -8,27 +8,20 @@ expressions that computed them, the claims it rests on, and a rendered sentence.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Field
 from typing_extensions import TypedDict  # pydantic needs this TypedDict before Python 3.12
 
+from .citations import CitedClaim
 from .errors import EngineError
-from .kb import KnowledgeBase
 from .rules import CompiledRule
 from .template import TemplateError, render
 
+if TYPE_CHECKING:
+    from .kb import KnowledgeBase
+
 MAX_FIRINGS = 5000  # a healthy ask fires a few hundred times; more means rules chain without end
-
-
-# A cited claim is frozen: the same citations are shared by every firing of a rule, in every ask.
-@dataclass(frozen=True, slots=True)
-class CitedClaim:
-    id: str
-    section: str
-    quote_zh: str
-    text_en: str
-    verdict: str
 
 
 # Plain typed dicts, not models: an ask records hundreds of these and they only need serializing.
@@ -72,23 +65,11 @@ def label(fact: dict[str, Any]) -> str:
     return kind
 
 
-def cite(kb: KnowledgeBase, claim_ids: list[str]) -> tuple[CitedClaim, ...]:
-    key = tuple(claim_ids)
-    if key not in kb.citations:  # the same rule cites the same claims on every firing
-        kb.citations[key] = _cite(kb, claim_ids)
-    return kb.citations[key]
-
-
-def _cite(kb: KnowledgeBase, claim_ids: list[str]) -> tuple[CitedClaim, ...]:
-    return tuple(CitedClaim(id=c, section=kb.claims[c].section, quote_zh=kb.claims[c].quote_zh,
-                       text_en=kb.claims[c].text_en, verdict=kb.claims[c].verdict) for c in claim_ids)
-
-
 class Collector:
     """Everything one ask derives: facts by id, and the steps that produced them."""
 
     def __init__(self, kb: KnowledgeBase):
-        self.kb = kb
+        self.kb = kb  # the knowledge base asked: steps that are not rules cite its claims
         self.facts: dict[str, dict[str, Any]] = {}
         self.labels: dict[str, str] = {}  # fid -> label(fact), shown wherever the fact is an input
         self.steps: list[TraceStep] = []
@@ -110,7 +91,7 @@ class Collector:
         return self.steps[by - 1] if by else None
 
     def record(self, *, rule: str, stage: str, title: str, inputs: dict[str, dict[str, Any]],
-               values: list[Value], claims: list[str], sources: list[str], sentence: str,
+               values: list[Value], claims: tuple[CitedClaim, ...], sources: list[str], sentence: str,
                outputs: list[tuple[str, dict[str, Any]]], title_zh: str = "", sentence_zh: str = "",
                ) -> list[dict[str, Any]]:
         """Add a step and the facts it produced; returns the new facts (with fid and by)."""
@@ -120,7 +101,7 @@ class Collector:
         self.steps.append(TraceStep(
             step=number, rule=rule, stage=stage, title=title,
             inputs=[FactRef(alias=a, kind=f["kind"], fid=f["fid"], label=labels[f["fid"]]) for a, f in inputs.items()],
-            values=values, claims=cite(self.kb, claims), sources=tuple(sources), sentence=sentence,
+            values=values, claims=claims, sources=tuple(sources), sentence=sentence,
             produced=[f"{f['fid']} {labels[f['fid']]}" for f in facts], title_zh=title_zh, sentence_zh=sentence_zh))
         return facts
 
@@ -152,7 +133,7 @@ class Collector:
         except TemplateError as err:
             raise EngineError(f"{compiled.key}: explain: {err}") from None
         return self.record(rule=compiled.key, stage=rule.stage, title=rule.title, inputs=matched, values=values,
-                           claims=rule.claims, sources=rule.sources, sentence=sentence, outputs=outputs,
+                           claims=compiled.citations, sources=rule.sources, sentence=sentence, outputs=outputs,
                            title_zh=rule.title_zh, sentence_zh=sentence_zh)
 
     def check(self) -> None:

@@ -13,7 +13,7 @@ from statistics import median
 from typing import Any
 
 from .answer import Answer, Option
-from .errors import EngineError, WorkloadError
+from .errors import ASK_ERRORS
 from .kb import KnowledgeBase
 from .schema import Measurement
 
@@ -167,7 +167,7 @@ def check_point(kb: KnowledgeBase, m: Measurement) -> Point:
     try:
         answer = kb.ask(workload_of(m))
         predicted, option = predict(m, answer)
-    except (WorkloadError, EngineError, LookupError, ZeroDivisionError) as err:
+    except (*ASK_ERRORS, LookupError, ZeroDivisionError) as err:
         return Point(m.id, m.quantity, measured, None, None, m.source, gpu, reason=str(err))
     return Point(m.id, m.quantity, measured, predicted, predicted / measured, m.source, gpu,
                  _rules(option, KIND_OF[m.quantity]))

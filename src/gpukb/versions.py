@@ -280,11 +280,10 @@ def check_versions(base: KnowledgeBase, head: KnowledgeBase, rev: str) -> tuple[
     problems: list[Problem] = []
     for c in d.changes:
         if c.change == "changed" and (c.head_version or 0) <= (c.base_version or 0):
-            file, line, col = head.locate(c.kind, c.id, ("version",))
-            problems.append(Problem(file, line, col, "V101",
-                                    f"'{c.id}' changed since {rev} ({', '.join(c.fields)}) but its version is still "
-                                    f"{c.head_version}: raise it to {(c.base_version or 0) + 1} "
-                                    f"(a {c.level} change)", "version"))
+            problems.append(head.problem(c.kind, c.id, ("version",), "V101",
+                                         f"'{c.id}' changed since {rev} ({', '.join(c.fields)}) but its version is "
+                                         f"still {c.head_version}: raise it to {(c.base_version or 0) + 1} "
+                                         f"(a {c.level} change)"))
     old, new = base.version, head.version
     notes: list[str] = []
     level = d.level
