@@ -72,7 +72,7 @@ def _outputs(ctx: Context, rule: Rule) -> list[str]:
 def rule(ctx: Context, rule_id: str) -> str:
     kb, here = ctx.kb, rule_page(rule_id)
     r = kb.rules[rule_id]
-    where = kb.locations.get(f"rules:{rule_id}")
+    where = kb.locations.get(("rules", rule_id))
     meta = [[ctx.t("Key", "键"), code(f"{r.id}@{r.version}")],
             [ctx.t("Stage", "阶段"), link(esc(stage_name(ctx, r.stage)), here, RULES, r.stage)],
             [ctx.t("Version", "版本"), str(r.version)], [ctx.t("Status", "状态"), esc(r.status)]]
