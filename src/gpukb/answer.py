@@ -94,6 +94,8 @@ class Option(BaseModel):
     mfu: float | None = None  # training: model FLOPs utilisation (the model's FLOPs, not recomputation)
     ttft_s: float | None = None  # inference: time to the first token of one prompt
     tpot_s: float | None = None  # inference: time per output token of one stream
+    max_concurrency: int | None = None  # inference: most sequences per replica at the requested context
+    max_context: int | None = None  # inference: longest context per sequence at the requested concurrency
     score: float
     tier: int
     branch: str | None
@@ -210,7 +212,7 @@ def build_answer(c: Collector, kb_version: str, kb_hash: str, workload: Resolved
     findings = sorted(of_kind.get("finding", []),
                       key=lambda f: (_SEVERITY[f["severity"]], f.get("gpu", ""), f["finding"], f["fid"]))
     per_gpu: dict[str, dict[str, list[dict[str, Any]]]] = {}
-    for kind in ("estimate", "comm", "rank", "preference", "remedy"):
+    for kind in ("estimate", "comm", "rank", "preference", "remedy", "capacity"):
         for fact in of_kind.get(kind, []):
             per_gpu.setdefault(fact.get("gpu") or "", {}).setdefault(kind, []).append(fact)
     lineage = _Lineage(c)
@@ -223,9 +225,10 @@ def build_answer(c: Collector, kb_version: str, kb_hash: str, workload: Resolved
         gpu = plan["gpu"]
         facts = per_gpu.get(gpu, {})
         rank = (facts.get("rank") or [None])[0]
+        capacity = (facts.get("capacity") or [None])[0]
         own = by_gpu.get(gpu, [])
         fits = plan["fits"] and not any(f.get("rejects") for f in own)
-        related = [plan, *own, *(f for kind in ("estimate", "comm", "rank", "preference") for f in facts.get(kind, []))]
+        related = [plan, *own, *(f for kind in ("estimate", "comm", "rank", "preference", "capacity") for f in facts.get(kind, []))]
         option = Option(
             gpu=gpu, count=plan["count"], fits=fits, per_gpu_bytes=round(plan["per_gpu_bytes"]),
             usable_bytes=round(plan["usable_bytes"]), memory=_memory(plan, plan["per_gpu_bytes"]),
@@ -238,6 +241,8 @@ def build_answer(c: Collector, kb_version: str, kb_hash: str, workload: Resolved
             mfu=rank.get("mfu") if rank else None,
             ttft_s=rank.get("ttft_s") if rank else None,
             tpot_s=rank.get("tpot_s") if rank else None,
+            max_concurrency=capacity["max_concurrency"] if capacity else None,
+            max_context=capacity["max_context"] if capacity else None,
             score=rank["score"] if rank and fits else 0.0,
             tier=min((p["tier"] for p in facts.get("preference", [])), default=DEFAULT_TIER),
             branch=min(((p["tier"], p["branch"]) for p in facts.get("preference", [])), default=(0, None))[1],

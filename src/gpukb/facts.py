@@ -60,6 +60,8 @@ RULE_KINDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "rank": (frozenset({"gpu", "score", "tokens_per_s"}),
              frozenset({"gpu", "score", "tokens_per_s", "time_to_train_s", "efficiency", "tokens_per_dollar", "mfu",
                         "ttft_s", "tpot_s"})),
+    # serving capacity of an inference option: sequences at the requested context, context at the concurrency
+    "capacity": (frozenset({"gpu", "max_concurrency", "max_context"}), frozenset({"gpu", "max_concurrency", "max_context"})),
     # a decision-tree branch that prefers some GPU types for this workload (lower tier first)
     "preference": (frozenset({"gpu", "tier", "branch"}), frozenset({"gpu", "tier", "branch"})),
     "estimate": (frozenset({"gpu", "tokens_per_s"}),
