@@ -2,8 +2,6 @@
 
 import math
 
-import pytest
-
 H100_MEM = 85_520_809_984  # h100-sxm-80gb as the driver reports it (kb/gpus)
 RESERVE, OVERHEAD, CHUNK = 0.10, 2e9, 8192  # kb/policies: reserve-fraction, runtime-overhead, prefill-chunk
 W_7B_BF16 = 13_476_831_232  # llama-2-7b weights in bf16

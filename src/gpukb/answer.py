@@ -228,7 +228,8 @@ def build_answer(c: Collector, kb_version: str, kb_hash: str, workload: Resolved
         capacity = (facts.get("capacity") or [None])[0]
         own = by_gpu.get(gpu, [])
         fits = plan["fits"] and not any(f.get("rejects") for f in own)
-        related = [plan, *own, *(f for kind in ("estimate", "comm", "rank", "preference", "capacity") for f in facts.get(kind, []))]
+        related = [plan, *own, *(f for kind in ("estimate", "comm", "rank", "preference", "capacity")
+                                 for f in facts.get(kind, []))]
         option = Option(
             gpu=gpu, count=plan["count"], fits=fits, per_gpu_bytes=round(plan["per_gpu_bytes"]),
             usable_bytes=round(plan["usable_bytes"]), memory=_memory(plan, plan["per_gpu_bytes"]),
