@@ -2,6 +2,8 @@
 
 import math
 
+import pytest
+
 H100_MEM = 85_520_809_984  # h100-sxm-80gb as the driver reports it (kb/gpus)
 RESERVE, OVERHEAD, CHUNK = 0.10, 2e9, 8192  # kb/policies: reserve-fraction, runtime-overhead, prefill-chunk
 W_7B_BF16 = 13_476_831_232  # llama-2-7b weights in bf16
@@ -55,3 +57,47 @@ def test_capacity_divides_by_tensor_parallel_shards(kb):
 def test_training_options_have_no_serving_capacity(kb):
     option = kb.ask({"model": "llama-2-7b", "task": "lora"}).options[0]
     assert option.max_concurrency is None and option.max_context is None
+
+
+L4_TTFT, L4_TPOT = 1.45004, 0.0751049  # llama-3-8b on an L4 (rec.rank.inference's test, by hand there)
+
+
+def test_an_option_missing_the_tpot_target_is_rejected_with_its_figure(kb):
+    answer = kb.ask({"model": "llama-3-8b", "task": "inference", "gpus": ["l4-24gb", "h100-sxm-80gb"], "tpot_ms": 20})
+    assert [o.gpu for o in answer.options] == ["h100-sxm-80gb"]
+    (l4,) = answer.rejected
+    finding = l4.deciding_finding
+    assert finding.rule == "bottleneck.sla.tpot@1" and finding.kind == "memory_bandwidth"
+    assert "75.10 ms" in finding.message and "20.00 ms" in finding.message
+    assert l4.tpot_s == pytest.approx(L4_TPOT, rel=1e-5)  # what it reaches stays on the rejected option
+
+
+def test_an_option_missing_the_ttft_target_is_rejected(kb):
+    answer = kb.ask({"model": "llama-3-8b", "task": "inference", "gpus": ["l4-24gb"], "ttft_ms": 1000})
+    (l4,) = answer.rejected
+    assert not answer.options and l4.deciding_finding.rule == "bottleneck.sla.ttft@1"
+    assert "1,450.0 ms" in l4.deciding_finding.message and l4.ttft_s == pytest.approx(L4_TTFT, rel=1e-5)
+    assert kb.ask({"model": "llama-3-8b", "task": "inference", "gpus": ["l4-24gb"], "ttft_ms": 1500}).options
+
+
+def test_when_no_option_meets_the_targets_the_answer_shows_what_each_reaches(kb):
+    answer = kb.ask({"model": "llama-3-8b", "task": "inference", "gpus": ["l4-24gb", "h100-sxm-80gb"],
+                     "tpot_ms": 2, "ttft_ms": 1})
+    assert not answer.options and len(answer.rejected) == 2
+    for option in answer.rejected:
+        rules = {f.rule for f in option.findings if f.severity == "error"}
+        assert rules == {"bottleneck.sla.tpot@1", "bottleneck.sla.ttft@1"}
+        assert option.tpot_s and option.ttft_s
+    assert "target (ttft_ms)" in answer.explain()
+
+
+def test_sla_targets_are_for_inference_only(kb):
+    from gpukb import WorkloadError
+
+    with pytest.raises(WorkloadError, match="ttft_ms"):
+        kb.ask({"model": "llama-3-8b", "task": "lora", "ttft_ms": 100})
+
+
+def test_answers_without_the_new_fields_keep_their_workload_json(kb):
+    data = kb.ask({"model": "llama-3-8b", "task": "inference", "gpus": ["l4-24gb"]}).model_dump(mode="json")
+    assert not {"ttft_ms", "tpot_ms", "objective"} & set(data["workload"])

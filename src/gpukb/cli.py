@@ -102,6 +102,9 @@ def ask(
     prompt_len: Annotated[int | None, typer.Option(help="inference: prompt tokens per request")] = None,
     output_len: Annotated[int | None, typer.Option(help="inference: output tokens per request")] = None,
     kv_cache_precision: Annotated[str | None, typer.Option(help="inference: bf16, fp16, fp8 or int8")] = None,
+    ttft_ms: Annotated[float | None, typer.Option(help="inference: time-to-first-token target in ms")] = None,
+    tpot_ms: Annotated[float | None, typer.Option(help="inference: time-per-output-token target in ms")] = None,
+    objective: Annotated[str | None, typer.Option(help="rank by speed (default) or cost")] = None,
     activation_checkpointing: Annotated[bool | None, typer.Option(
         "--activation-checkpointing/--no-activation-checkpointing", help="default: the engine decides")] = None,
     lora_rank: Annotated[int | None, typer.Option()] = None,
@@ -127,7 +130,8 @@ def ask(
         "gpu_count": gpu_count, "gpus": gpu or None, "tokens": tokens, "zero_stage": zero_stage,
         "tensor_parallel": tensor_parallel, "pipeline_parallel": pipeline_parallel, "offload": offload,
         "mlp": mlp, "global_batch_size": global_batch_size, "prompt_len": prompt_len, "output_len": output_len,
-        "kv_cache_precision": kv_cache_precision, "placement": placement,
+        "kv_cache_precision": kv_cache_precision, "placement": placement, "ttft_ms": ttft_ms, "tpot_ms": tpot_ms,
+        "objective": objective,
     }
     workload = {k: (v.value if isinstance(v, Enum) else v) for k, v in values.items() if v is not None}
     try:
