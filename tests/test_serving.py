@@ -1,8 +1,11 @@
 """Serving: capacity, SLA targets, launch settings and cost of inference options, against hand computations."""
 
 import math
+from pathlib import Path
 
 import pytest
+
+REPO = Path(__file__).resolve().parent.parent
 
 H100_MEM = 85_520_809_984  # h100-sxm-80gb as the driver reports it (kb/gpus)
 RESERVE, OVERHEAD, CHUNK = 0.10, 2e9, 8192  # kb/policies: reserve-fraction, runtime-overhead, prefill-chunk
@@ -101,3 +104,58 @@ def test_sla_targets_are_for_inference_only(kb):
 def test_answers_without_the_new_fields_keep_their_workload_json(kb):
     data = kb.ask({"model": "llama-3-8b", "task": "inference", "gpus": ["l4-24gb"]}).model_dump(mode="json")
     assert not {"ttft_ms", "tpot_ms", "objective"} & set(data["workload"])
+
+
+def test_the_vllm_command_line_of_a_catalog_model(kb):
+    (option,) = kb.ask({"model": "llama-2-7b", "task": "inference", "gpus": ["h100-sxm-80gb"]}).options
+    # 1 - reserve-fraction 0.10 = 0.9, seq_len 4096, batch_size 1, 16-bit KV cache
+    assert option.launch == {"vllm": "vllm serve meta-llama/Llama-2-7b-hf --tensor-parallel-size 1 "
+                                     "--pipeline-parallel-size 1 --gpu-memory-utilization 0.9 --max-model-len 4096 "
+                                     "--max-num-seqs 1 --kv-cache-dtype auto --dtype bfloat16"}
+
+
+def test_the_vllm_command_line_follows_the_plan_and_the_formats(kb):
+    w = {"model": "llama-2-70b", "task": "inference", "gpus": ["a100-sxm-80gb"], "precision": "fp8",
+         "kv_cache_precision": "fp8", "batch_size": 8, "seq_len": 8192}
+    (option,) = kb.ask(w).options
+    assert option.launch["vllm"] == (
+        "vllm serve meta-llama/Llama-2-70b-hf --tensor-parallel-size 2 --pipeline-parallel-size 1 "
+        "--gpu-memory-utilization 0.9 --max-model-len 8192 --max-num-seqs 8 --kv-cache-dtype fp8 --quantization fp8")
+    (option,) = kb.ask({**w, "precision": "int4", "kv_cache_precision": None, "placement": "all",
+                        "gpu_count": 4}).options
+    assert option.strategy.data_parallel == 4
+    assert option.launch["vllm"] == (
+        "vllm serve meta-llama/Llama-2-70b-hf --tensor-parallel-size 1 --pipeline-parallel-size 1 "
+        "--data-parallel-size 4 --gpu-memory-utilization 0.9 --max-model-len 8192 --max-num-seqs 8 "
+        "--kv-cache-dtype auto --quantization bitsandbytes")
+
+
+def test_the_vllm_command_line_names_the_config_folder_and_is_quoted(kb, tmp_path):
+    import shutil
+
+    folder = tmp_path / "my model"
+    shutil.copytree(REPO / "tests" / "fixtures" / "hf" / "llama-3.1-8b", folder)
+    (option,) = kb.ask({"model": str(folder / "config.json"), "task": "inference", "gpus": ["h100-sxm-80gb"]}).options
+    assert option.launch["vllm"].startswith(f"vllm serve '{folder}' --tensor-parallel-size 1 ")
+
+
+def test_training_and_custom_models_have_no_launch(kb):
+    assert kb.ask({"model": "llama-2-7b", "task": "lora"}).options[0].launch is None
+    custom = {"params": "7B", "layers": 32, "hidden_size": 4096, "heads": 32, "vocab_size": 32000, "task": "inference"}
+    assert kb.ask(custom).options[0].launch is None
+
+
+def test_gpukb_ask_launch_prints_the_command_line():
+    from typer.testing import CliRunner
+
+    from gpukb.cli import app
+
+    runner = CliRunner()
+    result = runner.invoke(app, ["ask", "--model", "llama-3-8b", "--task", "inference", "--gpu", "l4-24gb",
+                                 "--launch", "vllm"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout == ("vllm serve meta-llama/Meta-Llama-3-8B --tensor-parallel-size 1 --pipeline-parallel-size 1 "
+                             "--gpu-memory-utilization 0.9 --max-model-len 4096 --max-num-seqs 1 --kv-cache-dtype auto "
+                             "--dtype bfloat16\n")
+    result = runner.invoke(app, ["ask", "--model", "llama-3-8b", "--task", "inference", "--launch", "sglang"])
+    assert result.exit_code == 2 and "unknown engine" in result.output

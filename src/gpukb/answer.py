@@ -6,6 +6,7 @@ other and with the knowledge base's caches, so none may be changed through one a
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cached_property
 from typing import Any
 
@@ -96,6 +97,7 @@ class Option(BaseModel):
     tpot_s: float | None = None  # inference: time per output token of one stream
     max_concurrency: int | None = None  # inference: most sequences per replica at the requested context
     max_context: int | None = None  # inference: longest context per sequence at the requested concurrency
+    launch: dict[str, str] | None = None  # inference: engine name -> command line (gpukb.launch)
     score: float
     tier: int
     branch: str | None
@@ -205,7 +207,8 @@ def option_sort_key(o: Option, price: float) -> tuple[Any, ...]:
 
 
 def build_answer(c: Collector, kb_version: str, kb_hash: str, workload: ResolvedWorkload,
-                 memory: dict[str, Any], prices: dict[str, float]) -> Answer:
+                 memory: dict[str, Any], prices: dict[str, float],
+                 launch: Callable[[Strategy], dict[str, str]] | None = None) -> Answer:
     of_kind: dict[str, list[dict[str, Any]]] = {}
     for fact in c.facts.values():
         of_kind.setdefault(fact["kind"], []).append(fact)
@@ -230,12 +233,13 @@ def build_answer(c: Collector, kb_version: str, kb_hash: str, workload: Resolved
         fits = plan["fits"] and not any(f.get("rejects") for f in own)
         related = [plan, *own, *(f for kind in ("estimate", "comm", "rank", "preference", "capacity")
                                  for f in facts.get(kind, []))]
+        strategy = Strategy(data_parallel=plan["dp"], tensor_parallel=plan["tp"], pipeline_parallel=plan["pp"],
+                            zero_stage=plan["zero_stage"], activation_checkpointing=plan["checkpointing"],
+                            offload=plan["offload"], nodes=plan["nodes"])
         option = Option(
             gpu=gpu, count=plan["count"], fits=fits, per_gpu_bytes=round(plan["per_gpu_bytes"]),
             usable_bytes=round(plan["usable_bytes"]), memory=_memory(plan, plan["per_gpu_bytes"]),
-            strategy=Strategy(data_parallel=plan["dp"], tensor_parallel=plan["tp"], pipeline_parallel=plan["pp"],
-                              zero_stage=plan["zero_stage"], activation_checkpointing=plan["checkpointing"],
-                              offload=plan["offload"], nodes=plan["nodes"]),
+            strategy=strategy, launch=(launch(strategy) or None) if launch else None,
             tokens_per_s=rank["tokens_per_s"] if rank else None,
             time_to_train_s=(rank.get("time_to_train_s") or None) if rank else None,
             efficiency=rank.get("efficiency") if rank else None,

@@ -117,6 +117,8 @@ def ask(
     offload: Annotated[Offload | None, typer.Option()] = None,
     placement: Annotated[str | None, typer.Option(help="fewest (default) or all: use exactly --gpu-count GPUs")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the whole Answer as JSON")] = False,
+    launch: Annotated[str | None, typer.Option(
+        help="inference: print only the best option's command line for this engine (vllm)")] = None,
     explain: Annotated[bool, typer.Option("--explain", help="print the full reasoning chain")] = False,
     lang: Annotated[Language, typer.Option(help="language of the text: en or zh (JSON is always English)")] = Language.en,
     root: Annotated[Path | None, typer.Option(help="a checkout holding kb/ and rules/")] = None,
@@ -141,6 +143,9 @@ def ask(
     except (WorkloadError, EngineError) as error:
         err.print(f"error: {clean(error)}", markup=False, highlight=False)
         raise typer.Exit(2) from None
+    if launch is not None:
+        _print_launch(answer, launch)
+        return
     if as_json:
         sys.stdout.write(answer.model_dump_json(indent=2) + "\n")
         return
@@ -148,6 +153,23 @@ def ask(
         out.print(clean(answer.explain(lang.value)), markup=False, highlight=False)
         return
     _print_answer(answer, lang.value)
+
+
+def _print_launch(answer: Any, engine: str) -> None:
+    """The best option's command line for `engine`, alone on stdout, so a script can run it."""
+    from .launch import ENGINES
+
+    if engine not in ENGINES:
+        err.print(f"error: --launch: unknown engine '{clean(engine)}' (engines: {', '.join(ENGINES)})", markup=False)
+        raise typer.Exit(2)
+    best = answer.best
+    command = (best.launch or {}).get(engine) if best else None
+    if command is None:
+        why = ("no option fits the workload" if best is None else
+               "launch settings are for inference with a catalog model or a config.json")
+        err.print(f"error: --launch: {why}", markup=False, highlight=False)
+        raise typer.Exit(1)
+    sys.stdout.write(clean(command) + "\n")
 
 
 def _print_answer(answer: Any, lang: Lang) -> None:

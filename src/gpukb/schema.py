@@ -187,6 +187,9 @@ class Model(Entry):
     norms_per_layer: Int = Field(default=2, ge=1, le=8, description="4 in Gemma 2 (before and after each block)")
     sliding_window: Int | None = Field(default=None, gt=0, description="tokens a sliding-window layer attends to")
     sliding_window_layers: Int = Field(default=0, ge=0, description="how many layers use the sliding window")
+    hf_repo: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$",
+                                max_length=200, description="Hugging Face repository id, e.g. meta-llama/Llama-2-7b-hf "
+                                                            "(names the model in launch commands)")
     sources: list[Slug] = Field(min_length=1)
     notes: str = ""
 
