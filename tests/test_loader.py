@@ -154,3 +154,13 @@ def test_non_utf8_file_is_a_located_error(checkout):
     (checkout / "kb/gpus/latin1.yaml").write_bytes("name: caf\xe9\n".encode("latin-1"))
     (problem,) = _problems(checkout)
     assert problem.startswith("kb/gpus/latin1.yaml:1:1: E001 not UTF-8 text")
+
+
+def test_a_cloud_price_citing_an_unknown_source_names_its_line(checkout):
+    path = checkout / "kb/gpus/l40s-48gb.yaml"
+    text = path.read_text(encoding="utf-8")
+    old = next(line for line in text.splitlines() if line.strip().startswith("source: apiev-coreweave"))
+    _edit(path, old, old.replace("apiev-coreweave", "apiev-nowhere"))
+    (problem,) = _problems(checkout)
+    assert problem.startswith(f"kb/gpus/l40s-48gb.yaml:{_line_of(path, 'apiev-nowhere')}:")
+    assert "E030 cloud_prices." in problem and "unknown source id 'apiev-nowhere" in problem

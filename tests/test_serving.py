@@ -159,3 +159,50 @@ def test_gpukb_ask_launch_prints_the_command_line():
                              "--dtype bfloat16\n")
     result = runner.invoke(app, ["ask", "--model", "llama-3-8b", "--task", "inference", "--launch", "sglang"])
     assert result.exit_code == 2 and "unknown engine" in result.output
+
+
+def test_every_cloud_price_is_dated_sourced_and_quoted(kb):
+    priced = {g: gpu for g, gpu in kb.gpus.items() if gpu.cloud_prices}
+    assert len(priced) == 15
+    for gpu in priced.values():
+        for price in gpu.cloud_prices:
+            assert kb.sources[price.source].kind == "price_list" and kb.sources[price.source].as_of
+            per_gpu = price.instance_usd_per_hour / price.gpus_per_instance
+            assert per_gpu == pytest.approx(price.usd_per_gpu_hour, rel=1e-3)
+            assert f"{price.usd_per_gpu_hour:g}" in price.quote or f"{price.instance_usd_per_hour:g}" in price.quote
+    # the lowest dated on-demand price: RunPod Secure Cloud H100 SXM, 2026-09-25
+    cheapest = kb.gpus["h100-sxm-80gb"].cloud_price
+    assert cheapest.usd_per_gpu_hour == 3.49 and str(cheapest.as_of) == "2026-09-25"
+
+
+def test_inference_cost_by_hand(kb):
+    (option,) = kb.ask({"model": "llama-3-8b", "task": "inference", "gpus": ["l40s-48gb"], "batch_size": 16}).options
+    assert option.usd_per_hour == pytest.approx(1.09)  # one L40S, RunPod Secure Cloud (2026-09-25)
+    assert option.usd_per_million_tokens == pytest.approx(1.09 / (option.tokens_per_s * 3600) * 1e6, rel=1e-12)
+    assert option.cost_usd is None
+    step = next(s for s in option.trace if s.rule == "rec.cost@1")
+    assert "$1.09 per GPU-hour" in step.sentence and "2026-09-25" in step.sentence
+
+
+def test_training_cost_by_hand(kb):
+    (option,) = kb.ask({"model": "llama-2-7b", "task": "pretrain", "tokens": "2T", "gpus": ["h100-sxm-80gb"]}).options
+    assert option.count == 2 and option.usd_per_hour == pytest.approx(2 * 3.49)
+    assert option.cost_usd == pytest.approx(2 * 3.49 * option.time_to_train_s / 3600, rel=1e-12)
+    assert option.usd_per_million_tokens is None
+    assert kb.ask({"model": "llama-2-7b", "task": "pretrain", "gpus": ["h100-sxm-80gb"]}).options[0].cost_usd is None
+
+
+def test_a_gpu_without_a_dated_price_has_no_cost(kb):
+    (option,) = kb.ask({"model": "llama-3-8b", "task": "inference", "gpus": ["l4-24gb"]}).options
+    assert option.usd_per_hour is None and option.usd_per_million_tokens is None
+
+
+def test_objective_cost_ranks_by_dollars_per_token(kb):
+    w = {"model": "llama-3-8b", "task": "inference", "batch_size": 16,
+         "gpus": ["h100-sxm-80gb", "l40s-48gb", "a100-sxm-80gb", "l4-24gb"]}
+    by_speed = kb.ask(w).options
+    assert by_speed[0].gpu == "h100-sxm-80gb"
+    by_cost = kb.ask({**w, "objective": "cost"}).options
+    priced = [o.usd_per_million_tokens for o in by_cost if o.usd_per_million_tokens is not None]
+    assert priced == sorted(priced) and by_cost[-1].gpu == "l4-24gb"  # no dated price: last
+    assert {o.gpu for o in by_cost} == {o.gpu for o in by_speed}

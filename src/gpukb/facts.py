@@ -25,7 +25,8 @@ ENGINE_KINDS: dict[str, frozenset[str]] = {
         "gpu", "name", "vendor", "form_factor", "memory_bytes", "memory_bandwidth",
         "flops", "bf16_flops", "fp8_flops", "has_bf16", "has_fp8", "scale_up_bandwidth",
         "scale_up_domain", "pcie_bandwidth", "tdp", "liquid_only", "air_cooled", "consumer", "segment",
-        "price_usd", "utilisation", "node_network_bandwidth", "utilisation_policy", "node_network_bandwidth_policy",
+        "price_usd", "usd_per_gpu_hour", "price_source", "price_as_of", "price_instance",
+        "utilisation", "node_network_bandwidth", "utilisation_policy", "node_network_bandwidth_policy",
     }),
     "plan": frozenset({
         "gpu", "count", "dp", "tp", "pp", "zero_stage", "checkpointing", "offload", "weights",
@@ -60,6 +61,9 @@ RULE_KINDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "rank": (frozenset({"gpu", "score", "tokens_per_s"}),
              frozenset({"gpu", "score", "tokens_per_s", "time_to_train_s", "efficiency", "tokens_per_dollar", "mfu",
                         "ttft_s", "tpot_s"})),
+    # what an option costs at the lowest dated cloud on-demand price of its GPU
+    "cost": (frozenset({"gpu", "usd_per_hour", "usd_per_million_tokens"}),
+             frozenset({"gpu", "usd_per_hour", "usd_per_million_tokens", "cost_usd"})),
     # serving capacity of an inference option: sequences at the requested context, context at the concurrency
     "capacity": (frozenset({"gpu", "max_concurrency", "max_context"}), frozenset({"gpu", "max_concurrency", "max_context"})),
     # a decision-tree branch that prefers some GPU types for this workload (lower tier first)

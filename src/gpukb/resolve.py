@@ -249,6 +249,7 @@ def gpu_fact(kb: KnowledgeBase, gpu: Gpu, precision: str, training: bool) -> dic
     # 0 when the vendor publishes no throughput for this precision: estimates then do not fire
     flops = next((getattr(gpu, f) for f in order if getattr(gpu, f)), None) or 0.0
     pcie = kb.interconnects[gpu.pcie].bandwidth
+    cloud = gpu.cloud_price  # the lowest dated cloud on-demand price, 0 where none is known
     return {
         "gpu": gpu.id, "name": gpu.name, "vendor": gpu.vendor, "form_factor": gpu.form_factor,
         "memory_bytes": gpu.memory_bytes, "memory_bandwidth": gpu.memory_bandwidth, "flops": flops,
@@ -258,6 +259,8 @@ def gpu_fact(kb: KnowledgeBase, gpu: Gpu, precision: str, training: bool) -> dic
         "scale_up_domain": gpu.scale_up_domain, "pcie_bandwidth": pcie, "tdp": gpu.tdp,
         "liquid_only": gpu.cooling == ["liquid"], "air_cooled": bool({"passive", "active"} & set(gpu.cooling)),
         "consumer": gpu.segment == "consumer", "segment": gpu.segment, "price_usd": gpu.price.usd if gpu.price else 0.0,
+        "usd_per_gpu_hour": cloud.usd_per_gpu_hour if cloud else 0.0, "price_source": cloud.source if cloud else "",
+        "price_as_of": cloud.as_of.isoformat() if cloud else "", "price_instance": cloud.instance if cloud else "",
         **{name: kb.policy(gpu_policy(kb, pid, gpu.architecture)) for name, pid in GPU_POLICIES.items()},
         **{f"{name}_policy": gpu_policy(kb, pid, gpu.architecture) for name, pid in GPU_POLICIES.items()},
     }
