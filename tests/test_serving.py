@@ -180,7 +180,7 @@ def test_inference_cost_by_hand(kb):
     assert option.usd_per_hour == pytest.approx(1.09)  # one L40S, RunPod Secure Cloud (2026-09-25)
     assert option.usd_per_million_tokens == pytest.approx(1.09 / (option.tokens_per_s * 3600) * 1e6, rel=1e-12)
     assert option.cost_usd is None
-    step = next(s for s in option.trace if s.rule == "rec.cost@1")
+    step = next(s for s in option.trace if s.rule == "rec.cost.inference@1")
     assert "$1.09 per GPU-hour" in step.sentence and "2026-09-25" in step.sentence
 
 

@@ -53,7 +53,7 @@ MUTATIONS = [
     Mutation("capacity-ignores-overhead", "rules/recommendations/capacity-inference.yaml",
              "free: p.usable_bytes - p.weights - p.overhead", "free: p.usable_bytes - p.weights",
              ("tests/test_serving.py",)),
-    Mutation("cost-one-gpu", "rules/recommendations/cost.yaml",
+    Mutation("cost-one-gpu", "rules/recommendations/cost-training.yaml",
              "usd_per_hour: p.count * g.usd_per_gpu_hour", "usd_per_hour: g.usd_per_gpu_hour",
              ("tests/test_serving.py",)),
     Mutation("sla-tpot-not-rejecting", "rules/bottlenecks/sla-tpot.yaml",

@@ -98,7 +98,7 @@ class Option(BaseModel):
     max_concurrency: int | None = None  # inference: most sequences per replica at the requested context
     max_context: int | None = None  # inference: longest context per sequence at the requested concurrency
     launch: dict[str, str] | None = None  # inference: engine name -> command line (gpukb.launch)
-    # at the lowest dated cloud on-demand price of the GPU (rec.cost; the source is in the trace)
+    # at the lowest dated cloud on-demand price of the GPU (rec.cost.*; the source is in the trace)
     usd_per_hour: float | None = None
     cost_usd: float | None = None  # training: to train the workload's tokens
     usd_per_million_tokens: float | None = None  # inference: per million generated tokens
