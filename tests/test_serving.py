@@ -206,3 +206,30 @@ def test_objective_cost_ranks_by_dollars_per_token(kb):
     priced = [o.usd_per_million_tokens for o in by_cost if o.usd_per_million_tokens is not None]
     assert priced == sorted(priced) and by_cost[-1].gpu == "l4-24gb"  # no dated price: last
     assert {o.gpu for o in by_cost} == {o.gpu for o in by_speed}
+
+
+def test_gpukb_ask_objective_cost_shows_the_cost_columns_in_80_columns():
+    from typer.testing import CliRunner
+
+    from gpukb.cli import app
+
+    result = CliRunner().invoke(app, ["ask", "--model", "llama-2-7b", "--task", "pretrain", "--tokens", "2T",
+                                      "--objective", "cost", "--gpu", "h100-sxm-80gb", "--gpu", "a100-sxm-80gb"],
+                                env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    table = result.stdout[result.stdout.index("Options"):result.stdout.index("Findings")]
+    assert "$185,962" in table and "6.98" in table and "h100-sxm-80gb" in table
+    assert all(len(line) <= 80 for line in table.splitlines())
+    lines = [line for line in table.splitlines() if "-80gb" in line]
+    assert lines[0].split()[0] == "h100-sxm-80gb"  # cheaper to train the 2T tokens despite the higher hourly price
+
+
+def test_gpukb_ask_sla_flags_reject_with_the_figures():
+    from typer.testing import CliRunner
+
+    from gpukb.cli import app
+
+    result = CliRunner().invoke(app, ["ask", "--model", "llama-3-8b", "--task", "inference", "--gpu", "l4-24gb",
+                                      "--tpot-ms", "20"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    assert "Rejected" in result.stdout and "75.10 ms" in result.stdout and "bottleneck.sla.tpot@1" in result.stdout

@@ -200,6 +200,15 @@ def _print_answer(answer: Any, lang: Lang) -> None:
         ("ms/tok", "right", [f"{o.tpot_s * 1000:,.1f}" if o.tpot_s else "" for o in options]),
         ("pick", "center", ["*" if o.branch else "" for o in options]),
     ]
+    if w.objective == "cost":  # ranked by cost, not by the article's tree: the cost columns replace memory and strategy
+        picked = []
+        keep = ("GPU", "GPUs", "tokens/s", "time to train", "ms/tok")
+        columns = [c for c in columns if c[0] in keep]
+        columns[2:2] = [
+            ("$/h", "right", [f"{o.usd_per_hour:,.2f}" if o.usd_per_hour else "—" for o in options]),
+            ("$/Mtok", "right", [f"{o.usd_per_million_tokens:,.2f}" if o.usd_per_million_tokens else "" for o in options]),
+            ("cost", "right", [f"${o.cost_usd:,.0f}" if o.cost_usd else "" for o in options]),
+        ]
     columns = [c for c in columns if any(c[2])]  # a column that carries nothing is left out
     table = Table(title="Options, best first", box=box.SIMPLE_HEAD, padding=(0, 1))
     for header, justify, _ in columns:
