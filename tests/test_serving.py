@@ -233,3 +233,20 @@ def test_gpukb_ask_sla_flags_reject_with_the_figures():
                                       "--tpot-ms", "20"], env={"COLUMNS": "80"})
     assert result.exit_code == 0, result.output
     assert "Rejected" in result.stdout and "75.10 ms" in result.stdout and "bottleneck.sla.tpot@1" in result.stdout
+
+
+@pytest.mark.parametrize("config", ["gemma-2-9b", "mistral-7b-v0.1"])
+def test_capacity_with_sliding_windows_is_tight(kb, config):
+    """Half of Gemma 2's layers slide a 4096-token window; all of Mistral 7B v0.1's do, so past the window
+    its memory stops growing and only the model's own context length (32,768) bounds it."""
+    w = {"model": str(REPO / "tests" / "fixtures" / "hf" / config / "config.json"), "task": "inference",
+         "gpus": ["a100-sxm-80gb"], "batch_size": 2}
+    option = kb.ask(w).options[0]
+    pin = {**w, "tensor_parallel": option.strategy.tensor_parallel, "gpu_count": option.count}
+    assert kb.ask({**pin, "batch_size": option.max_concurrency}).options
+    assert not kb.ask({**pin, "batch_size": option.max_concurrency + 1}).options
+    assert kb.ask({**pin, "seq_len": option.max_context}).options
+    if config == "mistral-7b-v0.1":
+        assert option.max_context == 32768
+    else:
+        assert not kb.ask({**pin, "seq_len": option.max_context + 1}).options

@@ -17,6 +17,7 @@ ENGINE_KINDS: dict[str, frozenset[str]] = {
         "sliding_layers", "activation_checkpointing", "flash_attention", "gpu_count", "dp_hint",
         "global_batch_size", "prompt_len", "decode_context", "embedding_params", "embedding_weight_bytes",
         "expert_params", "placement", "ttft_ms", "tpot_ms", "objective",
+        "context_length",
     }),
     "policy": frozenset({"reserve_fraction", "runtime_overhead", "prefill_chunk", "scaling_efficiency_floor",
                          "decode_bandwidth_utilisation", "allreduce_base_latency", "allreduce_hop_latency_nvlink",

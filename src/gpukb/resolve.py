@@ -136,6 +136,7 @@ def _from_model(model: Model, config: str | None) -> dict[str, Any]:
         "assumptions": [], "config_file": config, "attention": "mla" if mla else "gqa",
         "kv_lora_rank": mla.kv_lora_rank if mla else 0, "qk_rope_head_dim": mla.qk_rope_head_dim if mla else 0,
         "sliding_window": model.sliding_window or 0, "sliding_layers": model.sliding_window_layers,
+        "context_length": model.context_length,
     }
 
 
@@ -220,7 +221,7 @@ def workload_fact(kb: KnowledgeBase, w: ResolvedWorkload) -> dict[str, Any]:
         "optimizer_state_bytes": state, "adapter_weight_bytes": t.weight_bytes if t else dtype.bytes,
         "kv_bytes": KV_BYTES.get(w.kv_cache_precision or ("fp32" if w.precision == "fp32" else "bf16"), 2.0),
         "attention": w.attention, "kv_lora_rank": w.kv_lora_rank, "qk_rope_head_dim": w.qk_rope_head_dim,
-        "sliding_window": w.sliding_window, "sliding_layers": w.sliding_layers,
+        "sliding_window": w.sliding_window, "sliding_layers": w.sliding_layers, "context_length": w.context_length,
         "activation_checkpointing": ckpt, "flash_attention": True,
         "gpu_count": w.gpu_count or 0, "dp_hint": min(w.gpu_count or 8, 8),
         "ttft_ms": w.ttft_ms or 0, "tpot_ms": w.tpot_ms or 0, "objective": w.objective,

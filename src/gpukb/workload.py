@@ -193,6 +193,8 @@ class ResolvedWorkload(BaseModel):
     qk_rope_head_dim: int = Field(default=0, exclude_if=lambda v: v == 0)
     sliding_window: int = Field(default=0, exclude_if=lambda v: v == 0)
     sliding_layers: int = Field(default=0, exclude_if=lambda v: v == 0)
+    # the model's max_position_embeddings (0 for a custom model); read where memory sets no bound
+    context_length: int = Field(default=0, exclude=True)
 
 
 def parse_workload(data: Workload | dict[str, Any]) -> Workload:
