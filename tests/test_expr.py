@@ -148,8 +148,8 @@ REFUSED = {
     "matrix product": "(X) @ (X)",
     "set display": "{(X)}",
     "dict display": "{(X): 1}",
-    "list of expressions": "[(X)]",
-    "tuple of expressions": "((X), 1)",
+    "list of expressions": "[a, (X)]",  # a name beside X: [(0)] alone is a list of constants, which is allowed
+    "tuple of expressions": "((X), a)",  # a name: a tuple of constants alone may be allowed
     "None": "(X) + None",
     "bytes": "(X) + b'x'",
     "ellipsis": "(X) + ...",

@@ -163,3 +163,13 @@ def test_each_compiled_rule_carries_its_citations_from_load(kb):
         assert [c.id for c in compiled.citations] == compiled.rule.claims
         assert all(c.text_en == kb.claims[c.id].text_en and c.verdict == kb.claims[c.id].verdict
                    for c in compiled.citations)
+
+
+def test_a_cloud_price_citing_an_unknown_source_names_its_line(checkout):
+    path = checkout / "kb/gpus/l40s-48gb.yaml"
+    text = path.read_text(encoding="utf-8")
+    old = next(line for line in text.splitlines() if line.strip().startswith("source: apiev-coreweave"))
+    _edit(path, old, old.replace("apiev-coreweave", "apiev-nowhere"))
+    (problem,) = _problems(checkout)
+    assert problem.startswith(f"kb/gpus/l40s-48gb.yaml:{_line_of(path, 'apiev-nowhere')}:")
+    assert "E030 cloud_prices." in problem and "unknown source id 'apiev-nowhere" in problem

@@ -6,6 +6,7 @@ other and with the knowledge base's caches, so none may be changed through one a
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cached_property
 from typing import Any
 
@@ -94,6 +95,13 @@ class Option(BaseModel):
     mfu: float | None = None  # training: model FLOPs utilisation (the model's FLOPs, not recomputation)
     ttft_s: float | None = None  # inference: time to the first token of one prompt
     tpot_s: float | None = None  # inference: time per output token of one stream
+    max_concurrency: int | None = None  # inference: most sequences per replica at the requested context
+    max_context: int | None = None  # inference: longest context per sequence at the requested concurrency
+    launch: dict[str, str] | None = None  # inference: engine name -> command line (gpukb.launch)
+    # at the lowest dated cloud on-demand price of the GPU (rec.cost.*; the source is in the trace)
+    usd_per_hour: float | None = None
+    cost_usd: float | None = None  # training: to train the workload's tokens
+    usd_per_million_tokens: float | None = None  # inference: per million generated tokens
     score: float
     tier: int
     branch: str | None
@@ -202,15 +210,23 @@ def option_sort_key(o: Option, price: float) -> tuple[Any, ...]:
     return (o.tier, -o.score, o.count, -per_dollar, o.gpu)
 
 
+def cost_sort_key(o: Option, usd_per_million_tokens: float | None) -> tuple[Any, ...]:
+    """objective 'cost': cheapest per token first (the same order as the cost to train a token count),
+    options without a dated cloud price last; then effective tokens/s, fewer GPUs, the id."""
+    priced = usd_per_million_tokens is not None
+    return (not priced, usd_per_million_tokens if priced else 0.0, -o.score, o.count, o.gpu)
+
+
 def build_answer(c: Collector, kb_version: str, kb_hash: str, workload: ResolvedWorkload,
-                 memory: dict[str, Any], prices: dict[str, float]) -> Answer:
+                 memory: dict[str, Any], prices: dict[str, float],
+                 launch: Callable[[Strategy], dict[str, str]] | None = None) -> Answer:
     of_kind: dict[str, list[dict[str, Any]]] = {}
     for fact in c.facts.values():
         of_kind.setdefault(fact["kind"], []).append(fact)
     findings = sorted(of_kind.get("finding", []),
                       key=lambda f: (_SEVERITY[f["severity"]], f.get("gpu", ""), f["finding"], f["fid"]))
     per_gpu: dict[str, dict[str, list[dict[str, Any]]]] = {}
-    for kind in ("estimate", "comm", "rank", "preference", "remedy"):
+    for kind in ("estimate", "comm", "rank", "preference", "remedy", "capacity", "cost"):
         for fact in of_kind.get(kind, []):
             per_gpu.setdefault(fact.get("gpu") or "", {}).setdefault(kind, []).append(fact)
     lineage = _Lineage(c)
@@ -219,25 +235,35 @@ def build_answer(c: Collector, kb_version: str, kb_hash: str, workload: Resolved
     for f in findings:
         by_gpu.setdefault(f.get("gpu") or "", []).append(f)
     options, rejected = [], []
+    per_token: dict[str, float] = {}  # dollars per million tokens, for objective 'cost'
     for plan in of_kind.get("plan", []):
         gpu = plan["gpu"]
         facts = per_gpu.get(gpu, {})
         rank = (facts.get("rank") or [None])[0]
+        capacity = (facts.get("capacity") or [None])[0]
+        cost = (facts.get("cost") or [None])[0]
         own = by_gpu.get(gpu, [])
         fits = plan["fits"] and not any(f.get("rejects") for f in own)
-        related = [plan, *own, *(f for kind in ("estimate", "comm", "rank", "preference") for f in facts.get(kind, []))]
+        related = [plan, *own, *(f for kind in ("estimate", "comm", "rank", "preference", "capacity", "cost")
+                                 for f in facts.get(kind, []))]
+        strategy = Strategy(data_parallel=plan["dp"], tensor_parallel=plan["tp"], pipeline_parallel=plan["pp"],
+                            zero_stage=plan["zero_stage"], activation_checkpointing=plan["checkpointing"],
+                            offload=plan["offload"], nodes=plan["nodes"])
         option = Option(
             gpu=gpu, count=plan["count"], fits=fits, per_gpu_bytes=round(plan["per_gpu_bytes"]),
             usable_bytes=round(plan["usable_bytes"]), memory=_memory(plan, plan["per_gpu_bytes"]),
-            strategy=Strategy(data_parallel=plan["dp"], tensor_parallel=plan["tp"], pipeline_parallel=plan["pp"],
-                              zero_stage=plan["zero_stage"], activation_checkpointing=plan["checkpointing"],
-                              offload=plan["offload"], nodes=plan["nodes"]),
+            strategy=strategy, launch=(launch(strategy) or None) if launch else None,
             tokens_per_s=rank["tokens_per_s"] if rank else None,
             time_to_train_s=(rank.get("time_to_train_s") or None) if rank else None,
             efficiency=rank.get("efficiency") if rank else None,
             mfu=rank.get("mfu") if rank else None,
             ttft_s=rank.get("ttft_s") if rank else None,
             tpot_s=rank.get("tpot_s") if rank else None,
+            max_concurrency=capacity["max_concurrency"] if capacity else None,
+            max_context=capacity["max_context"] if capacity else None,
+            usd_per_hour=cost["usd_per_hour"] if cost else None,
+            cost_usd=(cost["cost_usd"] or None) if cost and workload.task != "inference" else None,
+            usd_per_million_tokens=cost["usd_per_million_tokens"] if cost and workload.task == "inference" else None,
             score=rank["score"] if rank and fits else 0.0,
             tier=min((p["tier"] for p in facts.get("preference", [])), default=DEFAULT_TIER),
             branch=min(((p["tier"], p["branch"]) for p in facts.get("preference", [])), default=(0, None))[1],
@@ -245,7 +271,12 @@ def build_answer(c: Collector, kb_version: str, kb_hash: str, workload: Resolved
             trace=lineage.chain(related),
         )
         (options if fits else rejected).append(option)
-    options.sort(key=lambda o: option_sort_key(o, prices.get(o.gpu, 0.0)))
+        if cost:
+            per_token[gpu] = cost["usd_per_million_tokens"]
+    if workload.objective == "cost":
+        options.sort(key=lambda o: cost_sort_key(o, per_token.get(o.gpu)))
+    else:
+        options.sort(key=lambda o: option_sort_key(o, prices.get(o.gpu, 0.0)))
     rejected.sort(key=lambda o: o.gpu)
     remedies: dict[tuple[str, str], Remedy] = {}
     best = options[0].gpu if options else ""

@@ -102,6 +102,9 @@ def ask(
     prompt_len: Annotated[int | None, typer.Option(help="inference: prompt tokens per request")] = None,
     output_len: Annotated[int | None, typer.Option(help="inference: output tokens per request")] = None,
     kv_cache_precision: Annotated[str | None, typer.Option(help="inference: bf16, fp16, fp8 or int8")] = None,
+    ttft_ms: Annotated[float | None, typer.Option(help="inference: time-to-first-token target in ms")] = None,
+    tpot_ms: Annotated[float | None, typer.Option(help="inference: time-per-output-token target in ms")] = None,
+    objective: Annotated[str | None, typer.Option(help="rank by speed (default) or cost")] = None,
     activation_checkpointing: Annotated[bool | None, typer.Option(
         "--activation-checkpointing/--no-activation-checkpointing", help="default: the engine decides")] = None,
     lora_rank: Annotated[int | None, typer.Option()] = None,
@@ -114,6 +117,8 @@ def ask(
     offload: Annotated[Offload | None, typer.Option()] = None,
     placement: Annotated[str | None, typer.Option(help="fewest (default) or all: use exactly --gpu-count GPUs")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the whole Answer as JSON")] = False,
+    launch: Annotated[str | None, typer.Option(
+        help="inference: print only the best option's command line for this engine (vllm)")] = None,
     explain: Annotated[bool, typer.Option("--explain", help="print the full reasoning chain")] = False,
     lang: Annotated[Language, typer.Option(help="language of the text: en or zh (JSON is always English)")] = Language.en,
     root: Annotated[Path | None, typer.Option(help="a checkout holding kb/ and rules/")] = None,
@@ -127,7 +132,8 @@ def ask(
         "gpu_count": gpu_count, "gpus": gpu or None, "tokens": tokens, "zero_stage": zero_stage,
         "tensor_parallel": tensor_parallel, "pipeline_parallel": pipeline_parallel, "offload": offload,
         "mlp": mlp, "global_batch_size": global_batch_size, "prompt_len": prompt_len, "output_len": output_len,
-        "kv_cache_precision": kv_cache_precision, "placement": placement,
+        "kv_cache_precision": kv_cache_precision, "placement": placement, "ttft_ms": ttft_ms, "tpot_ms": tpot_ms,
+        "objective": objective,
     }
     workload = {k: (v.value if isinstance(v, Enum) else v) for k, v in values.items() if v is not None}
     try:
@@ -137,6 +143,9 @@ def ask(
     except ASK_ERRORS as error:
         err.print(f"error: {clean(error)}", markup=False, highlight=False)
         raise typer.Exit(2) from None
+    if launch is not None:
+        _print_launch(answer, launch)
+        return
     if as_json:
         sys.stdout.write(answer.model_dump_json(indent=2) + "\n")
         return
@@ -144,6 +153,23 @@ def ask(
         out.print(clean(answer.explain(lang.value)), markup=False, highlight=False)
         return
     _print_answer(answer, lang.value)
+
+
+def _print_launch(answer: Any, engine: str) -> None:
+    """The best option's command line for `engine`, alone on stdout, so a script can run it."""
+    from .launch import ENGINES
+
+    if engine not in ENGINES:
+        err.print(f"error: --launch: unknown engine '{clean(engine)}' (engines: {', '.join(ENGINES)})", markup=False)
+        raise typer.Exit(2)
+    best = answer.best
+    command = (best.launch or {}).get(engine) if best else None
+    if command is None:
+        why = ("no option fits the workload" if best is None else
+               "launch settings are for inference with a catalog model or a config.json")
+        err.print(f"error: --launch: {why}", markup=False, highlight=False)
+        raise typer.Exit(1)
+    sys.stdout.write(clean(command) + "\n")
 
 
 def _print_answer(answer: Any, lang: Lang) -> None:
@@ -174,6 +200,15 @@ def _print_answer(answer: Any, lang: Lang) -> None:
         ("ms/tok", "right", [f"{o.tpot_s * 1000:,.1f}" if o.tpot_s else "" for o in options]),
         ("pick", "center", ["*" if o.branch else "" for o in options]),
     ]
+    if w.objective == "cost":  # ranked by cost, not by the article's tree: the cost columns replace memory and strategy
+        picked = []
+        keep = ("GPU", "GPUs", "tokens/s", "time to train", "ms/tok")
+        columns = [c for c in columns if c[0] in keep]
+        columns[2:2] = [
+            ("$/h", "right", [f"{o.usd_per_hour:,.2f}" if o.usd_per_hour else "—" for o in options]),
+            ("$/Mtok", "right", [f"{o.usd_per_million_tokens:,.2f}" if o.usd_per_million_tokens else "" for o in options]),
+            ("cost", "right", [f"${o.cost_usd:,.0f}" if o.cost_usd else "" for o in options]),
+        ]
     columns = [c for c in columns if any(c[2])]  # a column that carries nothing is left out
     table = Table(title="Options, best first", box=box.SIMPLE_HEAD, padding=(0, 1))
     for header, justify, _ in columns:

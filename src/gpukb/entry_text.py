@@ -78,6 +78,9 @@ def _gpu(kb: KnowledgeBase, entry: Any) -> dict[str, Any]:
         "scale-up": scale_up,
         "host link": entry.pcie, "power": f"{entry.tdp:.0f} W", "cooling": list(entry.cooling),
         "price": _plain(entry.price) if entry.price else "none",
+        "cloud prices (USD per GPU-hour, on demand)": [
+            f"{p.usd_per_gpu_hour:g} — {p.instance}, {p.region}, {p.as_of} ({p.source})" for p in entry.cloud_prices
+        ] or "none",
         "as of": str(entry.as_of), "notes": entry.notes,
         "sources": _sources(kb, entry.sources),
     }
@@ -91,6 +94,7 @@ def _model(kb: KnowledgeBase, entry: Any) -> dict[str, Any]:
                         f"head dim {entry.head_dim}, intermediate {entry.intermediate_size}, vocab {entry.vocab_size}",
         "KV cache per token (16-bit)": f"{2 * entry.layers * entry.kv_heads * entry.head_dim * 2:,} bytes",
         "context length": entry.context_length,
+        "Hugging Face repository": entry.hf_repo or "none",
         "sources": _sources(kb, entry.sources),
     }
 

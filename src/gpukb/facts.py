@@ -16,7 +16,8 @@ ENGINE_KINDS: dict[str, frozenset[str]] = {
         "adapter_weight_bytes", "kv_bytes", "attention", "kv_lora_rank", "qk_rope_head_dim", "sliding_window",
         "sliding_layers", "activation_checkpointing", "flash_attention", "gpu_count", "dp_hint",
         "global_batch_size", "prompt_len", "decode_context", "embedding_params", "embedding_weight_bytes",
-        "expert_params", "placement",
+        "expert_params", "placement", "ttft_ms", "tpot_ms", "objective",
+        "context_length",
     }),
     "policy": frozenset({"reserve_fraction", "runtime_overhead", "prefill_chunk", "scaling_efficiency_floor",
                          "decode_bandwidth_utilisation", "allreduce_base_latency", "allreduce_hop_latency_nvlink",
@@ -25,7 +26,8 @@ ENGINE_KINDS: dict[str, frozenset[str]] = {
         "gpu", "name", "vendor", "form_factor", "memory_bytes", "memory_bandwidth",
         "flops", "bf16_flops", "fp8_flops", "has_bf16", "has_fp8", "scale_up_bandwidth",
         "scale_up_domain", "pcie_bandwidth", "tdp", "liquid_only", "air_cooled", "consumer", "segment",
-        "price_usd", "utilisation", "node_network_bandwidth", "utilisation_policy", "node_network_bandwidth_policy",
+        "price_usd", "usd_per_gpu_hour", "price_source", "price_as_of", "price_instance",
+        "utilisation", "node_network_bandwidth", "utilisation_policy", "node_network_bandwidth_policy",
     }),
     "plan": frozenset({
         "gpu", "count", "dp", "tp", "pp", "zero_stage", "checkpointing", "offload", "weights",
@@ -60,6 +62,11 @@ RULE_KINDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "rank": (frozenset({"gpu", "score", "tokens_per_s"}),
              frozenset({"gpu", "score", "tokens_per_s", "time_to_train_s", "efficiency", "tokens_per_dollar", "mfu",
                         "ttft_s", "tpot_s"})),
+    # what an option costs at the lowest dated cloud on-demand price of its GPU
+    "cost": (frozenset({"gpu", "usd_per_hour", "usd_per_million_tokens"}),
+             frozenset({"gpu", "usd_per_hour", "usd_per_million_tokens", "cost_usd"})),
+    # serving capacity of an inference option: sequences at the requested context, context at the concurrency
+    "capacity": (frozenset({"gpu", "max_concurrency", "max_context"}), frozenset({"gpu", "max_concurrency", "max_context"})),
     # a decision-tree branch that prefers some GPU types for this workload (lower tier first)
     "preference": (frozenset({"gpu", "tier", "branch"}), frozenset({"gpu", "tier", "branch"})),
     "estimate": (frozenset({"gpu", "tokens_per_s"}),

@@ -24,17 +24,22 @@ class Ref:
     target: str  # a Kind.name
 
     def values(self, entry: Any) -> list[tuple[tuple[str | int, ...], str]]:
-        """(location inside the entry, referenced id) for every id the field holds."""
-        value: Any = entry
-        loc: tuple[str | int, ...] = ()
+        """(location inside the entry, referenced id) for every id the field holds; a list on the way
+        ("cloud_prices.source") is followed into each of its items."""
+        found: list[tuple[tuple[str | int, ...], Any]] = [((), entry)]
         for part in self.field.split("."):
-            value = getattr(value, part, None)
-            loc += (part,)
-            if value is None:
-                return []
-        if isinstance(value, list | tuple):
-            return [((*loc, i), v) for i, v in enumerate(value)]
-        return [(loc, value)]
+            step: list[tuple[tuple[str | int, ...], Any]] = []
+            for loc, value in found:
+                items = list(enumerate(value)) if isinstance(value, list | tuple) else [(None, value)]
+                for i, item in items:
+                    got = getattr(item, part, None)
+                    if got is not None:
+                        step.append(((*loc, part) if i is None else (*loc, i, part), got))
+            found = step
+        out: list[tuple[tuple[str | int, ...], str]] = []
+        for loc, value in found:
+            out += [((*loc, i), v) for i, v in enumerate(value)] if isinstance(value, list | tuple) else [(loc, value)]
+        return out
 
 
 def _common(*more: Ref) -> tuple[Ref, ...]:
@@ -61,6 +66,7 @@ KINDS: tuple[Kind, ...] = (
     Kind("claims", "claim", "kb/claims", Claim, (Ref("evidence", "sources"), Ref("superseded_by", "claims"))),
     Kind("gpus", "gpu", "kb/gpus", Gpu, _common(Ref("superseded_by", "gpus"), Ref("scale_up", "interconnects"),
                                                Ref("pcie", "interconnects"), Ref("price.source", "sources"),
+                                               Ref("cloud_prices.source", "sources"),
                                                Ref("memory_source", "sources"))),
     Kind("models", "model", "kb/models", Model, _common(Ref("superseded_by", "models"))),
     Kind("interconnects", "interconnect", "kb/interconnects", Interconnect,

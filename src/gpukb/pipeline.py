@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from .answer import Answer, build_answer
 from .engine import ENGINE
 from .errors import EngineError
+from .launch import launch_commands, model_reference
 from .planner import PlanCache, plan_gpu
 from .resolve import gpu_fact, policy_fact, resolve
 from .trace import Collector, Value
@@ -40,7 +41,11 @@ def ask(kb: KnowledgeBase, workload: Workload | dict[str, Any]) -> Answer:
         fleet = _fleet(c, plans)
         session.assert_facts([*plans, fleet])
     prices = {g: kb.gpus[g].price.usd for g in resolved.gpus if kb.gpus[g].price}
-    return build_answer(c, kb.version, kb.content_hash, resolved, memory, prices)
+    catalog = kb.models.get(resolved.model) if not resolved.config_file else None
+    model_ref = model_reference(resolved, catalog.hf_repo if catalog else None)
+    reserve = policy["reserve_fraction"]
+    return build_answer(c, kb.version, kb.content_hash, resolved, memory, prices,
+                        launch=lambda strategy: launch_commands(model_ref, resolved, strategy, reserve))
 
 
 def _fleet(c: Collector, plans: list[dict[str, Any]]) -> dict[str, Any]:

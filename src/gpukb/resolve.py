@@ -138,6 +138,7 @@ def _from_model(model: Model, config: str | None) -> dict[str, Any]:
         "assumptions": [], "config_file": config, "attention": "mla" if mla else "gqa",
         "kv_lora_rank": mla.kv_lora_rank if mla else 0, "qk_rope_head_dim": mla.qk_rope_head_dim if mla else 0,
         "sliding_window": model.sliding_window or 0, "sliding_layers": model.sliding_window_layers,
+        "context_length": model.context_length,
     }
 
 
@@ -179,7 +180,7 @@ def resolve(kb: KnowledgeBase, w: Workload) -> tuple[ResolvedWorkload, dict[str,
         task=w.task, precision=w.precision, optimizer=optimizer, seq_len=seq_len,
         micro_batch_size=w.micro_batch_size if training else 0, batch_size=w.batch_size if not training else 0,
         global_batch_size=w.global_batch_size, prompt_len=w.prompt_len, output_len=w.output_len,
-        kv_cache_precision=w.kv_cache_precision,
+        kv_cache_precision=w.kv_cache_precision, ttft_ms=w.ttft_ms, tpot_ms=w.tpot_ms, objective=w.objective,
         placement=w.placement,
         activation_checkpointing=w.activation_checkpointing, lora_rank=w.lora_rank if w.task in ("lora", "qlora") else None,
         gpu_count=w.gpu_count, gpus=list(gpus), tokens=w.tokens, zero_stage=w.zero_stage,
@@ -222,9 +223,10 @@ def workload_fact(kb: KnowledgeBase, w: ResolvedWorkload) -> dict[str, Any]:
         "optimizer_state_bytes": state, "adapter_weight_bytes": t.weight_bytes if t else dtype.bytes,
         "kv_bytes": KV_BYTES.get(w.kv_cache_precision or ("fp32" if w.precision == "fp32" else "bf16"), 2.0),
         "attention": w.attention, "kv_lora_rank": w.kv_lora_rank, "qk_rope_head_dim": w.qk_rope_head_dim,
-        "sliding_window": w.sliding_window, "sliding_layers": w.sliding_layers,
+        "sliding_window": w.sliding_window, "sliding_layers": w.sliding_layers, "context_length": w.context_length,
         "activation_checkpointing": ckpt, "flash_attention": True,
         "gpu_count": w.gpu_count or 0, "dp_hint": min(w.gpu_count or 8, 8),
+        "ttft_ms": w.ttft_ms or 0, "tpot_ms": w.tpot_ms or 0, "objective": w.objective,
     }
 
 
@@ -250,6 +252,7 @@ def gpu_fact(kb: KnowledgeBase, gpu: Gpu, precision: str, training: bool) -> dic
     # 0 when the vendor publishes no throughput for this precision: estimates then do not fire
     flops = next((getattr(gpu, f) for f in order if getattr(gpu, f)), None) or 0.0
     pcie = kb.interconnects[gpu.pcie].bandwidth
+    cloud = gpu.cloud_price  # the lowest dated cloud on-demand price, 0 where none is known
     return {
         "gpu": gpu.id, "name": gpu.name, "vendor": gpu.vendor, "form_factor": gpu.form_factor,
         "memory_bytes": gpu.memory_bytes, "memory_bandwidth": gpu.memory_bandwidth, "flops": flops,
@@ -259,6 +262,8 @@ def gpu_fact(kb: KnowledgeBase, gpu: Gpu, precision: str, training: bool) -> dic
         "scale_up_domain": gpu.scale_up_domain, "pcie_bandwidth": pcie, "tdp": gpu.tdp,
         "liquid_only": gpu.cooling == ["liquid"], "air_cooled": bool({"passive", "active"} & set(gpu.cooling)),
         "consumer": gpu.segment == "consumer", "segment": gpu.segment, "price_usd": gpu.price.usd if gpu.price else 0.0,
+        "usd_per_gpu_hour": cloud.usd_per_gpu_hour if cloud else 0.0, "price_source": cloud.source if cloud else "",
+        "price_as_of": cloud.as_of.isoformat() if cloud else "", "price_instance": cloud.instance if cloud else "",
         **{name: kb.policy(gpu_policy(kb, pid, gpu.architecture)) for name, pid in GPU_POLICIES.items()},
         **{f"{name}_policy": gpu_policy(kb, pid, gpu.architecture) for name, pid in GPU_POLICIES.items()},
     }

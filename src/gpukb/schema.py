@@ -43,7 +43,7 @@ class Manifest(Strict):
 class Source(Entry):
     title: str
     publisher: str
-    kind: Literal["datasheet", "paper", "documentation", "model_config", "article", "whitepaper", "spec"]
+    kind: Literal["datasheet", "paper", "documentation", "model_config", "article", "whitepaper", "spec", "price_list"]
     url: HttpUrl | None = None
     path: str | None = None
     as_of: dt.date | None = None
@@ -85,6 +85,21 @@ class Price(Strict):
     kind: Literal["launch_msrp", "list_price"]
 
 
+class CloudPrice(Strict):
+    """A dated cloud on-demand list price, quoted verbatim from its source."""
+
+    usd_per_gpu_hour: Float = Field(gt=0)
+    instance: str
+    gpus_per_instance: Int = Field(ge=1)
+    instance_usd_per_hour: Float = Field(gt=0)
+    region: str
+    as_of: dt.date
+    source: Slug
+    locator: str
+    quote: str = Field(min_length=2)
+    derived: str = Field(default="", description="which of the per-GPU and instance prices is computed from the other")
+
+
 class Gpu(Entry):
     name: str
     vendor: Literal["nvidia", "amd", "intel"]
@@ -111,7 +126,13 @@ class Gpu(Entry):
     as_of: dt.date
     sources: list[Slug] = Field(min_length=1)
     price: Price | None = None
+    cloud_prices: list[CloudPrice] = Field(default_factory=list, description="dated cloud on-demand prices per GPU-hour")
     notes: str = ""
+
+    @property
+    def cloud_price(self) -> CloudPrice | None:
+        """The lowest dated cloud on-demand price (the earliest-listed among equals)."""
+        return min(self.cloud_prices, key=lambda p: p.usd_per_gpu_hour, default=None)
 
     @property
     def memory_bytes(self) -> float:
@@ -187,6 +208,9 @@ class Model(Entry):
     norms_per_layer: Int = Field(default=2, ge=1, le=8, description="4 in Gemma 2 (before and after each block)")
     sliding_window: Int | None = Field(default=None, gt=0, description="tokens a sliding-window layer attends to")
     sliding_window_layers: Int = Field(default=0, ge=0, description="how many layers use the sliding window")
+    hf_repo: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$",
+                                max_length=200, description="Hugging Face repository id, e.g. meta-llama/Llama-2-7b-hf "
+                                                            "(names the model in launch commands)")
     sources: list[Slug] = Field(min_length=1)
     notes: str = ""
 

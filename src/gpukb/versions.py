@@ -41,6 +41,8 @@ WORDING_FIELDS = frozenset({
     "description", "publisher", "url", "path", "as_of",
     "sources", "evidence", "claims", "tests", "section", "section_en", "quote_zh", "quoted", "states",
     "architecture", "memory_type", "family", "superseded_by",
+    # a measurement's provenance: where and how the source says it, not the value compared
+    "setup", "framework", "locator", "quote", "unstated", "flop_accounting", "unit_as_published",
 })
 
 

@@ -22,6 +22,7 @@ Offload = Literal["none", "optimizer", "optimizer+params"]
 Placement = Literal["fewest", "all"]
 Mlp = Literal["gated", "standard"]
 KvPrecision = Literal["bf16", "fp16", "fp8", "int8"]
+Objective = Literal["speed", "cost"]
 TRAINING_TASKS = ("pretrain", "full_finetune", "lora", "qlora")
 MAX_PARAMS = 10**13  # 10 trillion: beyond any published dense or MoE model
 # A custom model's `params` must lie within this factor of the count its architecture implies
@@ -86,6 +87,11 @@ class Workload(BaseModel):
     prompt_len: Int | None = Field(default=None, gt=0, le=10_000_000, description="inference: prompt tokens per request")
     output_len: Int | None = Field(default=None, gt=0, le=10_000_000, description="inference: output tokens per request")
     kv_cache_precision: KvPrecision | None = Field(default=None, description="inference: KV-cache format (default 16-bit)")
+    ttft_ms: float | None = Field(default=None, gt=0, le=1e9, allow_inf_nan=False,
+                                  description="inference: SLA target for the time to the first token, in ms")
+    tpot_ms: float | None = Field(default=None, gt=0, le=1e9, allow_inf_nan=False,
+                                  description="inference: SLA target for the time per output token, in ms")
+    objective: Objective = Field(default="speed", description="rank options by 'speed' (default) or 'cost'")
     activation_checkpointing: bool | None = None
     lora_rank: Int = Field(default=16, gt=0, le=65536)
     gpu_count: Int | None = Field(default=None, gt=0, le=1_000_000)
@@ -112,7 +118,7 @@ class Workload(BaseModel):
                 raise ValueError(f"precision: {self.precision} is for inference only; for 4-bit fine-tuning use task 'qlora'")
             if "batch_size" in given:
                 raise ValueError("batch_size: inference concurrency; for training use micro_batch_size")
-            for name in ("prompt_len", "output_len", "kv_cache_precision"):
+            for name in ("prompt_len", "output_len", "kv_cache_precision", "ttft_ms", "tpot_ms"):
                 if name in given:
                     raise ValueError(f"{name}: only for inference; for training use seq_len")
             if self.global_batch_size is not None and self.global_batch_size % self.micro_batch_size:
@@ -173,6 +179,10 @@ class ResolvedWorkload(BaseModel):
     offload: Offload | None
     placement: Placement
     assumptions: tuple[str, ...] = ()
+    # Left out of the JSON when not asked for, so answers to workloads without them keep their shape.
+    ttft_ms: float | None = Field(default=None, exclude_if=lambda v: v is None)
+    tpot_ms: float | None = Field(default=None, exclude_if=lambda v: v is None)
+    objective: Objective = Field(default="speed", exclude_if=lambda v: v == "speed")
     # Only some architectures have these; left out of the JSON where they do not apply.
     expert_params: int = Field(default=0, exclude_if=lambda v: v == 0,
                                description="one routed expert's parameters over all MoE layers")
@@ -183,6 +193,8 @@ class ResolvedWorkload(BaseModel):
     qk_rope_head_dim: int = Field(default=0, exclude_if=lambda v: v == 0)
     sliding_window: int = Field(default=0, exclude_if=lambda v: v == 0)
     sliding_layers: int = Field(default=0, exclude_if=lambda v: v == 0)
+    # the model's max_position_embeddings (0 for a custom model); read where memory sets no bound
+    context_length: int = Field(default=0, exclude=True)
 
 
 def parse_workload(data: Workload | dict[str, Any]) -> Workload:

@@ -1,0 +1,252 @@
+"""Serving: capacity, SLA targets, launch settings and cost of inference options, against hand computations."""
+
+import math
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+H100_MEM = 85_520_809_984  # h100-sxm-80gb as the driver reports it (kb/gpus)
+RESERVE, OVERHEAD, CHUNK = 0.10, 2e9, 8192  # kb/policies: reserve-fraction, runtime-overhead, prefill-chunk
+W_7B_BF16 = 13_476_831_232  # llama-2-7b weights in bf16
+KV_TOKEN_7B = 524_288  # 2 x 32 layers x 32 KV heads x 128 x 2 bytes
+H_7B, V_7B = 4096, 32000
+
+
+def usable(memory: float) -> float:
+    return memory * (1 - RESERVE) + min(OVERHEAD, memory * RESERVE)
+
+
+def test_capacity_on_one_gpu_by_hand(kb):
+    (option,) = kb.ask({"model": "llama-2-7b", "task": "inference", "gpus": ["h100-sxm-80gb"]}).options
+    free = usable(H100_MEM) - W_7B_BF16 - OVERHEAD
+    chunk_act = CHUNK * H_7B * 34  # one layer's activations for a full prefill chunk
+    per_seq = KV_TOKEN_7B * 4096 + 4 * V_7B  # KV cache of 4096 tokens and fp32 last-token logits
+    assert option.max_concurrency == math.floor((free - chunk_act) / per_seq) == 29
+    assert option.max_context == math.floor((free - 4 * V_7B - chunk_act) / KV_TOKEN_7B) == 118_924
+
+
+def test_capacity_is_consistent_with_the_fit(kb):
+    """The requested batch and context fit, one more sequence does not, and the capacity is tight."""
+    w = {"model": "llama-3-8b", "task": "inference", "gpus": ["l40s-48gb", "a100-sxm-80gb"], "seq_len": 8192,
+         "batch_size": 4}
+    for option in kb.ask(w).options:
+        assert option.max_concurrency >= 4 and option.max_context >= 8192
+        at = kb.ask({**w, "gpus": [option.gpu], "batch_size": option.max_concurrency,
+                     "tensor_parallel": option.strategy.tensor_parallel, "gpu_count": option.count})
+        assert at.options, option.gpu
+        over = kb.ask({**w, "gpus": [option.gpu], "batch_size": option.max_concurrency + 1,
+                       "tensor_parallel": option.strategy.tensor_parallel, "gpu_count": option.count})
+        assert not over.options, option.gpu
+        ctx = kb.ask({**w, "gpus": [option.gpu], "seq_len": option.max_context,
+                      "tensor_parallel": option.strategy.tensor_parallel, "gpu_count": option.count})
+        assert ctx.options and not kb.ask({**w, "gpus": [option.gpu], "seq_len": option.max_context + 1,
+                                            "tensor_parallel": option.strategy.tensor_parallel,
+                                            "gpu_count": option.count}).options
+
+
+def test_capacity_divides_by_tensor_parallel_shards(kb):
+    (option,) = kb.ask({"model": "llama-2-70b", "task": "inference", "gpus": ["a100-sxm-80gb"]}).options
+    tp = option.strategy.tensor_parallel * option.strategy.pipeline_parallel
+    assert tp == 2
+    free = usable(kb.gpus["a100-sxm-80gb"].memory_bytes) - option.memory.weights - OVERHEAD
+    kv_token = 2 * 80 * 8 * 128 * 2  # 80 layers, 8 KV heads of 128, bf16
+    per_seq = kv_token * 4096 / tp + 4 * V_7B / option.strategy.tensor_parallel
+    chunk_act = CHUNK * 8192 * 34 / option.strategy.tensor_parallel
+    assert option.max_concurrency == math.floor((free - chunk_act) / per_seq)
+
+
+def test_training_options_have_no_serving_capacity(kb):
+    option = kb.ask({"model": "llama-2-7b", "task": "lora"}).options[0]
+    assert option.max_concurrency is None and option.max_context is None
+
+
+L4_TTFT, L4_TPOT = 1.45004, 0.0751049  # llama-3-8b on an L4 (rec.rank.inference's test, by hand there)
+
+
+def test_an_option_missing_the_tpot_target_is_rejected_with_its_figure(kb):
+    answer = kb.ask({"model": "llama-3-8b", "task": "inference", "gpus": ["l4-24gb", "h100-sxm-80gb"], "tpot_ms": 20})
+    assert [o.gpu for o in answer.options] == ["h100-sxm-80gb"]
+    (l4,) = answer.rejected
+    finding = l4.deciding_finding
+    assert finding.rule == "bottleneck.sla.tpot@1" and finding.kind == "memory_bandwidth"
+    assert "75.10 ms" in finding.message and "20.00 ms" in finding.message
+    assert l4.tpot_s == pytest.approx(L4_TPOT, rel=1e-5)  # what it reaches stays on the rejected option
+
+
+def test_an_option_missing_the_ttft_target_is_rejected(kb):
+    answer = kb.ask({"model": "llama-3-8b", "task": "inference", "gpus": ["l4-24gb"], "ttft_ms": 1000})
+    (l4,) = answer.rejected
+    assert not answer.options and l4.deciding_finding.rule == "bottleneck.sla.ttft@1"
+    assert "1,450.0 ms" in l4.deciding_finding.message and l4.ttft_s == pytest.approx(L4_TTFT, rel=1e-5)
+    assert kb.ask({"model": "llama-3-8b", "task": "inference", "gpus": ["l4-24gb"], "ttft_ms": 1500}).options
+
+
+def test_when_no_option_meets_the_targets_the_answer_shows_what_each_reaches(kb):
+    answer = kb.ask({"model": "llama-3-8b", "task": "inference", "gpus": ["l4-24gb", "h100-sxm-80gb"],
+                     "tpot_ms": 2, "ttft_ms": 1})
+    assert not answer.options and len(answer.rejected) == 2
+    for option in answer.rejected:
+        rules = {f.rule for f in option.findings if f.severity == "error"}
+        assert rules == {"bottleneck.sla.tpot@1", "bottleneck.sla.ttft@1"}
+        assert option.tpot_s and option.ttft_s
+    assert "target (ttft_ms)" in answer.explain()
+
+
+def test_sla_targets_are_for_inference_only(kb):
+    from gpukb import WorkloadError
+
+    with pytest.raises(WorkloadError, match="ttft_ms"):
+        kb.ask({"model": "llama-3-8b", "task": "lora", "ttft_ms": 100})
+
+
+def test_answers_without_the_new_fields_keep_their_workload_json(kb):
+    data = kb.ask({"model": "llama-3-8b", "task": "inference", "gpus": ["l4-24gb"]}).model_dump(mode="json")
+    assert not {"ttft_ms", "tpot_ms", "objective"} & set(data["workload"])
+
+
+def test_the_vllm_command_line_of_a_catalog_model(kb):
+    (option,) = kb.ask({"model": "llama-2-7b", "task": "inference", "gpus": ["h100-sxm-80gb"]}).options
+    # 1 - reserve-fraction 0.10 = 0.9, seq_len 4096, batch_size 1, 16-bit KV cache
+    assert option.launch == {"vllm": "vllm serve meta-llama/Llama-2-7b-hf --tensor-parallel-size 1 "
+                                     "--pipeline-parallel-size 1 --gpu-memory-utilization 0.9 --max-model-len 4096 "
+                                     "--max-num-seqs 1 --kv-cache-dtype auto --dtype bfloat16"}
+
+
+def test_the_vllm_command_line_follows_the_plan_and_the_formats(kb):
+    w = {"model": "llama-2-70b", "task": "inference", "gpus": ["a100-sxm-80gb"], "precision": "fp8",
+         "kv_cache_precision": "fp8", "batch_size": 8, "seq_len": 8192}
+    (option,) = kb.ask(w).options
+    assert option.launch["vllm"] == (
+        "vllm serve meta-llama/Llama-2-70b-hf --tensor-parallel-size 2 --pipeline-parallel-size 1 "
+        "--gpu-memory-utilization 0.9 --max-model-len 8192 --max-num-seqs 8 --kv-cache-dtype fp8 --quantization fp8")
+    (option,) = kb.ask({**w, "precision": "int4", "kv_cache_precision": None, "placement": "all",
+                        "gpu_count": 4}).options
+    assert option.strategy.data_parallel == 4
+    assert option.launch["vllm"] == (
+        "vllm serve meta-llama/Llama-2-70b-hf --tensor-parallel-size 1 --pipeline-parallel-size 1 "
+        "--data-parallel-size 4 --gpu-memory-utilization 0.9 --max-model-len 8192 --max-num-seqs 8 "
+        "--kv-cache-dtype auto --quantization bitsandbytes")
+
+
+def test_the_vllm_command_line_names_the_config_folder_and_is_quoted(kb, tmp_path):
+    import shutil
+
+    folder = tmp_path / "my model"
+    shutil.copytree(REPO / "tests" / "fixtures" / "hf" / "llama-3.1-8b", folder)
+    (option,) = kb.ask({"model": str(folder / "config.json"), "task": "inference", "gpus": ["h100-sxm-80gb"]}).options
+    assert option.launch["vllm"].startswith(f"vllm serve '{folder}' --tensor-parallel-size 1 ")
+
+
+def test_training_and_custom_models_have_no_launch(kb):
+    assert kb.ask({"model": "llama-2-7b", "task": "lora"}).options[0].launch is None
+    custom = {"params": "7B", "layers": 32, "hidden_size": 4096, "heads": 32, "vocab_size": 32000, "task": "inference"}
+    assert kb.ask(custom).options[0].launch is None
+
+
+def test_gpukb_ask_launch_prints_the_command_line():
+    from typer.testing import CliRunner
+
+    from gpukb.cli import app
+
+    runner = CliRunner()
+    result = runner.invoke(app, ["ask", "--model", "llama-3-8b", "--task", "inference", "--gpu", "l4-24gb",
+                                 "--launch", "vllm"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout == ("vllm serve meta-llama/Meta-Llama-3-8B --tensor-parallel-size 1 --pipeline-parallel-size 1 "
+                             "--gpu-memory-utilization 0.9 --max-model-len 4096 --max-num-seqs 1 --kv-cache-dtype auto "
+                             "--dtype bfloat16\n")
+    result = runner.invoke(app, ["ask", "--model", "llama-3-8b", "--task", "inference", "--launch", "sglang"])
+    assert result.exit_code == 2 and "unknown engine" in result.output
+
+
+def test_every_cloud_price_is_dated_sourced_and_quoted(kb):
+    priced = {g: gpu for g, gpu in kb.gpus.items() if gpu.cloud_prices}
+    assert len(priced) == 15
+    for gpu in priced.values():
+        for price in gpu.cloud_prices:
+            assert kb.sources[price.source].kind == "price_list" and kb.sources[price.source].as_of
+            per_gpu = price.instance_usd_per_hour / price.gpus_per_instance
+            assert per_gpu == pytest.approx(price.usd_per_gpu_hour, rel=1e-3)
+            assert f"{price.usd_per_gpu_hour:g}" in price.quote or f"{price.instance_usd_per_hour:g}" in price.quote
+    # the lowest dated on-demand price: RunPod Secure Cloud H100 SXM, 2026-09-25
+    cheapest = kb.gpus["h100-sxm-80gb"].cloud_price
+    assert cheapest.usd_per_gpu_hour == 3.49 and str(cheapest.as_of) == "2026-09-25"
+
+
+def test_inference_cost_by_hand(kb):
+    (option,) = kb.ask({"model": "llama-3-8b", "task": "inference", "gpus": ["l40s-48gb"], "batch_size": 16}).options
+    assert option.usd_per_hour == pytest.approx(1.09)  # one L40S, RunPod Secure Cloud (2026-09-25)
+    assert option.usd_per_million_tokens == pytest.approx(1.09 / (option.tokens_per_s * 3600) * 1e6, rel=1e-12)
+    assert option.cost_usd is None
+    step = next(s for s in option.trace if s.rule == "rec.cost.inference@1")
+    assert "$1.09 per GPU-hour" in step.sentence and "2026-09-25" in step.sentence
+
+
+def test_training_cost_by_hand(kb):
+    (option,) = kb.ask({"model": "llama-2-7b", "task": "pretrain", "tokens": "2T", "gpus": ["h100-sxm-80gb"]}).options
+    assert option.count == 2 and option.usd_per_hour == pytest.approx(2 * 3.49)
+    assert option.cost_usd == pytest.approx(2 * 3.49 * option.time_to_train_s / 3600, rel=1e-12)
+    assert option.usd_per_million_tokens is None
+    assert kb.ask({"model": "llama-2-7b", "task": "pretrain", "gpus": ["h100-sxm-80gb"]}).options[0].cost_usd is None
+
+
+def test_a_gpu_without_a_dated_price_has_no_cost(kb):
+    (option,) = kb.ask({"model": "llama-3-8b", "task": "inference", "gpus": ["l4-24gb"]}).options
+    assert option.usd_per_hour is None and option.usd_per_million_tokens is None
+
+
+def test_objective_cost_ranks_by_dollars_per_token(kb):
+    w = {"model": "llama-3-8b", "task": "inference", "batch_size": 16,
+         "gpus": ["h100-sxm-80gb", "l40s-48gb", "a100-sxm-80gb", "l4-24gb"]}
+    by_speed = kb.ask(w).options
+    assert by_speed[0].gpu == "h100-sxm-80gb"
+    by_cost = kb.ask({**w, "objective": "cost"}).options
+    priced = [o.usd_per_million_tokens for o in by_cost if o.usd_per_million_tokens is not None]
+    assert priced == sorted(priced) and by_cost[-1].gpu == "l4-24gb"  # no dated price: last
+    assert {o.gpu for o in by_cost} == {o.gpu for o in by_speed}
+
+
+def test_gpukb_ask_objective_cost_shows_the_cost_columns_in_80_columns():
+    from typer.testing import CliRunner
+
+    from gpukb.cli import app
+
+    result = CliRunner().invoke(app, ["ask", "--model", "llama-2-7b", "--task", "pretrain", "--tokens", "2T",
+                                      "--objective", "cost", "--gpu", "h100-sxm-80gb", "--gpu", "a100-sxm-80gb"],
+                                env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    table = result.stdout[result.stdout.index("Options"):result.stdout.index("Findings")]
+    assert "$185,962" in table and "6.98" in table and "h100-sxm-80gb" in table
+    assert all(len(line) <= 80 for line in table.splitlines())
+    lines = [line for line in table.splitlines() if "-80gb" in line]
+    assert lines[0].split()[0] == "h100-sxm-80gb"  # cheaper to train the 2T tokens despite the higher hourly price
+
+
+def test_gpukb_ask_sla_flags_reject_with_the_figures():
+    from typer.testing import CliRunner
+
+    from gpukb.cli import app
+
+    result = CliRunner().invoke(app, ["ask", "--model", "llama-3-8b", "--task", "inference", "--gpu", "l4-24gb",
+                                      "--tpot-ms", "20"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    assert "Rejected" in result.stdout and "75.10 ms" in result.stdout and "bottleneck.sla.tpot@1" in result.stdout
+
+
+@pytest.mark.parametrize("config", ["gemma-2-9b", "mistral-7b-v0.1"])
+def test_capacity_with_sliding_windows_is_tight(kb, config):
+    """Half of Gemma 2's layers slide a 4096-token window; all of Mistral 7B v0.1's do, so past the window
+    its memory stops growing and only the model's own context length (32,768) bounds it."""
+    w = {"model": str(REPO / "tests" / "fixtures" / "hf" / config / "config.json"), "task": "inference",
+         "gpus": ["a100-sxm-80gb"], "batch_size": 2}
+    option = kb.ask(w).options[0]
+    pin = {**w, "tensor_parallel": option.strategy.tensor_parallel, "gpu_count": option.count}
+    assert kb.ask({**pin, "batch_size": option.max_concurrency}).options
+    assert not kb.ask({**pin, "batch_size": option.max_concurrency + 1}).options
+    assert kb.ask({**pin, "seq_len": option.max_context}).options
+    if config == "mistral-7b-v0.1":
+        assert option.max_context == 32768
+    else:
+        assert not kb.ask({**pin, "seq_len": option.max_context + 1}).options
