@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 import gpukb
 from gpukb.cli import app
 from gpukb.lint import lint
-from gpukb.validate import Point, Summary, validate
+from gpukb.validation import Point, Summary, validate
 from kbfiles import edit_entry, make_repo
 
 runner = CliRunner()

@@ -18,7 +18,7 @@ from .trace import TraceStep
 from .workload import ResolvedWorkload, Workload
 
 if TYPE_CHECKING:
-    from .validate import Validation
+    from .validation import Validation
 
 __all__ = [
     "Answer", "EngineError", "Finding", "GpukbError", "KBDefectError", "KBError", "KnowledgeBase", "Memory", "Option",
@@ -68,6 +68,6 @@ def validate(kb: KnowledgeBase | None = None) -> Validation:
     """Predict every published measurement in kb/measurements/ (the packaged KB's by default) and
     compare: `.points` (measured, predicted, ratio, rules), `.overall.median_error`, `.passed`;
     `.to_json()` is what `gpukb validate --format json` prints."""
-    from .validate import validate as run
+    from .validation import validate as run
 
     return run(kb or load_kb())

@@ -516,7 +516,7 @@ def check_measurements(kb: KnowledgeBase, allow: Allowances | None = None) -> li
     GPU-hours). A point that is askable but does not fit is a miss in `gpukb validate`, not a lint error."""
     from .errors import WorkloadError
     from .resolve import resolve
-    from .validate import workload_of
+    from .validation import workload_of
     from .workload import parse_workload
 
     problems = []

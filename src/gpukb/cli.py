@@ -340,7 +340,7 @@ def validate(
     and the rules behind each number; median error and share within ±25%, overall and per quantity.
     Exits 1 when the accuracy thresholds in kb/policies/ are missed (or, with --base, when the change
     makes the median error worse than the base revision's by more than the allowed step)."""
-    from . import validate as v
+    from . import validation as v
 
     try:
         kb = load_kb(root)

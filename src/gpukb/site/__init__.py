@@ -17,7 +17,7 @@ from ..answer import Answer
 from ..kb import KnowledgeBase
 from ..rules import STAGES
 from ..scenarios import Run, Scenario, ScenarioError, load_scenarios, run_scenarios
-from ..validate import Validation, validate
+from ..validation import Validation, validate
 from . import pages as p
 from .links import LANGUAGES
 from .pages.rules import stage_name
