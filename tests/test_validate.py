@@ -124,3 +124,10 @@ def test_the_registry_drives_loading_references_and_explain_for_the_new_kind(che
     edit_entry(checkout, "gptfast-llama-2-7b-bf16-a100-80gb-batch1", lambda m: m.update(source="no-such-source"))
     (problem,) = [p for p in lint(checkout).problems if p.code == "E030"]
     assert problem.file == "kb/measurements/gpt-fast-readme.yaml" and "unknown source id 'no-such-source'" in problem.message
+
+
+def test_gpukb_validate_stays_the_function_whatever_was_imported_first():
+    import gpukb.cli
+    import gpukb.validation
+
+    assert callable(gpukb.validate) and not hasattr(gpukb.validate, "Validation")

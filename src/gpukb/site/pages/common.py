@@ -79,7 +79,7 @@ def memory_bar(ctx: Context, memory: Memory, usable: int, capacity: int | None =
         segments.append(f'<span class="gpukb-bar-free" style="width: {100 * free / whole:.2f}%" '
                         f'title="{html_text(label)}"></span>')
     if capacity and capacity > max(usable, memory.total):
-        reserve = capacity - max(usable, memory.total)
+        reserve = round(capacity - max(usable, memory.total))
         label = ctx.t("reserve (headroom)", "预留余量") + f": {gb(reserve)} ({reserve:,} bytes)"
         segments.append(f'<span class="gpukb-bar-reserve" style="width: {100 * reserve / whole:.2f}%" '
                         f'title="{html_text(label)}"></span>')
