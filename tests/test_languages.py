@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 import gpukb
 from gpukb.cli import app
 from gpukb.lint import lint
-from kbfiles import edit_entry
+from kbfiles import REPO, edit_entry
 
 HAN = re.compile(r"[\u4e00-\u9fff]")
 NUMBER = re.compile(r"\d+(?:,\d{3})*(?:\.\d+)?")
@@ -82,3 +82,17 @@ def test_lint_reports_an_entry_missing_a_language(checkout: Path):
     assert "'remedy.lora' needs explain_zh in Chinese" in messages
     assert "explain and explain_zh must show the same values" in messages
     assert all(p.severity == "error" for p in problems)
+
+
+def test_the_chinese_site_shows_findings_and_trace_sentences_in_chinese():
+    from gpukb.site import build_site, load_scenarios
+
+    kb = gpukb.load_kb()
+    scenario = next(s for s in load_scenarios(REPO / "site" / "scenarios.yaml") if s.workload.get("task") == "full_finetune")
+    site = build_site(kb, [scenario], readme=None, lang="zh")
+    page = site.pages[f"scenarios/{scenario.id}.md"]
+    answer = kb.ask(scenario.workload)
+    finding = next(f for f in answer.findings if f.message_zh)
+    assert finding.message_zh in page and finding.message not in page
+    step = next(s for s in answer.trace if s.sentence_zh and s.rule.startswith("req."))
+    assert step.sentence_zh in page

@@ -40,10 +40,10 @@ def render_step(ctx: Context, here: str, step: TraceStep, heading_level: int = 4
     hashes = "#" * heading_level
     # traces repeat the same rules and claims many times over: kept out of the search index
     anchor = f" {{#step-{step.step} data-search-exclude}}" if anchors else " { data-search-exclude }"
-    out = [f"{hashes} {step.step}. {esc(step.title)}{anchor}", "",
+    out = [f"{hashes} {step.step}. {esc((ctx.zh and step.title_zh) or step.title)}{anchor}", "",
            f"{ctx.rule(here, step.rule)} · {esc(step.stage)}"
            + (" · " + ctx.t("matched ", "匹配 ") + ", ".join(esc(i["label"]) for i in step.inputs) if step.inputs else ""), "",
-           f"> {esc(step.sentence)}", ""]
+           f"> {esc((ctx.zh and step.sentence_zh) or step.sentence)}", ""]
     if step.values:
         out += [_values_table(step), ""]
     for c in step.claims:
@@ -148,7 +148,7 @@ def _key_warnings(ctx: Context, here: str, a: Answer) -> list[str]:
         found = [f for f in a.findings if f.severity == "error"]
     lines = []
     for (severity, _kind, rule), group in _grouped(found)[:4]:
-        lines.append(f"- {_severity(ctx, severity)} {esc(group[0].message)} ({ctx.rule_named(here, rule)})")
+        lines.append(f"- {_severity(ctx, severity)} {esc(group[0].text(ctx.lang))} ({ctx.rule_named(here, rule)})")
     return lines
 
 
@@ -209,12 +209,13 @@ def _findings(ctx: Context, here: str, a: Answer) -> list[str]:
     rows = []
     for (severity, kind, rule), group in _grouped(a.findings):
         rows.append([_severity(ctx, severity), esc(kind.replace("_", " ")), ctx.rule_named(here, rule),
-                     esc(group[0].message) + (t(f" (and {len(group) - 1} more like it)", f"（另有 {len(group) - 1} 条类似）")
-                                              if len(group) > 1 else ""),
+                     esc(group[0].text(ctx.lang))
+                     + (t(f" (and {len(group) - 1} more like it)", f"（另有 {len(group) - 1} 条类似）")
+                        if len(group) > 1 else ""),
                      _gpu_list(ctx, here, [f.gpu for f in group])])
     out += [table([t("Severity", "级别"), t("Kind", "类别"), t("Rule", "规则"), t("Finding", "发现"), t("GPUs", "GPU")],
                   rows, "lllll"), ""]
-    every = [f"- {_severity(ctx, f.severity)} {ctx.gpu(here, f.gpu) if f.gpu else t('all', '全部')}: {esc(f.message)} "
+    every = [f"- {_severity(ctx, f.severity)} {ctx.gpu(here, f.gpu) if f.gpu else t('all', '全部')}: {esc(f.text(ctx.lang))} "
              f"({ctx.rule(here, f.rule)}" + ("; " + ", ".join(ctx.claim(here, c, with_badge=False) for c in f.claims)
                                             if f.claims else "") + ")" for f in a.findings]
     out += _folded(_details_title(t(f"All {len(a.findings)} findings, one per GPU", f"全部 {len(a.findings)} 条发现（逐卡）")),
@@ -267,7 +268,7 @@ def scenario(ctx: Context, run: Run) -> str:
         rows = []
         for rule, options in sorted(by_rule.items(), key=lambda kv: -len(kv[1])):
             first = next((f for f in options[0].findings if f.rule == rule), None)
-            rows.append([ctx.rule_named(here, rule) if rule else "—", esc(first.message) if first else "—",
+            rows.append([ctx.rule_named(here, rule) if rule else "—", esc(first.text(ctx.lang)) if first else "—",
                          ", ".join(ctx.gpu(here, o.gpu) for o in options)])
         out += [table([t("Rule", "规则"), t("Why (the first GPU's figures)", "原因（以第一种 GPU 为例）"), "GPU"], rows), ""]
     else:
@@ -280,8 +281,9 @@ def scenario(ctx: Context, run: Run) -> str:
         for r in a.remedies:
             groups[(r.id, r.rule)].append(r)
         out += [table([t("Remedy", "对策"), t("Effect", "效果"), t("Rule", "规则"), "GPU"],
-                      [[esc(g[0].title), esc(g[0].effect) + (t(f" (and {len(g) - 1} more)", f"（另有 {len(g) - 1} 条）")
-                                                           if len(g) > 1 else ""),
+                      [[esc(g[0].heading(ctx.lang)),
+                        esc(g[0].effect_text(ctx.lang))
+                        + (t(f" (and {len(g) - 1} more)", f"（另有 {len(g) - 1} 条）") if len(g) > 1 else ""),
                         ctx.rule_named(here, rule), _gpu_list(ctx, here, [r.gpu for r in g])]
                        for (_id, rule), g in groups.items()]), ""]
     else:
