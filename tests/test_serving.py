@@ -66,21 +66,23 @@ L4_TTFT, L4_TPOT = 1.45004, 0.0751049  # llama-3-8b on an L4 (rec.rank.inference
 
 
 def test_an_option_missing_the_tpot_target_is_rejected_with_its_figure(kb):
-    answer = kb.ask({"model": "llama-3-8b", "task": "inference", "gpus": ["l4-24gb", "h100-sxm-80gb"], "tpot_ms": 20})
+    answer = kb.ask({"model": "llama-3-8b", "task": "inference", "gpus": ["l4-24gb", "h100-sxm-80gb"], "tpot_ms": 20,
+                     "gpu_count": 1})
     assert [o.gpu for o in answer.options] == ["h100-sxm-80gb"]
     (l4,) = answer.rejected
     finding = l4.deciding_finding
-    assert finding.rule == "bottleneck.sla.tpot@1" and finding.kind == "memory_bandwidth"
+    assert finding.rule == "bottleneck.sla.tpot@2" and finding.kind == "memory_bandwidth"
     assert "75.10 ms" in finding.message and "20.00 ms" in finding.message
     assert l4.tpot_s == pytest.approx(L4_TPOT, rel=1e-5)  # what it reaches stays on the rejected option
 
 
 def test_an_option_missing_the_ttft_target_is_rejected(kb):
-    answer = kb.ask({"model": "llama-3-8b", "task": "inference", "gpus": ["l4-24gb"], "ttft_ms": 1000})
+    answer = kb.ask({"model": "llama-3-8b", "task": "inference", "gpus": ["l4-24gb"], "ttft_ms": 1000, "gpu_count": 1})
     (l4,) = answer.rejected
-    assert not answer.options and l4.deciding_finding.rule == "bottleneck.sla.ttft@1"
+    assert not answer.options and l4.deciding_finding.rule == "bottleneck.sla.ttft@2"
     assert "1,450.0 ms" in l4.deciding_finding.message and l4.ttft_s == pytest.approx(L4_TTFT, rel=1e-5)
-    assert kb.ask({"model": "llama-3-8b", "task": "inference", "gpus": ["l4-24gb"], "ttft_ms": 1500}).options
+    assert kb.ask({"model": "llama-3-8b", "task": "inference", "gpus": ["l4-24gb"], "ttft_ms": 1500,
+                   "gpu_count": 1}).options
 
 
 def test_when_no_option_meets_the_targets_the_answer_shows_what_each_reaches(kb):
@@ -89,9 +91,53 @@ def test_when_no_option_meets_the_targets_the_answer_shows_what_each_reaches(kb)
     assert not answer.options and len(answer.rejected) == 2
     for option in answer.rejected:
         rules = {f.rule for f in option.findings if f.severity == "error"}
-        assert rules == {"bottleneck.sla.tpot@1", "bottleneck.sla.ttft@1"}
+        assert "bottleneck.sla.ttft@2" in rules and rules <= {"bottleneck.sla.tpot@2", "bottleneck.sla.ttft@2"}
         assert option.tpot_s and option.ttft_s
+        assert option.strategy.tensor_parallel == 8  # raised as far as one node allows
     assert "target (ttft_ms)" in answer.explain()
+    (unmet,) = [f for f in answer.findings if f.rule == "planner.sla-unmet@1"]
+    assert unmet.gpu is None and unmet.severity == "error" and unmet.kind == "compute"
+    h100 = next(o for o in answer.rejected if o.gpu == "h100-sxm-80gb")
+    # the closest first, with the figures it reaches
+    assert f"Closest: h100-sxm-80gb x8 (tp=8): ttft {h100.ttft_s * 1000:,.1f} ms" in unmet.message
+    assert "relax ttft_ms" in unmet.message and "ttft_ms 1, tpot_ms 2" in unmet.message
+    assert "没有任何方案能达到" in unmet.text("zh")
+    assert "planner.sla-unmet@1" in answer.explain()
+
+
+LLAMA3_70B_FP8 = {"model": "llama-3-70b", "task": "inference", "precision": "fp8", "batch_size": 8}
+
+
+def test_latency_targets_get_the_fewest_gpus_that_meet_them(kb):
+    """Memory alone needs 2 H100s; their 354 ms to the first token misses 300 ms, 4 meet it."""
+    plain = kb.ask({**LLAMA3_70B_FP8, "gpus": ["h100-sxm-80gb"]}).options[0]
+    assert plain.count == 2 and plain.ttft_s > 0.3
+    (option,) = kb.ask({**LLAMA3_70B_FP8, "gpus": ["h100-sxm-80gb"], "ttft_ms": 300, "tpot_ms": 20}).options
+    assert option.count == option.strategy.tensor_parallel == 4
+    assert option.ttft_s <= 0.3 and option.tpot_s <= 0.02
+    assert option.launch and "--tensor-parallel-size 4" in option.launch["vllm"]
+    plan = next(step for step in option.trace if step.rule == "planner.fewest-gpus@1")
+    assert "Tensor parallelism raised to 4 to meet ttft_ms 300, tpot_ms 20: tp=2 (2 GPUs) reaches ttft" in plan.sentence
+    assert "张量并行提高到 4" in plan.sentence_zh
+    # the fewest: the same ask pinned at tp=2 misses the target
+    pinned = kb.ask({**LLAMA3_70B_FP8, "gpus": ["h100-sxm-80gb"], "ttft_ms": 300, "tpot_ms": 20, "tensor_parallel": 2})
+    assert not pinned.options and pinned.rejected[0].strategy.tensor_parallel == 2
+
+
+def test_latency_targets_stay_within_gpu_count(kb):
+    answer = kb.ask({**LLAMA3_70B_FP8, "gpus": ["h100-sxm-80gb"], "ttft_ms": 300, "gpu_count": 2})
+    (option,) = answer.rejected
+    assert option.count == 2 and not answer.options
+    assert any(f.rule == "planner.sla-unmet@1" for f in answer.findings)
+
+
+def test_a_gpu_that_never_meets_the_targets_keeps_its_closest_try(kb):
+    answer = kb.ask({**LLAMA3_70B_FP8, "gpus": ["h100-sxm-80gb", "l40s-48gb"], "ttft_ms": 300, "tpot_ms": 20})
+    assert [o.gpu for o in answer.options] == ["h100-sxm-80gb"]
+    (l40s,) = answer.rejected
+    plan = next(step for step in l40s.trace if step.rule == "planner.fewest-gpus@1")
+    assert f"tp={l40s.strategy.tensor_parallel} is the closest" in plan.sentence
+    assert not any(f.rule == "planner.sla-unmet@1" for f in answer.findings)  # one option meets them
 
 
 def test_sla_targets_are_for_inference_only(kb):
@@ -230,9 +276,10 @@ def test_gpukb_ask_sla_flags_reject_with_the_figures():
     from gpukb.cli import app
 
     result = CliRunner().invoke(app, ["ask", "--model", "llama-3-8b", "--task", "inference", "--gpu", "l4-24gb",
-                                      "--tpot-ms", "20"], env={"COLUMNS": "80"})
+                                      "--tpot-ms", "20", "--gpu-count", "1"], env={"COLUMNS": "80"})
     assert result.exit_code == 0, result.output
-    assert "Rejected" in result.stdout and "75.10 ms" in result.stdout and "bottleneck.sla.tpot@1" in result.stdout
+    assert "Rejected" in result.stdout and "75.10 ms" in result.stdout and "bottleneck.sla.tpot@2" in result.stdout
+    assert "No option meets tpot_ms 20" in result.stdout
 
 
 @pytest.mark.parametrize("config", ["gemma-2-9b", "mistral-7b-v0.1"])

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .answer import Answer, build_answer
 from .engine import ENGINE
 from .errors import EngineError
 from .launch import launch_commands, model_reference
-from .planner import PlanCache, plan_gpu
+from .planner import PlanCache, Raise, plan_gpu
 from .resolve import gpu_fact, policy_fact, resolve
+from .sla import fewest_meeting, has_targets
 from .trace import Collector, Value
-from .workload import Workload, parse_workload
+from .workload import ResolvedWorkload, Workload, parse_workload
 
 if TYPE_CHECKING:
     from .kb import KnowledgeBase
@@ -20,6 +22,20 @@ if TYPE_CHECKING:
 def ask(kb: KnowledgeBase, workload: Workload | dict[str, Any]) -> Answer:
     w = parse_workload(workload)
     resolved, wfields = resolve(kb, w)
+
+    def run(raised: dict[str, Raise], finish: Callable[[Collector], None] | None) -> Answer:
+        return _ask_once(kb, resolved, wfields, raised, finish)
+
+    # latency targets: the fewest GPUs that meet them, by raising tensor parallelism where they are missed
+    if not has_targets(resolved):
+        return run({}, None)
+    return fewest_meeting(resolved, run, {g: kb.gpus[g].scale_up_domain for g in resolved.gpus})
+
+
+def _ask_once(kb: KnowledgeBase, resolved: ResolvedWorkload, wfields: dict[str, Any], raised: dict[str, Raise],
+              finish: Callable[[Collector], None] | None) -> Answer:
+    """One rules-engine session; `raised` sets tensor-parallel sizes per GPU type, `finish` adds steps
+    that look at the whole answer (gpukb.sla) before it is built."""
     c = Collector(kb)
     policy = c.new_fact("policy", policy_fact(kb), 0)
     wfact = c.new_fact("workload", wfields, 0)
@@ -37,9 +53,11 @@ def ask(kb: KnowledgeBase, workload: Workload | dict[str, Any]) -> Answer:
         # Stage 2: the planner places the replica on each candidate GPU type; later rules diagnose
         # the plans, propose remedies and estimate throughput.
         plan_cache = PlanCache()
-        plans = [plan_gpu(c, resolved, wfact, policy, memory, g, plan_cache) for g in gpus]
+        plans = [plan_gpu(c, resolved, wfact, policy, memory, g, plan_cache, raised.get(g["gpu"])) for g in gpus]
         fleet = _fleet(c, plans)
         session.assert_facts([*plans, fleet])
+    if finish is not None:
+        finish(c)
     prices = {g: kb.gpus[g].price.usd for g in resolved.gpus if kb.gpus[g].price}
     catalog = kb.models.get(resolved.model) if not resolved.config_file else None
     model_ref = model_reference(resolved, catalog.hf_repo if catalog else None)

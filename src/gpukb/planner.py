@@ -45,6 +45,10 @@ PER_GPU = ex.parse("weights + gradients + optimizer + activations + kv_cache + o
 # their sum. So usable = capacity − reserve + the part of the overhead the reserve already holds.
 USABLE = ex.parse("g.memory_bytes * (1 - p.reserve_fraction) + min(p.runtime_overhead, g.memory_bytes * p.reserve_fraction)")
 NODE_SIZE = 8  # GPUs per server in the standard HGX/OAM and workstation builds; larger counts are whole nodes
+# Tensor-parallel sizes for inference, smallest first. vLLM's distributed-serving guide: tensor parallel
+# within a node, pipeline parallel across nodes (source vllm-distributed-serving-docs). Sizes beyond the
+# scale-up domain (NVLink) run over PCIe inside the node; beyond the node only where NVLink spans more.
+TP_SIZES = (1, 2, 4, 8, 16, 32, 64, 72)
 NO_LIMIT = 1_000_000
 SOURCES = ["rajbhandari-2020-zero", "korthikanti-2022-activation-recomputation", "narayanan-2021-megatron"]
 CLAIMS = ["art.capacity.redundancy", "art.capacity.multi-gpu-beyond"]
@@ -167,16 +171,19 @@ def _least_intrusive_at(menu: list[tuple[Layout, float, float]], usable: float, 
     return None
 
 
-def _inference_candidate(w: ResolvedWorkload, gpu: dict[str, Any], a: float, b: float, usable: float,
-                         limit: int) -> Candidate | None:
+def _inference_candidate(w: ResolvedWorkload, a: float, b: float, usable: float, limit: int,
+                         tp_floor: int = 1) -> Candidate | None:
+    """The fewest shards that hold the replica: tensor parallel inside one node first, then pipeline
+    stages; `tp_floor` raises the tensor-parallel size (more GPUs, shorter prefill and decode steps)."""
     if a >= usable:
         return None
     shards = max(1, math.ceil(b / (usable - a)))
-    max_tp = min(NODE_SIZE, w.tensor_parallel or NODE_SIZE)
+    max_tp = max(min(NODE_SIZE, w.tensor_parallel or NODE_SIZE), tp_floor)
     if w.tensor_parallel:  # a pinned tensor-parallel size is exact
         tp: int | None = w.tensor_parallel
     else:
-        tp = next((t for t in (1, 2, 4, 8) if t >= min(shards, max_tp) and w.heads % t == 0 and t <= max_tp), None)
+        need = max(tp_floor, min(shards, max_tp))
+        tp = next((t for t in TP_SIZES if t >= need and w.heads % t == 0 and t <= max_tp), None)
     if tp is None:
         return None
     pp = w.pipeline_parallel or max(1, math.ceil(shards / tp))
@@ -184,11 +191,33 @@ def _inference_candidate(w: ResolvedWorkload, gpu: dict[str, Any], a: float, b: 
     return Candidate(Layout(tp, pp, 0, False, "none"), 1, count, True) if count <= limit else None
 
 
+def next_tensor_parallel(w: ResolvedWorkload, tp: int, scale_up_domain: int) -> int | None:
+    """The next larger tensor-parallel size for inference that divides the attention heads, stays inside
+    one node (or the scale-up domain, if that is larger) and within gpu_count; None when there is none
+    or the size is pinned."""
+    if w.tensor_parallel:
+        return None
+    most = min(max(NODE_SIZE, scale_up_domain), (w.gpu_count or NO_LIMIT) // (w.pipeline_parallel or 1))
+    return next((t for t in TP_SIZES if tp < t <= most and w.heads % t == 0), None)
+
+
+@dataclass(frozen=True)
+class Raise:
+    """Why an inference plan uses more tensor parallelism than memory needs: the latency targets its
+    smaller sizes missed (gpukb.sla), as sentences in English and Chinese."""
+
+    tp: int
+    because: str
+    because_zh: str
+
+
 def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], policy: dict[str, Any],
-             memory: dict[str, Any], gpu: dict[str, Any], cache: PlanCache) -> dict[str, Any]:
+             memory: dict[str, Any], gpu: dict[str, Any], cache: PlanCache, raised: Raise | None = None,
+             ) -> dict[str, Any]:
     """Choose the plan for one GPU type, record it as a trace step, and return the plan fact.
 
-    `cache` is shared by the GPU types of one ask (same workload and replica).
+    `cache` is shared by the GPU types of one ask (same workload and replica); `raised` sets the
+    smallest tensor-parallel size for an inference plan that latency targets require.
     """
     inference = w.task == "inference"
     limit = w.gpu_count or NO_LIMIT
@@ -201,7 +230,8 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
         if inference:
             layout = Layout(1, 1, 0, False, "none")
             tried.append(layout)
-            best = _inference_candidate(w, gpu, *cache.split(layout, base, True), usable, limit)
+            best = _inference_candidate(w, *cache.split(layout, base, True), usable, limit,
+                                         raised.tp if raised else 1)
         else:
             menu = cache.menu(w, gpu["scale_up_domain"], offloads, base)
             tried += [layout for layout, _, _ in menu]
@@ -248,6 +278,9 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
                    f"（{gpu['memory_bytes'] / 1e9:,.1f} GB 减去 {policy['reserve_fraction']:.0%} 的预留，"
                    "运行时开销计入预留之内）："
                    f"{'放得下' if fits else '放不下'}。")
+    if raised is not None and inference:
+        sentence += f" {raised.because}"
+        sentence_zh += raised.because_zh
     if not fits:
         sentence_zh += (f"这是 gpu_count {limit} 以内 {len(tried)} 种策略中最接近的一种。" if w.gpu_count else
                         "任何切分都分不掉的显存（一个微批次的激活值、运行时开销）本身就已超出。")
