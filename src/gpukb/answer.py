@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .fmt import Lang, gb
 from .trace import Collector, TraceStep
+from .words import say
 from .workload import ResolvedWorkload
 
 MEMORY_PARTS = ("weights", "gradients", "optimizer", "activations", "kv_cache", "overhead")
@@ -41,6 +42,29 @@ class Strategy(BaseModel):
     activation_checkpointing: bool
     offload: str
     nodes: int
+
+    def describe(self, lang: Lang = "en") -> str:
+        """'data parallel 2, tensor parallel 1, ZeRO-1, activation checkpointing' in the language asked."""
+        parts = [say(lang, "data_parallel", n=self.data_parallel), say(lang, "tensor_parallel", n=self.tensor_parallel)]
+        if self.pipeline_parallel > 1:
+            parts.append(say(lang, "pipeline_parallel", n=self.pipeline_parallel))
+        parts.append(say(lang, "zero", n=self.zero_stage))
+        parts.append(say(lang, "checkpointing" if self.activation_checkpointing else "no_recomputation"))
+        if self.offload != "none":
+            parts.append(say(lang, "offload", what=self.offload))
+        if self.nodes > 1:
+            parts.append(say(lang, "nodes", n=self.nodes))
+        return say(lang, "sep").join(parts)
+
+    def tag(self) -> str:
+        """'dp8 ZeRO-3 ckpt': the strategy in a table cell, only what differs from one plain GPU."""
+        parts = [f"{name}{n}" for name, n in (("dp", self.data_parallel), ("tp", self.tensor_parallel),
+                                             ("pp", self.pipeline_parallel)) if n > 1]
+        parts += [f"ZeRO-{self.zero_stage}"] if self.zero_stage else []
+        parts += ["ckpt"] if self.activation_checkpointing else []
+        parts += [f"offload {self.offload}"] if self.offload != "none" else []
+        parts += [f"{self.nodes} nodes"] if self.nodes > 1 else []
+        return " ".join(parts) or "plain"
 
 
 # Fields marked exclude=True are the second language and the titles of rules: they are read by

@@ -30,33 +30,6 @@ def render_step(step: TraceStep, indent: str = "  ", lang: Lang = "en", number: 
     return lines
 
 
-def describe_strategy(option: Option, lang: Lang = "en") -> str:
-    """'data parallel 2, tensor parallel 1, ZeRO-1, activation checkpointing' — plain text."""
-    s = option.strategy
-    parts = [say(lang, "data_parallel", n=s.data_parallel), say(lang, "tensor_parallel", n=s.tensor_parallel)]
-    if s.pipeline_parallel > 1:
-        parts.append(say(lang, "pipeline_parallel", n=s.pipeline_parallel))
-    parts.append(say(lang, "zero", n=s.zero_stage))
-    parts.append(say(lang, "checkpointing" if s.activation_checkpointing else "no_recomputation"))
-    if s.offload != "none":
-        parts.append(say(lang, "offload", what=s.offload))
-    if s.nodes > 1:
-        parts.append(say(lang, "nodes", n=s.nodes))
-    return say(lang, "sep").join(parts)
-
-
-def strategy_tag(option: Option) -> str:
-    """'dp8 ZeRO-3 ckpt' — the strategy in a table cell: only what differs from one plain GPU."""
-    s = option.strategy
-    parts = [f"{name}{n}" for name, n in (("dp", s.data_parallel), ("tp", s.tensor_parallel),
-                                         ("pp", s.pipeline_parallel)) if n > 1]
-    parts += [f"ZeRO-{s.zero_stage}"] if s.zero_stage else []
-    parts += ["ckpt"] if s.activation_checkpointing else []
-    parts += [f"offload {s.offload}"] if s.offload != "none" else []
-    parts += [f"{s.nodes} nodes"] if s.nodes > 1 else []
-    return " ".join(parts) or "plain"
-
-
 def why_lower(option: Option, best: Option, lang: Lang = "en") -> str:
     """Why an option that fits ranks below the best one, by the ranking's own order of keys."""
     if option.tier > best.tier:
@@ -87,7 +60,7 @@ def render_answer(answer: Answer, lang: Lang = "en") -> str:
     if best is None:
         out.append("\n" + say(lang, "no_option"))
     else:
-        out.append("\n" + say(lang, "best", count=best.count, gpu=best.gpu, strategy=describe_strategy(best, lang),
+        out.append("\n" + say(lang, "best", count=best.count, gpu=best.gpu, strategy=best.strategy.describe(lang),
                               per_gpu=gb(best.per_gpu_bytes), usable=gb(best.usable_bytes)))
         out.append(say(lang, "why"))
         for number, step in enumerate(best.trace, 1):

@@ -174,7 +174,6 @@ def _print_launch(answer: Any, engine: str) -> None:
 
 def _print_answer(answer: Any, lang: Lang) -> None:
     """The answer as tables that fit 80 columns: ids are never cut, empty columns are left out."""
-    from .answer_text import strategy_tag
 
     w, m = answer.workload, answer.memory
     out.print(Text(clean(w.model), style="bold") + Text(clean(
@@ -193,7 +192,7 @@ def _print_answer(answer: Any, lang: Lang) -> None:
         ("GPU", "left", [o.gpu for o in options]),
         ("GPUs", "right", [str(o.count) for o in options]),
         ("GB/GPU used/usable", "right", [f"{o.per_gpu_bytes / 1e9:,.1f}/{o.usable_bytes / 1e9:,.1f}" for o in options]),
-        ("strategy", "left", [strategy_tag(o) for o in options]),
+        ("strategy", "left", [o.strategy.tag() for o in options]),
         ("tokens/s", "right", [f"{o.tokens_per_s:,.0f}" if o.tokens_per_s else "—" for o in options]),
         ("time to train", "right", [duration(o.time_to_train_s) if o.time_to_train_s else "" for o in options]),
         ("TTFT", "right", [f"{o.ttft_s * 1000:,.0f} ms" if o.ttft_s else "" for o in options]),

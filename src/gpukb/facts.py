@@ -15,7 +15,7 @@ ENGINE_KINDS: dict[str, frozenset[str]] = {
         "lora_rank", "tokens", "weight_bytes", "grad_bytes", "master_bytes", "optimizer_state_bytes",
         "adapter_weight_bytes", "kv_bytes", "attention", "kv_lora_rank", "qk_rope_head_dim", "sliding_window",
         "sliding_layers", "activation_checkpointing", "flash_attention", "gpu_count", "dp_hint",
-        "global_batch_size", "prompt_len", "decode_context", "embedding_params", "embedding_weight_bytes",
+        "global_batch_size", "prompt_len", "output_len", "decode_context", "embedding_params", "embedding_weight_bytes",
         "expert_params", "placement", "ttft_ms", "tpot_ms", "objective",
         "context_length",
     }),

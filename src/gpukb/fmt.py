@@ -57,8 +57,11 @@ def duration(seconds: float, lang: Lang = "en") -> str:
 
 
 def number(value: object) -> str:
-    """A computed value as a trace shows it: separators from 1,000 up, four significant digits below."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    """A computed value as a trace shows it: separators from 1,000 up, four significant digits below;
+    booleans as YAML and JSON spell them."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if not isinstance(value, int | float):
         return str(value)
     if abs(value) >= 1000:
         return f"{value:,.0f}"

@@ -134,19 +134,6 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[str]], align: str | No
     return "\n".join(lines)
 
 
-def number(value: object) -> str:
-    """A readable number: thousands separators, 4 significant digits below a million."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if not isinstance(value, int | float):
-        return str(value)
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    if abs(value) >= 1000:
-        return f"{value:,.0f}"
-    return f"{value:,.4g}"
-
-
 def si(value: float) -> str:
     """Engineering notation for large constants: 100e9, 80e9, 1e9, 4096."""
     if isinstance(value, bool):
@@ -155,15 +142,3 @@ def si(value: float) -> str:
         return f"{value:g}"
     exponent = 3 * math.floor(math.log10(abs(value)) / 3)
     return f"{value / 10**exponent:g}e{exponent}"
-
-
-def gb(n: float) -> str:
-    return f"{n / 1e9:,.1f} GB"
-
-
-def duration(seconds: float) -> str:
-    if seconds >= 86400:
-        return f"{seconds / 86400:,.1f} days"
-    if seconds >= 3600:
-        return f"{seconds / 3600:,.1f} h"
-    return f"{seconds:,.1f} s"

@@ -8,8 +8,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from ...answer import MEMORY_PARTS, Memory
+from ...fmt import gb
 from ..links import Context
-from ..text import code, esc, esc_spaced, external, gb, html_text, title_text
+from ..text import code, esc, esc_spaced, external, html_text, title_text
 
 
 def bullets(items: Iterable[str], empty: str = "None.") -> str:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from ...fmt import gb, number
 from ...kb import KnowledgeBase
 from ..chart import NARROW, WIDE, Point, scatter_svg
 from ..links import CHART, GPUS, Context, gpu_page
-from ..text import esc, gb, link, number, table
+from ..text import esc, link, table
 from .common import bullets, h1, source_line
 
 

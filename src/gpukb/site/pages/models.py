@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from ...fmt import gb
 from ..links import MODELS, Context, model_page
-from ..text import esc, gb, link, table, title_text
+from ..text import esc, link, table, title_text
 from .common import bullets, gb_exact, h1, source_line
 
 TASKS = ("pretrain", "full_finetune", "lora", "qlora", "inference")

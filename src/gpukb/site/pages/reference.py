@@ -6,9 +6,10 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 
+from ...fmt import gb
 from ..links import CHANGELOG, INTERCONNECTS, POLICIES, PRECISIONS, REPOSITORY_GUIDE, REPOSITORY_PAGES, SOURCES, Context
 from ..markdown import demote, repository_markdown
-from ..text import code, esc, external, gb, link, table, title_text
+from ..text import code, esc, external, link, table, title_text
 from .common import h1
 
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 
+from ...fmt import number
 from ...rules import STAGES, Rule
 from ..conditions import readable
 from ..links import RULES, Context, rule_page
-from ..text import badge, code, esc, link, number, table
+from ..text import badge, code, esc, link, table
 from .common import as_json, bullets, h1, source_line
 
 STAGE_TEXT = {

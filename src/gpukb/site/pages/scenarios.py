@@ -9,12 +9,12 @@ import re
 from collections import defaultdict
 
 from ...answer import MEMORY_PARTS, Answer, Finding, Option
-from ...answer_text import describe_strategy
+from ...fmt import duration, number
 from ...rules import STAGES
 from ...scenarios import Run
 from ...trace import TraceStep
 from ..links import SCENARIOS, Context, scenario_page
-from ..text import code, css_token, duration, esc, esc_spaced, html_text, number, table
+from ..text import code, css_token, esc, esc_spaced, html_text, table
 from .common import as_json, bullets, gb_exact, h1, memory_bar, part_name
 from .rules import stage_name
 
@@ -73,28 +73,11 @@ def _severity(ctx: Context, severity: str) -> str:
 
 
 def _duration(ctx: Context, seconds: float) -> str:
-    text = duration(seconds)
-    if not ctx.zh:
-        return text
-    number_, _, unit = text.partition(" ")
-    return number_ + " " + {"days": "天", "h": "小时", "s": "秒"}.get(unit, unit)
+    return duration(seconds, "zh" if ctx.zh else "en")
 
 
 def _strategy(ctx: Context, o: Option) -> str:
-    """The parallel strategy in words (explain.describe_strategy's, in the page's language)."""
-    if not ctx.zh:
-        return describe_strategy(o)
-    s = o.strategy
-    parts = [f"数据并行 {s.data_parallel}", f"张量并行 {s.tensor_parallel}"]
-    if s.pipeline_parallel > 1:
-        parts.append(f"流水线并行 {s.pipeline_parallel}")
-    parts.append(f"ZeRO-{s.zero_stage}")
-    parts.append("激活检查点" if s.activation_checkpointing else "不重算激活")
-    if s.offload != "none":
-        parts.append(f"{s.offload} 卸载到 CPU")
-    if s.nodes > 1:
-        parts.append(f"{s.nodes} 个节点")
-    return "，".join(parts)
+    return o.strategy.describe("zh" if ctx.zh else "en")
 
 
 def _cost(ctx: Context, o: Option) -> str:
@@ -120,7 +103,7 @@ def _plan_line(ctx: Context, here: str, o: Option) -> str:
     if o.tokens_per_s:
         facts.append(ctx.t(f"about {number(o.tokens_per_s)} tokens/s", f"约 {number(o.tokens_per_s)} tokens/s"))
     if o.time_to_train_s:
-        facts.append(ctx.t(f"{duration(o.time_to_train_s)} to train", f"训练用时 {_duration(ctx, o.time_to_train_s)}"))
+        facts.append(ctx.t(f"{_duration(ctx, o.time_to_train_s)} to train", f"训练用时 {_duration(ctx, o.time_to_train_s)}"))
     if g is not None and g.price is not None:
         facts.append(ctx.t(f"GPUs at about {_cost(ctx, o)} to buy", f"GPU 购置约 {_cost(ctx, o)}"))
     return line + ctx.t("; ", "；") + ctx.t("; ", "；").join(facts) + ctx.t(".", "。")
