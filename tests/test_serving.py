@@ -155,20 +155,86 @@ def test_answers_without_the_new_fields_keep_their_workload_json(kb):
 def test_the_vllm_command_line_of_a_catalog_model(kb):
     (option,) = kb.ask({"model": "llama-2-7b", "task": "inference", "gpus": ["h100-sxm-80gb"]}).options
     # 1 - reserve-fraction 0.10 = 0.9, seq_len 4096, batch_size 1, 16-bit KV cache
-    assert option.launch == {"vllm": "vllm serve meta-llama/Llama-2-7b-hf --tensor-parallel-size 1 "
+    assert option.launch["vllm"] == ("vllm serve meta-llama/Llama-2-7b-hf --tensor-parallel-size 1 "
                                      "--pipeline-parallel-size 1 --gpu-memory-utilization 0.9 --max-model-len 4096 "
-                                     "--max-num-seqs 1 --kv-cache-dtype auto --dtype bfloat16"}
+                                     "--max-num-seqs 1 --kv-cache-dtype auto --dtype bfloat16")
+
+
+def test_the_sglang_command_line_of_a_catalog_model(kb):
+    (option,) = kb.ask({"model": "llama-2-7b", "task": "inference", "gpus": ["h100-sxm-80gb"], "batch_size": 4,
+                        "kv_cache_precision": "fp8"}).options
+    # mem-fraction-static: 1 - reserve 0.10 - the activations per GPU as a share of the GPU's memory
+    # (one prefill chunk of 8192 tokens x 4096 x 34 bytes + 4 sequences' fp32 logits over 32,000 tokens)
+    activations = CHUNK * H_7B * 34 + 4 * 4 * V_7B
+    assert option.memory.activations == activations
+    fraction = round(1 - RESERVE - activations / H100_MEM, 4)
+    assert fraction == 0.8867
+    assert option.launch["sglang"] == (
+        "python -m sglang.launch_server --model-path meta-llama/Llama-2-7b-hf --tp-size 1 "
+        f"--mem-fraction-static {fraction:g} --context-length 4096 --max-running-requests 4 "
+        "--kv-cache-dtype fp8_e4m3 --dtype bfloat16")
+
+
+def test_the_sglang_command_line_follows_the_plan_and_the_formats(kb):
+    w = {"model": "llama-3-70b", "task": "inference", "precision": "fp8", "gpus": ["h100-sxm-80gb"], "batch_size": 8,
+         "ttft_ms": 300}
+    (option,) = kb.ask(w).options
+    line = option.launch["sglang"]
+    assert "--tp-size 4 " in line and "--pp-size" not in line and line.endswith("--quantization fp8")
+    # weights quantized in flight to int4 have no SGLang flag: only vLLM's line, and the CLI says why
+    (int4,) = kb.ask({**w, "precision": "int4", "ttft_ms": None}).options
+    assert set(int4.launch) == {"vllm"}
+
+
+def test_gpukb_ask_launch_sglang_prints_the_command_alone():
+    from typer.testing import CliRunner
+
+    from gpukb.cli import app
+
+    args = ["ask", "--model", "llama-2-7b", "--task", "inference", "--gpu", "h100-sxm-80gb", "--launch", "sglang"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("python -m sglang.launch_server --model-path meta-llama/Llama-2-7b-hf --tp-size 1 ")
+    result = CliRunner().invoke(app, [*args[:-1], "sglang", "--precision", "int4"])
+    assert result.exit_code == 1 and "sglang has no in-flight int4 flag" in result.stderr
+
+
+def test_a_kv_cache_precision_the_gpu_cannot_hold_is_rejected_naming_the_field(kb):
+    w = {"model": "llama-3-8b", "task": "inference"}
+    answer = kb.ask({**w, "kv_cache_precision": "fp8", "gpus": ["a100-sxm-80gb", "h100-sxm-80gb", "mi250x-128gb"]})
+    assert [o.gpu for o in answer.options] == ["h100-sxm-80gb"]
+    for option in answer.rejected:
+        finding = option.deciding_finding
+        assert finding.rule == "bottleneck.precision.kv-cache@1" and finding.kind == "precision"
+        assert "(kv_cache_precision;" in finding.message and "in fp8" in finding.message
+        assert "kv_cache_precision" in finding.text("zh")
+    # int8: TensorRT-LLM's INT8 KV cache on Ampere; neither on Volta nor CDNA 2
+    int8 = kb.ask({**w, "kv_cache_precision": "int8", "gpus": ["a100-sxm-80gb", "v100-sxm-32gb", "mi250x-128gb"]})
+    assert [o.gpu for o in int8.options] == ["a100-sxm-80gb"]
+    assert {o.gpu for o in int8.rejected} == {"v100-sxm-32gb", "mi250x-128gb"}
+    # vLLM and SGLang keep a 1-byte cache as FP8, which the A100 has not: no command line for them
+    assert int8.options[0].launch is None
+    # 16-bit KV caches are held everywhere
+    assert len(kb.ask({**w, "kv_cache_precision": "fp16", "gpus": ["v100-sxm-32gb", "a100-sxm-80gb"]}).options) == 2
+
+
+def test_an_unknown_kv_cache_precision_is_an_error_naming_the_field(kb):
+    from gpukb import WorkloadError
+
+    with pytest.raises(WorkloadError, match="kv_cache_precision"):
+        kb.ask({"model": "llama-3-8b", "task": "inference", "kv_cache_precision": "fp4"})
 
 
 def test_the_vllm_command_line_follows_the_plan_and_the_formats(kb):
-    w = {"model": "llama-2-70b", "task": "inference", "gpus": ["a100-sxm-80gb"], "precision": "fp8",
+    # an fp8 KV cache needs FP8 in hardware (bottleneck.precision.kv-cache): an H100, not an A100
+    w = {"model": "llama-2-70b", "task": "inference", "gpus": ["h100-sxm-80gb"], "precision": "fp8",
          "kv_cache_precision": "fp8", "batch_size": 8, "seq_len": 8192}
     (option,) = kb.ask(w).options
     assert option.launch["vllm"] == (
         "vllm serve meta-llama/Llama-2-70b-hf --tensor-parallel-size 2 --pipeline-parallel-size 1 "
         "--gpu-memory-utilization 0.9 --max-model-len 8192 --max-num-seqs 8 --kv-cache-dtype fp8 --quantization fp8")
-    (option,) = kb.ask({**w, "precision": "int4", "kv_cache_precision": None, "placement": "all",
-                        "gpu_count": 4}).options
+    (option,) = kb.ask({**w, "gpus": ["a100-sxm-80gb"], "precision": "int4", "kv_cache_precision": None,
+                        "placement": "all", "gpu_count": 4}).options
     assert option.strategy.data_parallel == 4
     assert option.launch["vllm"] == (
         "vllm serve meta-llama/Llama-2-70b-hf --tensor-parallel-size 1 --pipeline-parallel-size 1 "
@@ -203,7 +269,7 @@ def test_gpukb_ask_launch_prints_the_command_line():
     assert result.stdout == ("vllm serve meta-llama/Meta-Llama-3-8B --tensor-parallel-size 1 --pipeline-parallel-size 1 "
                              "--gpu-memory-utilization 0.9 --max-model-len 4096 --max-num-seqs 1 --kv-cache-dtype auto "
                              "--dtype bfloat16\n")
-    result = runner.invoke(app, ["ask", "--model", "llama-3-8b", "--task", "inference", "--launch", "sglang"])
+    result = runner.invoke(app, ["ask", "--model", "llama-3-8b", "--task", "inference", "--launch", "tgi"])
     assert result.exit_code == 2 and "unknown engine" in result.output
 
 

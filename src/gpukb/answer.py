@@ -243,7 +243,7 @@ def cost_sort_key(o: Option, usd_per_million_tokens: float | None) -> tuple[Any,
 
 def build_answer(c: Collector, kb_version: str, kb_hash: str, workload: ResolvedWorkload,
                  memory: dict[str, Any], prices: dict[str, float],
-                 launch: Callable[[Strategy], dict[str, str]] | None = None) -> Answer:
+                 launch: Callable[[Strategy, dict[str, Any]], dict[str, str]] | None = None) -> Answer:
     of_kind: dict[str, list[dict[str, Any]]] = {}
     for fact in c.facts.values():
         of_kind.setdefault(fact["kind"], []).append(fact)
@@ -276,7 +276,7 @@ def build_answer(c: Collector, kb_version: str, kb_hash: str, workload: Resolved
         option = Option(
             gpu=gpu, count=plan["count"], fits=fits, per_gpu_bytes=round(plan["per_gpu_bytes"]),
             usable_bytes=round(plan["usable_bytes"]), memory=_memory(plan, plan["per_gpu_bytes"]),
-            strategy=strategy, launch=(launch(strategy) or None) if launch else None,
+            strategy=strategy, launch=(launch(strategy, plan) or None) if launch else None,
             tokens_per_s=rank["tokens_per_s"] if rank else None,
             time_to_train_s=(rank.get("time_to_train_s") or None) if rank else None,
             efficiency=rank.get("efficiency") if rank else None,

@@ -31,7 +31,7 @@ from .kb import KnowledgeBase
 from .rules import CompiledRule, Pattern
 from .schema import Gpu, Slug
 from .template import TemplateError, placeholders
-from .workload import Offload, OptimizerId, Precision, Task
+from .workload import KvPrecision, Offload, OptimizerId, Precision, Task
 from .yamlpos import Loc, load_located
 
 ALLOWANCES_FILE = "kb/lint.yaml"
@@ -144,6 +144,8 @@ def engine_domains(kb: KnowledgeBase) -> dict[tuple[str, str], frozenset[Any]]:
     domains: dict[tuple[str, str], frozenset[Any]] = {
         ("workload", "task"): frozenset(get_args(Task)),
         ("workload", "precision"): frozenset(get_args(Precision)),
+        ("workload", "kv_cache_precision"): frozenset(get_args(KvPrecision)) | {""},  # "" when not given
+        ("gpu", "architecture"): frozenset(g.architecture for g in kb.gpus.values()),
         ("workload", "optimizer"): frozenset(get_args(OptimizerId)) | {""},  # "" for inference
         ("workload", "activation_checkpointing"): frozenset({"auto", "on", "off"}),
         ("workload", "model"): live_models,
@@ -158,7 +160,7 @@ def engine_domains(kb: KnowledgeBase) -> dict[tuple[str, str], frozenset[Any]]:
         ("plan", "zero_stage"): frozenset({0, 1, 2, 3}),
         ("fleet", "largest_gpu"): gpus,
     }
-    for kind, fields in (("gpu", ("has_bf16", "has_fp8", "liquid_only", "air_cooled", "consumer")),
+    for kind, fields in (("gpu", ("has_bf16", "has_fp8", "kv_cache_supported", "liquid_only", "air_cooled", "consumer")),
                          ("plan", ("fits", "checkpointing", "tp_over_pcie"))):
         for name in fields:
             domains[(kind, name)] = BOOLEANS

@@ -118,7 +118,7 @@ def ask(
     placement: Annotated[str | None, typer.Option(help="fewest (default) or all: use exactly --gpu-count GPUs")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the whole Answer as JSON")] = False,
     launch: Annotated[str | None, typer.Option(
-        help="inference: print only the best option's command line for this engine (vllm)")] = None,
+        help="inference: print only the best option's command line for this engine (vllm or sglang)")] = None,
     explain: Annotated[bool, typer.Option("--explain", help="print the full reasoning chain")] = False,
     lang: Annotated[Language, typer.Option(help="language of the text: en or zh (JSON is always English)")] = Language.en,
     root: Annotated[Path | None, typer.Option(help="a checkout holding kb/ and rules/")] = None,
@@ -157,7 +157,7 @@ def ask(
 
 def _print_launch(answer: Any, engine: str) -> None:
     """The best option's command line for `engine`, alone on stdout, so a script can run it."""
-    from .launch import ENGINES
+    from .launch import ENGINES, missing
 
     if engine not in ENGINES:
         err.print(f"error: --launch: unknown engine '{clean(engine)}' (engines: {', '.join(ENGINES)})", markup=False)
@@ -165,8 +165,7 @@ def _print_launch(answer: Any, engine: str) -> None:
     best = answer.best
     command = (best.launch or {}).get(engine) if best else None
     if command is None:
-        why = ("no option fits the workload" if best is None else
-               "launch settings are for inference with a catalog model or a config.json")
+        why = "no option fits the workload" if best is None else missing(engine, answer.workload)
         err.print(f"error: --launch: {why}", markup=False, highlight=False)
         raise typer.Exit(1)
     sys.stdout.write(clean(command) + "\n")

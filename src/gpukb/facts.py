@@ -16,7 +16,7 @@ ENGINE_KINDS: dict[str, frozenset[str]] = {
         "adapter_weight_bytes", "kv_bytes", "attention", "kv_lora_rank", "qk_rope_head_dim", "sliding_window",
         "sliding_layers", "activation_checkpointing", "flash_attention", "gpu_count", "dp_hint",
         "global_batch_size", "prompt_len", "output_len", "decode_context", "embedding_params", "embedding_weight_bytes",
-        "expert_params", "placement", "ttft_ms", "tpot_ms", "objective",
+        "expert_params", "placement", "ttft_ms", "tpot_ms", "objective", "kv_cache_precision",
         "context_length",
     }),
     "policy": frozenset({"reserve_fraction", "runtime_overhead", "prefill_chunk", "scaling_efficiency_floor",
@@ -24,7 +24,8 @@ ENGINE_KINDS: dict[str, frozenset[str]] = {
                          "allreduce_hop_latency_pcie", "pipeline_microbatches_per_stage"}),
     "gpu": frozenset({
         "gpu", "name", "vendor", "form_factor", "memory_bytes", "memory_bandwidth",
-        "flops", "bf16_flops", "fp8_flops", "has_bf16", "has_fp8", "scale_up_bandwidth",
+        "flops", "bf16_flops", "fp8_flops", "has_bf16", "has_fp8", "architecture", "kv_cache_supported",
+        "scale_up_bandwidth",
         "scale_up_domain", "pcie_bandwidth", "tdp", "liquid_only", "air_cooled", "consumer", "segment",
         "price_usd", "usd_per_gpu_hour", "price_source", "price_as_of", "price_instance",
         "utilisation", "node_network_bandwidth", "utilisation_policy", "node_network_bandwidth_policy",

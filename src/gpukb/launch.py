@@ -10,7 +10,7 @@ from typing import Any
 
 from .workload import ResolvedWorkload
 
-ENGINES = ("vllm",)
+ENGINES = ("vllm", "sglang")
 # vLLM's --dtype for the 16/32-bit formats; quantized weights keep 16-bit activations (vLLM's default)
 VLLM_DTYPE = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 # fp8 weights: vLLM's online dynamic FP8 quantization; int8/int4: bitsandbytes in-flight quantization
@@ -18,6 +18,13 @@ VLLM_DTYPE = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 VLLM_QUANTIZATION = {"fp8": "fp8", "int8": "bitsandbytes", "int4": "bitsandbytes"}
 # vLLM stores a 1-byte KV cache as fp8 (it has no int8 KV cache): the same bytes the memory model counts
 VLLM_KV_DTYPE = {"fp8": "fp8", "int8": "fp8"}
+# SGLang (docs.sglang.io, Server Arguments; python/sglang/srt/server_args.py): --kv-cache-dtype takes auto,
+# fp8_e5m2 or fp8_e4m3 (no int8, so a 1-byte cache is fp8 as in vLLM); --quantization fp8 quantizes a 16-bit
+# checkpoint's weights at load. It has no in-flight int8/int4 flag gpukb could set for a 16-bit checkpoint.
+SGLANG_KV_DTYPE = {"fp8": "fp8_e4m3", "int8": "fp8_e4m3"}
+SGLANG_DTYPE = VLLM_DTYPE
+SGLANG_QUANTIZATION = {"fp8": "fp8"}
+QUANTIZED_WEIGHTS = ("int8", "int4")
 
 
 def model_reference(w: ResolvedWorkload, hf_repo: str | None) -> str | None:
@@ -48,8 +55,51 @@ def vllm_command(model: str, w: ResolvedWorkload, strategy: Any, reserve_fractio
     return shlex.join(args)
 
 
-def launch_commands(model: str | None, w: ResolvedWorkload, strategy: Any, reserve_fraction: float) -> dict[str, str]:
-    """Engine name → command line; empty for training and for custom models (no checkpoint to name)."""
+def sglang_command(model: str, w: ResolvedWorkload, strategy: Any, reserve_fraction: float,
+                   activations_share: float) -> str:
+    """`python -m sglang.launch_server` for one replica group. SGLang's --mem-fraction-static is the share of
+    GPU memory for the weights and the KV-cache pool; the rest holds activations and CUDA graphs. With the
+    reserve policy that is 1 - reserve - the plan's activations per GPU (a share of the GPU's memory), so the
+    reserve still holds the runtime overhead."""
+    args = ["python", "-m", "sglang.launch_server", "--model-path", model,
+            "--tp-size", str(strategy.tensor_parallel)]
+    if strategy.pipeline_parallel > 1:
+        args += ["--pp-size", str(strategy.pipeline_parallel)]
+    if strategy.data_parallel > 1:
+        args += ["--dp-size", str(strategy.data_parallel)]
+    args += ["--mem-fraction-static", f"{round(1 - reserve_fraction - activations_share, 4):g}",
+             "--context-length", str(w.seq_len),
+             "--max-running-requests", str(w.batch_size),
+             "--kv-cache-dtype", SGLANG_KV_DTYPE.get(w.kv_cache_precision or "", "auto")]
+    if w.precision in SGLANG_DTYPE:
+        args += ["--dtype", SGLANG_DTYPE[w.precision]]
+    if w.precision in SGLANG_QUANTIZATION:
+        args += ["--quantization", SGLANG_QUANTIZATION[w.precision]]
+    return shlex.join(args)
+
+
+def launch_commands(model: str | None, w: ResolvedWorkload, strategy: Any, reserve_fraction: float,
+                    plan: dict[str, Any] | None = None, has_fp8: bool = True) -> dict[str, str]:
+    """Engine name → command line; empty for training and for custom models (no checkpoint to name).
+
+    An engine is left out where it has no setting for the workload: a 1-byte KV cache on a GPU without
+    FP8 (neither engine has an int8 KV cache), int8/int4 weights for SGLang."""
     if w.task != "inference" or not model:
         return {}
-    return {"vllm": vllm_command(model, w, strategy, reserve_fraction)}
+    if w.kv_cache_precision in ("fp8", "int8") and not has_fp8:
+        return {}
+    commands = {"vllm": vllm_command(model, w, strategy, reserve_fraction)}
+    if w.precision not in QUANTIZED_WEIGHTS:
+        share = plan["activations"] / plan["capacity_bytes"] if plan else 0.0
+        commands["sglang"] = sglang_command(model, w, strategy, reserve_fraction, share)
+    return commands
+
+
+def missing(engine: str, w: ResolvedWorkload) -> str:
+    """Why an inference option has no command line for `engine` (see launch_commands)."""
+    if w.kv_cache_precision in ("fp8", "int8"):
+        return (f"{engine} has no int8 KV cache and keeps a 1-byte one as FP8, which this GPU has no FP8 for; "
+                "use kv_cache_precision bf16 or fp16")
+    if engine == "sglang" and w.precision in QUANTIZED_WEIGHTS:
+        return f"sglang has no in-flight {w.precision} flag for a 16-bit checkpoint; use vllm or a pre-quantized checkpoint"
+    return "launch settings are for inference with a catalog model or a config.json"

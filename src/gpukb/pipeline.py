@@ -40,7 +40,8 @@ def _ask_once(kb: KnowledgeBase, resolved: ResolvedWorkload, wfields: dict[str, 
     policy = c.new_fact("policy", policy_fact(kb), 0)
     wfact = c.new_fact("workload", wfields, 0)
     training = resolved.task != "inference"
-    gpus = [c.new_fact("gpu", gpu_fact(kb, kb.gpus[g], resolved.precision, training), 0) for g in resolved.gpus]
+    gpus = [c.new_fact("gpu", gpu_fact(kb, kb.gpus[g], resolved.precision, training,
+                                               resolved.kv_cache_precision), 0) for g in resolved.gpus]
     with ENGINE.session(kb, c) as session:
         # Stage 1: requirement rules derive one replica's memory from the workload.
         session.assert_facts([policy, wfact, *gpus])
@@ -63,7 +64,8 @@ def _ask_once(kb: KnowledgeBase, resolved: ResolvedWorkload, wfields: dict[str, 
     model_ref = model_reference(resolved, catalog.hf_repo if catalog else None)
     reserve = policy["reserve_fraction"]
     return build_answer(c, kb.version, kb.content_hash, resolved, memory, prices,
-                        launch=lambda strategy: launch_commands(model_ref, resolved, strategy, reserve))
+                        launch=lambda strategy, plan: launch_commands(model_ref, resolved, strategy, reserve, plan,
+                                                                   kb.gpus[plan["gpu"]].fp8_flops is not None))
 
 
 def _fleet(c: Collector, plans: list[dict[str, Any]]) -> dict[str, Any]:

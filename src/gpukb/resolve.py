@@ -228,6 +228,7 @@ def workload_fact(kb: KnowledgeBase, w: ResolvedWorkload) -> dict[str, Any]:
         "activation_checkpointing": ckpt, "flash_attention": True,
         "gpu_count": w.gpu_count or 0, "dp_hint": min(w.gpu_count or 8, 8),
         "ttft_ms": w.ttft_ms or 0, "tpot_ms": w.tpot_ms or 0, "objective": w.objective,
+        "kv_cache_precision": w.kv_cache_precision or "",
     }
 
 
@@ -246,7 +247,8 @@ def gpu_policy(kb: KnowledgeBase, default_id: str, architecture: str) -> str:
     return default_id
 
 
-def gpu_fact(kb: KnowledgeBase, gpu: Gpu, precision: str, training: bool) -> dict[str, Any]:
+def gpu_fact(kb: KnowledgeBase, gpu: Gpu, precision: str, training: bool, kv_cache_precision: str | None = None,
+             ) -> dict[str, Any]:
     # FP8 training keeps attention, norms, communication and the optimizer in higher precision and
     # no source gives a general end-to-end speed-up, so training estimates use the 16-bit rate.
     order = FLOPS_ORDER["bf16"] if (training and precision == "fp8") else FLOPS_ORDER[precision]
@@ -254,11 +256,14 @@ def gpu_fact(kb: KnowledgeBase, gpu: Gpu, precision: str, training: bool) -> dic
     flops = next((getattr(gpu, f) for f in order if getattr(gpu, f)), None) or 0.0
     pcie = kb.interconnects[gpu.pcie].bandwidth
     cloud = gpu.cloud_price  # the lowest dated cloud on-demand price, 0 where none is known
+    kv_dtype = kb.dtypes.get(kv_cache_precision) if kv_cache_precision else None
+    kv_archs = kv_dtype.kv_cache_architectures if kv_dtype else None
     return {
         "gpu": gpu.id, "name": gpu.name, "vendor": gpu.vendor, "form_factor": gpu.form_factor,
         "memory_bytes": gpu.memory_bytes, "memory_bandwidth": gpu.memory_bandwidth, "flops": flops,
         "bf16_flops": gpu.bf16_flops or 0.0, "fp8_flops": gpu.fp8_flops or 0.0,
         "has_bf16": gpu.bf16_flops is not None, "has_fp8": gpu.fp8_flops is not None,
+        "architecture": gpu.architecture, "kv_cache_supported": kv_archs is None or gpu.architecture in kv_archs,
         "scale_up_bandwidth": gpu.scale_up_bandwidth or 0.0,
         "scale_up_domain": gpu.scale_up_domain, "pcie_bandwidth": pcie, "tdp": gpu.tdp,
         "liquid_only": gpu.cooling == ["liquid"], "air_cooled": bool({"passive", "active"} & set(gpu.cooling)),

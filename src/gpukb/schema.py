@@ -241,6 +241,9 @@ class Dtype(Entry):
     training: TrainingBytes | None = Field(description="bytes per parameter when this is the training precision")
     inference: bool
     flops_field: Literal["bf16_flops", "fp16_flops", "fp8_flops", "fp32_flops"]
+    kv_cache_architectures: list[str] | None = Field(
+        default=None, description="as kv_cache_precision: the GPU architectures (kb/gpus `architecture`) on which "
+                                  "a serving engine stores the KV cache in this format; null: any GPU")
     sources: list[Slug] = Field(min_length=1)
     notes: str = ""
 

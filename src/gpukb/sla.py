@@ -136,7 +136,7 @@ def record_unmet(c: Collector, w: ResolvedWorkload, closest: list[Option]) -> No
               Value(name="limit", value=fields["limit"], expr=None)]
     c.record(rule="planner.sla-unmet@1", stage="bottlenecks",
              title="No option meets the latency targets: the closest ones and what they reach",
-             inputs=inputs, values=values, claims=(), sources=[],
+             inputs=inputs, values=values, claims=(), sources=["vllm-distributed-serving-docs"],
              sentence=f"No option meets {targets}, even with tensor parallelism raised to the largest size one node, "
                       f"the attention heads and gpu_count allow. Closest: {'; '.join(shown)}. "
                       f"The closest misses {worst[2]} by a factor of {worst[0]:.2f}: relax {worst[2]}, "
