@@ -352,6 +352,42 @@ def test_scenario_pages_lead_with_the_summary(site):
         assert len(table_rows) - 2 <= len({(f.severity, f.kind, f.rule) for f in run.answer.findings})
 
 
+def test_gpu_pages_show_the_dated_cloud_prices_with_their_sources(site, site_zh, kb):
+    g = kb.gpus["a100-sxm-80gb"]
+    page, page_zh = site.pages[P.gpu_page(g.id)], site_zh.pages[P.gpu_page(g.id)]
+    prices = page[page.index("## Cloud prices"):page.index("## Sources")]
+    rows = [line for line in prices.splitlines() if re.match(r"\| \$\d", line)]
+    assert len(rows) == len(g.cloud_prices)
+    cheapest = g.cloud_price
+    assert rows[0].startswith(f"| ${cheapest.usd_per_gpu_hour:,.2f} |")
+    for price in g.cloud_prices:
+        assert str(price.as_of) in prices and f"[`{price.source}`]" in prices
+    assert "## 云价格" in page_zh and "最便宜的在前" in page_zh
+    assert "No dated cloud on-demand price" in site.pages[P.gpu_page("l4-24gb")]
+    index = site.pages[P.GPUS]
+    assert "Cloud $/GPU-h" in index and f"${cheapest.usd_per_gpu_hour:,.2f}" in index
+    assert "云价 $/GPU 小时" in site_zh.pages[P.GPUS]
+
+
+def test_scenario_pages_show_cost_columns(site, site_zh):
+    for pages, per_token, per_hour in ((site.pages, "$/M tokens", "$/hour (cloud)"),
+                                       (site_zh.pages, "每百万 token 美元", "每小时（云）美元")):
+        for run in site.runs:
+            page = pages[P.scenario_page(run.scenario.id)]
+            options = page[page.index("{#options}"):page.index("{#rejected}")]
+            if not run.answer.options:
+                continue
+            assert per_hour in options
+            if run.answer.workload.task == "inference":
+                assert per_token in options
+                priced = [o for o in run.answer.options if o.usd_per_million_tokens]
+                assert priced and f"${priced[0].usd_per_million_tokens:,.2f}" in options
+    trained = next(r for r in site.runs if r.answer.workload.tokens and r.answer.options)
+    page = site.pages[P.scenario_page(trained.scenario.id)]
+    costed = [o for o in trained.answer.options if o.cost_usd]
+    assert "Cost to train" in page and costed and f"${costed[0].cost_usd:,.0f}" in page
+
+
 def test_model_pages_show_memory_by_task(site):
     page = site.pages[P.model_page("llama-2-7b")]
     section = page[page.index("## Memory by task"):page.index("## Architecture")]

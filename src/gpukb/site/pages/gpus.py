@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ...fmt import gb, number
 from ...kb import KnowledgeBase
+from ...schema import Gpu
 from ..chart import NARROW, WIDE, Point, scatter_svg
 from ..links import CHART, GPUS, Context, gpu_page
 from ..text import esc, link, table
@@ -48,23 +49,45 @@ def gpus_index(ctx: Context) -> str:
         scale_up = (f"{g.scale_up_bandwidth / 1e9:,.0f} × {g.scale_up_domain}"
                     if g.scale_up and g.scale_up_bandwidth else ctx.t("PCIe only", "仅 PCIe"))
         price = f"${g.price.usd:,.0f}" if g.price else "—"
+        cloud = g.cloud_price
         rows.append([link(esc(g.name), here, gpu_page(g.id)), esc(g.vendor), f"{g.memory / 1e9:g}",
                      f"{g.memory_bandwidth / 1e12:.2f}", _tflops(g.bf16_flops), _tflops(g.fp8_flops), scale_up,
-                     f"{g.tdp:,.0f}", price])
+                     f"{g.tdp:,.0f}", price, f"${cloud.usd_per_gpu_hour:,.2f}" if cloud else "—"])
     out = h1(ctx.t("GPU catalog", "GPU 目录"))
     out += [ctx.t(f"{len(gpus)} GPUs, each from its datasheet or whitepaper (sources on its page). Memory in GB (1e9 bytes), "
                   "bandwidth in TB/s, dense tensor TFLOPS without sparsity, scale-up GB/s per direction per GPU "
                   "× the GPUs in one scale-up domain, board power in W, launch or list price in US dollars where a dated "
-                  "source gives one (date on the GPU's page).",
+                  "source gives one (date on the GPU's page), and the lowest dated cloud on-demand price per GPU-hour "
+                  "(every price with its date and source on the GPU's page).",
                   f"{len(gpus)} 种 GPU，数据均来自其规格书或白皮书（来源见各自页面）。显存以 GB（1e9 字节）计，带宽以 TB/s 计，"
                   "算力为不含稀疏的稠密张量 TFLOPS，卡间互联为每卡单向 GB/s × 一个互联域内的 GPU 数，功耗以 W 计，"
-                  "价格为有日期来源的发布价或标价（美元，日期见 GPU 页面）。"), "",
+                  "价格为有日期来源的发布价或标价（美元，日期见 GPU 页面），云价为最低的注明日期的云按需价格"
+                  "（美元/GPU 小时；每个价格的日期和来源见 GPU 页面）。"), "",
             inline_chart(kb, ctx.zh), "",
             ctx.t(f"The same chart as a {link('standalone SVG file', here, CHART)}.",
                   f"同一图表的{link('独立 SVG 文件', here, CHART)}。"), "",
             table(["GPU", ctx.t("Vendor", "厂商"), "GB", "TB/s", "BF16", "FP8", ctx.t("Scale-up", "卡间互联"), "W",
-                   ctx.t("Price", "价格")], rows, "llrrrrrrr"), ""]
+                   ctx.t("Price", "价格"), ctx.t("Cloud $/GPU-h", "云价 $/GPU 小时")], rows, "llrrrrrrrr"), ""]
     return "\n".join(out)
+
+
+def _cloud_prices(ctx: Context, here: str, g: Gpu) -> list[str]:
+    """Every dated cloud on-demand price of the GPU, cheapest first, each with its source: what the cost
+    figures of the answers (rec.cost.*) are computed from."""
+    t = ctx.t
+    out = [f"## {t('Cloud prices', '云价格')}", ""]
+    if not g.cloud_prices:
+        return [*out, t("No dated cloud on-demand price is known for this GPU: its options carry no cost.",
+                        "没有这款 GPU 的注明日期的云按需价格：它的方案不带成本。"), ""]
+    rows = [[f"${p.usd_per_gpu_hour:,.2f}", esc(p.instance), str(p.gpus_per_instance), f"${p.instance_usd_per_hour:,.2f}",
+             esc(p.region), esc(p.as_of), ctx.source(here, p.source)]
+            for p in sorted(g.cloud_prices, key=lambda p: (p.usd_per_gpu_hour, p.source))]
+    return [*out, t("On-demand list prices, cheapest first. Answers use the lowest (GPUs × $/GPU-hour = $/hour; "
+                    "per million tokens or to train the tokens from the option's speed).",
+                    "按需标价，最便宜的在前。回答采用最低价（GPU 数 × 每 GPU 小时价格 = 每小时价格；"
+                    "每百万 token 或训练给定 token 的成本由方案的速度算出）。"), "",
+            table([t("$/GPU-hour", "$/GPU 小时"), t("Instance", "实例"), t("GPUs", "卡数"), t("$/instance-hour", "$/实例小时"),
+                   t("Region", "地区"), t("As of", "日期"), t("Source", "来源")], rows, "lrrrlll"), ""]
 
 
 def gpu(ctx: Context, gpu_id: str) -> str:
@@ -95,6 +118,7 @@ def gpu(ctx: Context, gpu_id: str) -> str:
                                          f"({ctx.source(here, g.price.source)})"])
     out = h1(g.name, g.id)
     out += [table([t("Specification", "规格"), t("Value", "值")], spec), ""]
+    out += _cloud_prices(ctx, here, g)
     if g.notes:
         out += [f"## {t('Notes', '说明')}", "", esc(ctx.field(g, "notes")), ""]
     out += [f"## {t('Sources', '来源')}", "", bullets(source_line(ctx, here, s) for s in g.sources), "",

@@ -87,6 +87,24 @@ def _cost(ctx: Context, o: Option) -> str:
     return f"${g.price.usd * o.count:,.0f}"
 
 
+def _rent(o: Option) -> str:
+    """Dollars an hour for the option's GPUs at the lowest dated cloud on-demand price (rec.cost.*)."""
+    return f"${o.usd_per_hour:,.2f}" if o.usd_per_hour else "—"
+
+
+def _run_cost(o: Option) -> str:
+    """Inference: dollars per million generated tokens; training: dollars to train the workload's tokens."""
+    if o.usd_per_million_tokens:
+        return f"${o.usd_per_million_tokens:,.2f}"
+    return f"${o.cost_usd:,.0f}" if o.cost_usd else "—"
+
+
+def _cost_headers(ctx: Context, a: Answer) -> list[str]:
+    run = (ctx.t("$/M tokens", "每百万 token 美元") if a.workload.task == "inference"
+           else ctx.t("Cost to train", "训练成本"))
+    return [ctx.t("$/hour (cloud)", "每小时（云）美元"), run]
+
+
 def _speed(o: Option) -> str:
     return number(o.tokens_per_s) if o.tokens_per_s else "—"
 
@@ -106,6 +124,12 @@ def _plan_line(ctx: Context, here: str, o: Option) -> str:
         facts.append(ctx.t(f"{_duration(ctx, o.time_to_train_s)} to train", f"训练用时 {_duration(ctx, o.time_to_train_s)}"))
     if g is not None and g.price is not None:
         facts.append(ctx.t(f"GPUs at about {_cost(ctx, o)} to buy", f"GPU 购置约 {_cost(ctx, o)}"))
+    if o.usd_per_hour:
+        facts.append(ctx.t(f"{_rent(o)} an hour to rent", f"租用每小时 {_rent(o)}"))
+    if o.usd_per_million_tokens:
+        facts.append(ctx.t(f"{_run_cost(o)} per million tokens", f"每百万 token {_run_cost(o)}"))
+    elif o.cost_usd:
+        facts.append(ctx.t(f"{_run_cost(o)} to train", f"训练成本 {_run_cost(o)}"))
     return line + ctx.t("; ", "；") + ctx.t("; ", "；").join(facts) + ctx.t(".", "。")
 
 
@@ -150,9 +174,9 @@ def summary(ctx: Context, here: str, a: Answer) -> list[str]:
         if alternatives:
             out += [f"**{t('Alternatives', '备选方案')}**", "",
                     table(["GPU", t("Count", "卡数"), t("Memory per GPU", "每卡显存"), "Tokens/s",
-                           t("Time to train", "训练用时"), t("GPU price", "GPU 价格")],
+                           t("Time to train", "训练用时"), t("GPU price", "GPU 价格"), *_cost_headers(ctx, a)],
                           [[ctx.gpu_named(here, o.gpu), str(o.count), gb_exact(o.per_gpu_bytes), _speed(o), _time(ctx, o),
-                            _cost(ctx, o)] for o in alternatives], "lrrrrr"), ""]
+                            _cost(ctx, o), _rent(o), _run_cost(o)] for o in alternatives], "lrrrrrrr"), ""]
     warnings = _key_warnings(ctx, here, a)
     if warnings:
         out += [f"**{t('Key warnings', '主要警告')}**", "", *warnings, ""]
@@ -234,10 +258,12 @@ def scenario(ctx: Context, run: Run) -> str:
                                                                "每种能运行该工作负载的 GPU，最优在前。"), ""]
     if a.options:
         rows = [[str(i), ctx.gpu_named(here, o.gpu), str(o.count), esc(_strategy(ctx, o)),
-                 f"{gb_exact(o.per_gpu_bytes)} / {gb_exact(o.usable_bytes)}", _speed(o), _time(ctx, o), _cost(ctx, o)]
+                 f"{gb_exact(o.per_gpu_bytes)} / {gb_exact(o.usable_bytes)}", _speed(o), _time(ctx, o), _cost(ctx, o),
+                 _rent(o), _run_cost(o)]
                 for i, o in enumerate(a.options, start=1)]
         full = table(["#", "GPU", t("Count", "卡数"), t("Strategy", "并行策略"), t("Memory / usable per GPU", "每卡显存 / 可用"),
-                      "Tokens/s", t("Time to train", "训练用时"), t("GPU price", "GPU 价格")], rows, "rlrlrrrr")
+                      "Tokens/s", t("Time to train", "训练用时"), t("GPU price", "GPU 价格"), *_cost_headers(ctx, a)],
+                     rows, "rlrlrrrrrr")
         out += _folded(_details_title(t(f"All {len(a.options)} options", f"全部 {len(a.options)} 个方案")), full,
                        open_=len(a.options) <= TOP_ALTERNATIVES + 1)
     else:
