@@ -124,6 +124,19 @@ def test_latency_targets_get_the_fewest_gpus_that_meet_them(kb):
     assert not pinned.options and pinned.rejected[0].strategy.tensor_parallel == 2
 
 
+def test_with_latency_targets_the_fewest_gpus_rank_first(kb):
+    """Mixtral from its config.json: eight A100s meet a 60 ms time to first token and decode faster in
+    aggregate, but one H100 meets it too: with targets the fewest GPUs that meet them come first."""
+    w = {"model": str(REPO / "tests" / "fixtures" / "hf" / "mixtral-8x7b-v0.1" / "config.json"), "task": "inference",
+         "precision": "fp8", "gpus": ["h100-sxm-80gb", "a100-sxm-80gb"], "prompt_len": 2048, "output_len": 128}
+    answer = kb.ask({**w, "ttft_ms": 60, "batch_size": 4})
+    assert [(o.gpu, o.count) for o in answer.options] == [("h100-sxm-80gb", 1), ("a100-sxm-80gb", 8)]
+    assert answer.options[1].tokens_per_s > answer.options[0].tokens_per_s
+    assert all(o.ttft_s <= 0.06 for o in answer.options)
+    # without targets the order is by speed: the memory plans (one H100, one A100) decode at their own rates
+    assert [(o.gpu, o.count) for o in kb.ask(w).options] == [("h100-sxm-80gb", 1), ("a100-sxm-80gb", 1)]
+
+
 def test_latency_targets_stay_within_gpu_count(kb):
     answer = kb.ask({**LLAMA3_70B_FP8, "gpus": ["h100-sxm-80gb"], "ttft_ms": 300, "gpu_count": 2})
     (option,) = answer.rejected

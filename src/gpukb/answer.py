@@ -234,6 +234,12 @@ def option_sort_key(o: Option, price: float) -> tuple[Any, ...]:
     return (o.tier, -o.score, o.count, -per_dollar, o.gpu)
 
 
+def latency_sort_key(o: Option, price: float) -> tuple[Any, ...]:
+    """With latency targets (ttft_ms, tpot_ms) every option left meets them: the fewest GPUs first, then the
+    usual order (effective tokens/s, tokens/s per dollar, the id)."""
+    return (o.tier, o.count, *option_sort_key(o, price)[1:])
+
+
 def cost_sort_key(o: Option, usd_per_million_tokens: float | None) -> tuple[Any, ...]:
     """objective 'cost': cheapest per token first (the same order as the cost to train a token count),
     options without a dated cloud price last; then effective tokens/s, fewer GPUs, the id."""
@@ -299,6 +305,8 @@ def build_answer(c: Collector, kb_version: str, kb_hash: str, workload: Resolved
             per_token[gpu] = cost["usd_per_million_tokens"]
     if workload.objective == "cost":
         options.sort(key=lambda o: cost_sort_key(o, per_token.get(o.gpu)))
+    elif workload.task == "inference" and (workload.ttft_ms or workload.tpot_ms):
+        options.sort(key=lambda o: latency_sort_key(o, prices.get(o.gpu, 0.0)))
     else:
         options.sort(key=lambda o: option_sort_key(o, prices.get(o.gpu, 0.0)))
     rejected.sort(key=lambda o: o.gpu)
