@@ -182,7 +182,8 @@ def resolve(kb: KnowledgeBase, w: Workload) -> tuple[ResolvedWorkload, dict[str,
         global_batch_size=w.global_batch_size, prompt_len=w.prompt_len, output_len=w.output_len,
         kv_cache_precision=w.kv_cache_precision, ttft_ms=w.ttft_ms, tpot_ms=w.tpot_ms, objective=w.objective,
         placement=w.placement,
-        activation_checkpointing=w.activation_checkpointing, lora_rank=w.lora_rank if w.task in ("lora", "qlora") else None,
+        activation_checkpointing=w.activation_checkpointing, flash_attention=w.flash_attention,
+        lora_rank=w.lora_rank if w.task in ("lora", "qlora") else None,
         gpu_count=w.gpu_count, gpus=list(gpus), tokens=w.tokens, zero_stage=w.zero_stage,
         tensor_parallel=w.tensor_parallel, pipeline_parallel=w.pipeline_parallel, offload=w.offload, **arch,
     )
@@ -225,7 +226,7 @@ def workload_fact(kb: KnowledgeBase, w: ResolvedWorkload) -> dict[str, Any]:
         "kv_bytes": KV_BYTES.get(w.kv_cache_precision or ("fp32" if w.precision == "fp32" else "bf16"), 2.0),
         "attention": w.attention, "kv_lora_rank": w.kv_lora_rank, "qk_rope_head_dim": w.qk_rope_head_dim,
         "sliding_window": w.sliding_window, "sliding_layers": w.sliding_layers, "context_length": w.context_length,
-        "activation_checkpointing": ckpt, "flash_attention": True,
+        "activation_checkpointing": ckpt, "flash_attention": w.flash_attention,
         "gpu_count": w.gpu_count or 0, "dp_hint": min(w.gpu_count or 8, 8),
         "ttft_ms": w.ttft_ms or 0, "tpot_ms": w.tpot_ms or 0, "objective": w.objective,
     }
