@@ -137,6 +137,7 @@ def test_custom_model_by_parameter_count(kb):
     ({"model": "llama-2-7b", "task": "lora", "precision": "fp4"}, "precision", "Input should be"),
     ({"model": "llama-2-7b", "task": "full_finetune", "precision": "int4"}, "precision", "inference only"),
     ({"model": "llama-2-7b", "task": "inference", "optimizer": "adamw"}, "optimizer", "not used for inference"),
+    ({"model": "llama-2-7b", "task": "inference", "flash_attention": False}, "flash_attention", "not used for inference"),
     ({"model": "llama-2-7b", "task": "lora", "seq_len": -5}, "seq_len", "greater than 0"),
     ({"model": "llama-2-7b", "task": "lora", "seq_len": 10**12}, "seq_len", "less than or equal"),
     ({"params": "1e20", "layers": 2, "hidden_size": 8, "heads": 2, "vocab_size": 10, "task": "lora"},
@@ -229,3 +230,15 @@ def test_packaged_kb_is_used_by_gpukb_ask():
     assert (root / "kb" / "manifest.yaml").is_file() and (root / "rules" / "requirements").is_dir()
     answer = gpukb.ask(gpukb.Workload(model="llama-3-8b", task="qlora"))
     assert answer.options and answer.kb_version == gpukb.load_kb(root).version
+
+
+def test_attention_without_flash_costs_memory_and_time(kb):
+    """Without fused attention the s×s scores are stored (Korthikanti's 5·a·s/h term) and cross memory."""
+    workload = {"model": "llama-2-7b", "task": "full_finetune", "gpus": ["a100-sxm-80gb"], "seq_len": 4096,
+                "gpu_count": 8, "placement": "all", "activation_checkpointing": False}
+    fused, unfused = kb.ask(workload), kb.ask({**workload, "flash_attention": False})
+    # per layer s·b·h·5·a·s/h = 5·a·s²·b bytes more: 5 × 32 × 4096² × 1 = 2,684,354,560 bytes, 32 layers
+    assert unfused.memory.activations - fused.memory.activations == 32 * 5 * 32 * 4096**2
+    assert unfused.options[0].tokens_per_s < fused.options[0].tokens_per_s
+    assert "flash_attention" not in fused.workload.model_dump() or fused.workload.flash_attention
+    assert '"flash_attention":false' in unfused.model_dump_json()

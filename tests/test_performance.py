@@ -118,15 +118,20 @@ def test_batch_one_decode_reads_only_the_experts_it_routes_to(kb):
 
 
 def test_tensor_parallel_decode_pays_two_all_reduces_per_layer(kb):
-    (option,) = kb.ask({"model": "llama-2-70b", "task": "inference", "gpus": ["a100-sxm-80gb"],
-                        "tensor_parallel": 8, "output_len": 128}).options
+    answer = kb.ask({"model": "llama-2-70b", "task": "inference", "gpus": ["a100-sxm-80gb"],
+                     "tensor_parallel": 8, "output_len": 128})
+    (option,) = answer.options
     assert option.count == 8 and option.strategy.tensor_parallel == 8  # a pinned size is exact
     per_all_reduce = BASE_LAT + 2 * 7 * HOP_NVLINK + 8192 * 2 * 2 * (7 / 8) / A100_NVLINK
     decode = values(option, "rec.throughput.decode")
     assert decode["tp_latency_s"] == pytest.approx(2 * 80 * per_all_reduce, rel=1e-9)
     read = decode["bytes_per_step"] / (8 * A100_BW * DECODE_BW)
     assert option.tpot_s == pytest.approx(read + 2 * 80 * per_all_reduce, rel=1e-9)
-    assert option.tokens_per_s == pytest.approx(1 / option.tpot_s, rel=1e-9)
+    # the request's output over its prefill (a one-token prompt: one read of the weights and one token's
+    # all-reduces) and its decode steps
+    prefill = answer.memory.weights / (8 * A100_BW * DECODE_BW) + 2 * 80 * per_all_reduce
+    assert decode["batch_prefill_s"] == pytest.approx(prefill, rel=1e-9)
+    assert option.tokens_per_s == pytest.approx(128 / (decode["batch_prefill_s"] + 128 * option.tpot_s), rel=1e-9)
 
 
 def test_time_to_first_token_is_the_prefill_roofline(kb):

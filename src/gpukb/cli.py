@@ -107,6 +107,8 @@ def ask(
     objective: Annotated[str | None, typer.Option(help="rank by speed (default) or cost")] = None,
     activation_checkpointing: Annotated[bool | None, typer.Option(
         "--activation-checkpointing/--no-activation-checkpointing", help="default: the engine decides")] = None,
+    flash_attention: Annotated[bool | None, typer.Option(
+        "--flash-attention/--no-flash-attention", help="training: fused attention (default on)")] = None,
     lora_rank: Annotated[int | None, typer.Option()] = None,
     gpu_count: Annotated[int | None, typer.Option(help="most GPUs usable")] = None,
     gpu: Annotated[list[str] | None, typer.Option("--gpu", help="candidate GPU id (repeat); default all")] = None,
@@ -128,7 +130,8 @@ def ask(
         "task": task, "model": model, "params": params, "layers": layers, "hidden_size": hidden_size,
         "heads": heads, "kv_heads": kv_heads, "vocab_size": vocab_size, "intermediate_size": intermediate_size,
         "precision": precision, "optimizer": optimizer, "seq_len": seq_len, "micro_batch_size": micro_batch_size,
-        "batch_size": batch_size, "activation_checkpointing": activation_checkpointing, "lora_rank": lora_rank,
+        "batch_size": batch_size, "activation_checkpointing": activation_checkpointing,
+        "flash_attention": flash_attention, "lora_rank": lora_rank,
         "gpu_count": gpu_count, "gpus": gpu or None, "tokens": tokens, "zero_stage": zero_stage,
         "tensor_parallel": tensor_parallel, "pipeline_parallel": pipeline_parallel, "offload": offload,
         "mlp": mlp, "global_batch_size": global_batch_size, "prompt_len": prompt_len, "output_len": output_len,

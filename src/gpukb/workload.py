@@ -93,6 +93,9 @@ class Workload(BaseModel):
                                   description="inference: SLA target for the time per output token, in ms")
     objective: Objective = Field(default="speed", description="rank options by 'speed' (default) or 'cost'")
     activation_checkpointing: bool | None = None
+    flash_attention: bool = Field(default=True, description=(
+        "training: fused (flash) attention keeps the s×s attention scores out of GPU memory; false for stacks "
+        "without it (before mid-2022, Volta GPUs): the scores are stored and cross memory twice"))
     lora_rank: Int = Field(default=16, gt=0, le=65536)
     gpu_count: Int | None = Field(default=None, gt=0, le=1_000_000)
     gpus: list[str] | None = Field(default=None, min_length=1)
@@ -109,8 +112,8 @@ class Workload(BaseModel):
         if (self.model is None) == (self.params is None):
             raise ValueError("give either model (a catalog id) or params (with its architecture), not both or neither")
         if self.task == "inference":
-            for name in ("optimizer", "activation_checkpointing", "zero_stage", "offload", "micro_batch_size",
-                         "tokens", "lora_rank", "global_batch_size"):
+            for name in ("optimizer", "activation_checkpointing", "flash_attention", "zero_stage", "offload",
+                         "micro_batch_size", "tokens", "lora_rank", "global_batch_size"):
                 if name in given:
                     raise ValueError(f"{name}: not used for inference; remove it")
         else:
@@ -183,6 +186,7 @@ class ResolvedWorkload(BaseModel):
     ttft_ms: float | None = Field(default=None, exclude_if=lambda v: v is None)
     tpot_ms: float | None = Field(default=None, exclude_if=lambda v: v is None)
     objective: Objective = Field(default="speed", exclude_if=lambda v: v == "speed")
+    flash_attention: bool = Field(default=True, exclude_if=lambda v: v)
     # Only some architectures have these; left out of the JSON where they do not apply.
     expert_params: int = Field(default=0, exclude_if=lambda v: v == 0,
                                description="one routed expert's parameters over all MoE layers")
