@@ -388,6 +388,13 @@ def test_scenario_pages_show_cost_columns(site, site_zh):
     assert "Cost to train" in page and costed and f"${costed[0].cost_usd:,.0f}" in page
 
 
+def test_the_latency_scenario_shows_the_raised_plans(site, site_zh):
+    run = next(r for r in site.runs if r.scenario.id == "serving-70b-sla")
+    assert run.answer.options and all(o.ttft_s <= 0.3 and o.tpot_s <= 0.03 for o in run.answer.options)
+    assert "Tensor parallelism raised to" in site.pages[P.scenario_page(run.scenario.id)]
+    assert "张量并行提高到" in site_zh.pages[P.scenario_page(run.scenario.id)]
+
+
 def test_model_pages_show_memory_by_task(site):
     page = site.pages[P.model_page("llama-2-7b")]
     section = page[page.index("## Memory by task"):page.index("## Architecture")]
