@@ -24,7 +24,7 @@ REQUIRED_GPUS = {
     "v100-sxm-32gb", "a100-sxm-40gb", "a100-sxm-80gb", "a100-pcie-80gb", "h100-sxm-80gb", "h100-pcie-80gb",
     "h100-nvl-94gb", "h200-sxm-141gb", "l40s-48gb", "l40-48gb", "l4-24gb", "a10-24gb", "a40-48gb",
     "rtx-a6000-48gb", "rtx-6000-ada-48gb", "rtx-4090-24gb", "rtx-3090-24gb", "rtx-5090-32gb", "mi250x-128gb",
-    "mi300x-192gb", "gaudi2-96gb", "gaudi3-128gb",
+    "mi300x-192gb", "gaudi2-96gb", "gaudi3-128gb", "t4-16gb", "a100-pcie-40gb", "rtx-4080-16gb", "rtx-3080-10gb",
 }
 
 
@@ -62,6 +62,55 @@ def test_gpu_catalog_has_every_required_type_with_dense_figures(kb):
         assert gpu.sources and gpu.as_of, gpu.id
         if gpu.fp8_flops and gpu.bf16_flops and gpu.vendor == "nvidia":
             assert gpu.fp8_flops == pytest.approx(2 * gpu.bf16_flops, rel=0.02), gpu.id
+
+
+# Models added in KB 0.7.0, each total worked by hand from its config.json (embeddings; per layer the
+# attention q, k, v, o, the MLP's three matrices and the norms; one final norm):
+CONFIG_TOTALS = {
+    # 2 x 128256 x 4096 + 32 x (2 x 4096^2 + 2 x 4096 x 1024 + 3 x 4096 x 14336 + 2 x 4096) + 4096
+    "llama-3.1-8b": 8_030_261_248,
+    # 2 x 128256 x 8192 + 80 x (2 x 8192^2 + 2 x 8192 x 1024 + 3 x 8192 x 28672 + 2 x 8192) + 8192
+    "llama-3.1-70b": 70_553_706_496,
+    # 2 x 32000 x 6144 + 56 x (2 x 6144^2 + 2 x 6144 x 1024 + 8 x 3 x 6144 x 16384 + 6144 x 8 + 2 x 6144)
+    # + 6144 (all eight experts resident)
+    "mixtral-8x22b": 140_620_634_112,
+    # 256000 x 3584 (tied) + 42 x (2 x 3584 x 4096 + 2 x 3584 x 2048 + 3 x 3584 x 14336 + 4 x 3584) + 3584
+    "gemma-2-9b": 9_241_705_984,
+    # 256000 x 4608 (tied) + 46 x (2 x 4608 x 4096 + 2 x 4608 x 2048 + 3 x 4608 x 36864 + 4 x 4608) + 4608
+    "gemma-2-27b": 27_227_128_320,
+    # 2 x 32064 x 3072 + 32 x (4 x 3072^2 + 3 x 3072 x 8192 + 2 x 3072) + 3072
+    "phi-3-mini": 3_821_079_552,
+    # 2 x 151936 x 4096 + 36 x (2 x 4096^2 + 2 x 4096 x 1024 + 2 x 128 + 3 x 4096 x 12288 + 2 x 4096) + 4096
+    "qwen3-8b": 8_190_735_360,
+    # 2 x 151936 x 5120 + 64 x (2 x 5120 x 8192 + 2 x 5120 x 1024 + 2 x 128 + 3 x 5120 x 25600 + 2 x 5120)
+    # + 5120
+    "qwen3-32b": 32_762_123_264,
+}
+
+
+@pytest.mark.parametrize(("model_id", "total"), sorted(CONFIG_TOTALS.items()))
+def test_new_models_count_what_their_configs_describe(kb, model_id, total):
+    model = kb.models[model_id]
+    assert model.params == total
+    assert count_parameters(model)[0] == total
+
+
+def test_mixtral_8x22b_runs_two_of_eight_experts(kb):
+    # 2 x 32000 x 6144 + 56 x (2 x 6144^2 + 2 x 6144 x 1024 + 2 x 3 x 6144 x 16384 + 6144 x 8 + 2 x 6144) + 6144
+    assert kb.models["mixtral-8x22b"].active_params == 39_152_031_744
+    assert count_parameters(kb.models["mixtral-8x22b"])[1] == 39_152_031_744
+
+
+def test_gpus_added_in_0_7_keep_their_datasheet_figures(kb):
+    t4, a100, rtx4080, rtx3080 = (kb.gpus[g] for g in ("t4-16gb", "a100-pcie-40gb", "rtx-4080-16gb", "rtx-3080-10gb"))
+    # T4 datasheet: Mixed-Precision (FP16/FP32) 65 TFLOPS; Turing has no BF16 or FP8
+    assert (t4.fp16_flops, t4.bf16_flops, t4.fp8_flops) == (65e12, None, None)
+    # A100 40GB PCIe product brief: 1,555 GB/s, 250 W; 624* TFLOPS with sparsity halved
+    assert (a100.memory_bandwidth, a100.tdp, a100.bf16_flops) == (1555e9, 250, 312e12)
+    # Ada whitepaper, FP32 accumulate, dense (as the RTX 4090 entry chose)
+    assert (rtx4080.bf16_flops, rtx4080.memory_bandwidth) == (97.5e12, 716.8e9)
+    # GA102 whitepaper, FP32 accumulate, dense (as the RTX 3090 entry chose); 10 GB, no NVLink
+    assert (rtx3080.bf16_flops, rtx3080.memory_bytes, rtx3080.scale_up) == (59.5e12, 10e9, None)
 
 
 def test_interconnect_catalog(kb):

@@ -72,6 +72,12 @@ def test_catalog_entries_and_their_configs_agree(kb):
                              ("qwen2.5-7b", "qwen2.5-7b"), ("mistral-7b-v0.1", "mistral-7b")):
         read, catalog = load_model(HF / folder), kb.models[model_id]
         assert (read.params, read.active_params) == (catalog.params, catalog.active_params)
+    # the catalog entries copied from these configs agree field by field
+    ignored = {"id", "version", "name", "sources", "notes", "hf_repo"}
+    for folder, model_id in (("llama-3.1-8b", "llama-3.1-8b"), ("gemma-2-9b", "gemma-2-9b"),
+                             ("phi-3-mini-4k-instruct", "phi-3-mini"), ("qwen3-8b", "qwen3-8b")):
+        read, catalog = load_model(HF / folder), kb.models[model_id]
+        assert read.model_dump(exclude=ignored) == catalog.model_dump(exclude=ignored), model_id
 
 
 def kv(kb, model, **workload):

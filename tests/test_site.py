@@ -42,6 +42,9 @@ from gpukb.site.text import code, esc, plain, title_text
 from gpukb.site.tree import WIDTH, Box, _text_width, build_tree, path, phrases, recommendation_rules, tree_svg, wrap
 
 REPO = Path(__file__).resolve().parent.parent
+# one worker runs every site test, so the strict builds and the browser are made once
+pytestmark = pytest.mark.xdist_group("site")
+
 SITE = REPO / "site"
 SCENARIOS = SITE / "scenarios.yaml"
 IN_CI = bool(os.environ.get("CI"))
