@@ -14,6 +14,12 @@ KV_TOKEN_7B = 524_288  # 2 x 32 layers x 32 KV heads x 128 x 2 bytes
 H_7B, V_7B = 4096, 32000
 
 
+def by_memory(option) -> int:
+    """The longest context memory alone allows (before the model's own context length caps it)."""
+    step = next(s for s in option.trace if s.rule.startswith("rec.capacity.inference@"))
+    return next(v["value"] for v in step.values if v["name"] == "by_memory")
+
+
 def usable(memory: float) -> float:
     return memory * (1 - RESERVE) + min(OVERHEAD, memory * RESERVE)
 
@@ -24,7 +30,8 @@ def test_capacity_on_one_gpu_by_hand(kb):
     chunk_act = CHUNK * H_7B * 34  # one layer's activations for a full prefill chunk
     per_seq = KV_TOKEN_7B * 4096 + 4 * V_7B  # KV cache of 4096 tokens and fp32 last-token logits
     assert option.max_concurrency == math.floor((free - chunk_act) / per_seq) == 29
-    assert option.max_context == math.floor((free - 4 * V_7B - chunk_act) / KV_TOKEN_7B) == 118_924
+    assert by_memory(option) == math.floor((free - 4 * V_7B - chunk_act) / KV_TOKEN_7B) == 118_924
+    assert option.max_context == 4096  # memory holds 118,924 tokens; Llama 2 serves its 4,096
 
 
 def test_capacity_is_consistent_with_the_fit(kb):
@@ -39,9 +46,11 @@ def test_capacity_is_consistent_with_the_fit(kb):
         over = kb.ask({**w, "gpus": [option.gpu], "batch_size": option.max_concurrency + 1,
                        "tensor_parallel": option.strategy.tensor_parallel, "gpu_count": option.count})
         assert not over.options, option.gpu
-        ctx = kb.ask({**w, "gpus": [option.gpu], "seq_len": option.max_context,
+        longest = by_memory(option)
+        assert option.max_context == min(longest, kb.models["llama-3-8b"].context_length)
+        ctx = kb.ask({**w, "gpus": [option.gpu], "seq_len": longest,
                       "tensor_parallel": option.strategy.tensor_parallel, "gpu_count": option.count})
-        assert ctx.options and not kb.ask({**w, "gpus": [option.gpu], "seq_len": option.max_context + 1,
+        assert ctx.options and not kb.ask({**w, "gpus": [option.gpu], "seq_len": longest + 1,
                                             "tensor_parallel": option.strategy.tensor_parallel,
                                             "gpu_count": option.count}).options
 
@@ -371,8 +380,10 @@ def test_capacity_with_sliding_windows_is_tight(kb, config):
     pin = {**w, "tensor_parallel": option.strategy.tensor_parallel, "gpu_count": option.count}
     assert kb.ask({**pin, "batch_size": option.max_concurrency}).options
     assert not kb.ask({**pin, "batch_size": option.max_concurrency + 1}).options
-    assert kb.ask({**pin, "seq_len": option.max_context}).options
     if config == "mistral-7b-v0.1":
         assert option.max_context == 32768
+        assert kb.ask({**pin, "seq_len": option.max_context}).options
     else:
-        assert not kb.ask({**pin, "seq_len": option.max_context + 1}).options
+        assert kb.ask({**pin, "seq_len": by_memory(option)}).options
+        assert not kb.ask({**pin, "seq_len": by_memory(option) + 1}).options
+        assert option.max_context == min(by_memory(option), 8192)  # Gemma 2's context length
