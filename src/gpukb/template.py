@@ -60,6 +60,18 @@ def _parts(template: str) -> tuple[tuple[str, str, str, str], ...]:
     return tuple(parts)
 
 
+def check_values(template: str, env: Mapping[str, Any]) -> None:
+    """Raise the TemplateError `render` would for a placeholder without a value, without formatting."""
+    for _text, head, tail, _name in _parts(template):
+        if not head:
+            continue
+        value: Any = env.get(head)
+        if tail:
+            value = value.get(tail) if isinstance(value, dict) else None
+        if value is None:
+            raise TemplateError(f"no value for {{{head}{'.' + tail if tail else ''}}}")
+
+
 def render(template: str, env: Mapping[str, Any], lang: Lang = "en") -> str:
     """Fill a checked template from `env` (facts are dicts); `lang` picks the words of formats such as `s`."""
     out = []
