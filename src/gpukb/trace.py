@@ -7,6 +7,7 @@ expressions that computed them, the claims it rests on, and a rendered sentence.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -39,6 +40,10 @@ class Value(TypedDict):
     expr: str | None
 
 
+# A sentence as a step is given it: the text, a rule's (template, values), or a function that writes it
+Text = str | tuple[str, dict[str, Any]] | Callable[[], str]
+
+
 class _Sentence:
     """A step's sentence in one language, rendered from its rule's template the first time it is read.
 
@@ -60,13 +65,16 @@ class _Sentence:
             return self
         state = step.__dict__
         text = state[self.key]
-        if type(text) is tuple:  # (template, values) not rendered yet; rendering twice gives the same text
-            template, env = text
-            text = render(template, env, self.lang) if template else ""
+        if type(text) is not str:  # not rendered yet; rendering twice gives the same text
+            if type(text) is tuple:
+                template, env = text
+                text = render(template, env, self.lang) if template else ""
+            else:
+                text = text()
             state[self.key] = text
         return text
 
-    def __set__(self, step: Any, value: str | tuple[str, dict[str, Any]]) -> None:
+    def __set__(self, step: Any, value: Text) -> None:
         step.__dict__[self.key] = value
 
 
@@ -82,7 +90,7 @@ class TraceStep:
     values: list[Value]
     claims: tuple[CitedClaim, ...]  # tuples: the same citations are shared by every firing of a rule
     sources: tuple[str, ...]
-    sentence: str  # given as text, or as (template, values) by a rule's firing: see _Sentence
+    sentence: str  # given as Text, read as str: see _Sentence
     produced: list[str]
     # Chinese renderings for `explain(lang="zh")`; kept out of the JSON, which stays English
     title_zh: Annotated[str, Field(exclude=True)] = ""
@@ -132,8 +140,8 @@ class Collector:
 
     def record(self, *, rule: str, stage: str, title: str, inputs: dict[str, dict[str, Any]],
                values: list[Value], claims: tuple[CitedClaim, ...], sources: list[str] | tuple[str, ...],
-               sentence: str | tuple[str, dict[str, Any]], outputs: list[tuple[str, dict[str, Any]]],
-               title_zh: str = "", sentence_zh: str | tuple[str, dict[str, Any]] = "") -> list[dict[str, Any]]:
+               sentence: Text, outputs: list[tuple[str, dict[str, Any]]], title_zh: str = "",
+               sentence_zh: Text = "") -> list[dict[str, Any]]:
         """Add a step and the facts it produced; returns the new facts (with fid and by)."""
         number = len(self.steps) + 1
         facts = [self.new_fact(kind, fields, number) for kind, fields in outputs]
