@@ -48,15 +48,29 @@ def load_kb(path: str | Path | None = None) -> KnowledgeBase:
 
     Raises KBError listing every problem as file:line:column.
     """
-    from .loader import read_checkout
-
     root = Path(path).resolve() if path is not None else packaged_root()
     if path is not None:
+        from .loader import read_checkout
+
         return read_checkout(root)
     with _cache_lock:
         if root not in _cache:
-            _cache[root] = read_checkout(root)
+            _cache[root] = _load_packaged(root)
         return _cache[root]
+
+
+def _load_packaged(root: Path) -> KnowledgeBase:
+    """The packaged knowledge base, from this user's private on-disk copy when it is current (kbcache)."""
+    from . import kbcache
+
+    kb, fresh = kbcache.read(root)
+    if kb is None:
+        from .loader import read_checkout  # with the YAML parser: only when there is no current copy
+
+        kb = read_checkout(root)
+        if fresh is not None:
+            kbcache.write(fresh, kb)
+    return kb
 
 
 def ask(workload: Workload | dict[str, Any]) -> Answer:

@@ -192,6 +192,10 @@ class Expr:
     names: frozenset[str]
     run: Callable[[Mapping[str, Any]], Any]
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled without its closures (kbcache), which are rebuilt from the checked tree."""
+        return _restore, (self.text, self.tree, self.names)
+
     def evaluate(self, env: Mapping[str, Any]) -> Any:
         try:
             return self.run(env)
@@ -218,6 +222,19 @@ def parse(text: str) -> Expr:
     names: set[str] = set()
     _check(tree, 0, names)
     return Expr(text.strip(), tree, frozenset(names - set(FUNCTIONS)), _closure(tree.body))
+
+
+def _restore(text: str, tree: ast.Expression, names: frozenset[str]) -> Expr:
+    """An unpickled Expr, whose closures are built when it is first evaluated: an ask evaluates
+    under half of a knowledge base's expressions (conditions run inside durable-rules)."""
+
+    def first_run(env: Mapping[str, Any]) -> Any:
+        run = _closure(tree.body)
+        object.__setattr__(expr, "run", run)  # built twice by two threads at worst, identically
+        return run(env)
+
+    expr = Expr(text, tree, names, first_run)
+    return expr
 
 
 # bools are ints in Python; arithmetic on them is allowed (True * x), strings and lists are not

@@ -15,7 +15,6 @@ located errors too.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,31 +30,12 @@ except ImportError:  # PyYAML built without libyaml: every file takes the pure-P
 
 from .errors import Problem
 from .expr import MAX_MAGNITUDE
+from .positions import Loc, Located
 from .terminal import CONTROL
-
-Loc = tuple[str | int, ...]
 
 MAX_FILE_BYTES = 256 * 1024  # six times the largest file today (the article's claims, 41 kB)
 MAX_NODES = 20_000           # values (scalars, lists, mappings) in one file; the largest has ~1,300
 MAX_NESTING = 32             # lists and mappings inside each other; rules nest 6 deep
-
-
-@dataclass
-class Located:
-    """Data from one YAML file plus a map from path to (line, column)."""
-
-    file: str
-    data: Any
-    positions: dict[Loc, tuple[int, int]] = field(default_factory=dict)
-
-    def where(self, loc: Loc) -> tuple[int, int]:
-        """Position of `loc`, or of its nearest ancestor that has one."""
-        loc = tuple(loc)
-        while loc:
-            if loc in self.positions:
-                return self.positions[loc]
-            loc = loc[:-1]
-        return self.positions.get((), (1, 1))
 
 
 class _Refused(yaml.YAMLError):
