@@ -18,12 +18,14 @@ from .trace import TraceStep
 from .workload import ResolvedWorkload, Workload
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator
+
     from .validation import Validation
 
 __all__ = [
     "Answer", "EngineError", "Finding", "GpukbError", "KBDefectError", "KBError", "KnowledgeBase", "Memory", "Option",
     "Problem", "Remedy", "ResolvedWorkload", "Strategy", "TraceStep", "Workload", "WorkloadError", "ask", "load_kb",
-    "packaged_root", "validate",
+    "packaged_root", "sweep", "validate",
 ]
 __version__ = "0.1.0"
 
@@ -76,6 +78,16 @@ def _load_packaged(root: Path) -> KnowledgeBase:
 def ask(workload: Workload | dict[str, Any]) -> Answer:
     """Answer a workload with the packaged knowledge base."""
     return load_kb().ask(workload)
+
+
+def sweep(workloads: Iterable[dict[str, Any]], processes: int = 1,
+          root: str | Path | None = None) -> Iterator[dict[str, Any]]:
+    """Answer many workloads across `processes` worker processes (each loads the knowledge base once):
+    yields one compact JSON-ready record per workload, in input order (workload, best option, fits
+    per GPU type, key figures; or the error of an ask that failed). `gpukb.sweeps.grid` builds a grid."""
+    from .sweeps import sweep as run
+
+    return run(workloads, processes, root)
 
 
 def validate(kb: KnowledgeBase | None = None) -> Validation:
