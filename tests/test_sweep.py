@@ -86,3 +86,9 @@ def test_the_command_refuses_half_a_grid_and_a_file_that_is_not_a_list(tmp_path:
     bad.write_text('{"model": "llama-2-7b"}', encoding="utf-8")
     result = runner.invoke(app, ["sweep", "--file", str(bad)])
     assert result.exit_code == 2 and "expected a list of workloads" in result.output
+
+
+def test_a_workload_that_is_not_json_data_is_an_error_record_across_processes() -> None:
+    records = list(gpukb.sweep([GRID[0], {"model": {"llama-2-7b"}, "task": "lora"}, GRID[1]], processes=2))
+    assert [r["index"] for r in records] == [0, 1, 2]
+    assert "error" in records[1] and records[0]["best"] and records[2]["best"]

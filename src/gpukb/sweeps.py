@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import itertools
 import json
-import multiprocessing
+import subprocess
+import sys
+import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -78,7 +80,7 @@ def error_record(index: int, workload: Any, error: BaseException) -> dict[str, A
     return {"index": index, "workload": workload, "error": f"{type(error).__name__}: {error}"}
 
 
-_kb: Any = None  # the worker's knowledge base, loaded once by _start_worker
+_kb: Any = None  # this process's knowledge base, loaded once by _start_worker
 
 
 def _start_worker(root: str | None) -> None:
@@ -88,30 +90,95 @@ def _start_worker(root: str | None) -> None:
     _kb = gpukb.load_kb(root)
 
 
-def _answer(item: tuple[int, Any]) -> dict[str, Any]:
-    index, workload = item
+def _answer(index: int, workload: Any) -> dict[str, Any]:
     try:
         return record(index, workload, _kb.ask(workload))
     except Exception as err:  # any failure is this workload's record; the sweep goes on
         return error_record(index, workload, err)
 
 
-def sweep(workloads: Iterable[dict[str, Any]], processes: int = 1, root: str | Path | None = None) -> Iterator[dict[str, Any]]:
-    """Answer `workloads` (the packaged knowledge base, or kb/ and rules/ under `root`) with
-    `processes` worker processes; yields one record per workload, in input order, as they are ready.
+def _plain(workload: Any) -> Any:
+    """A workload as JSON data: a Workload model as the fields it was given."""
+    dump = getattr(workload, "model_dump", None)
+    return dump(mode="json", exclude_unset=True) if callable(dump) else workload
 
-    Workers are started fresh ("spawn"), not forked: durable-rules keeps process-global state in C.
-    """
+
+def sweep(workloads: Iterable[Any], processes: int = 1, root: str | Path | None = None) -> Iterator[dict[str, Any]]:
+    """Answer `workloads` (the packaged knowledge base, or kb/ and rules/ under `root`) with
+    `processes` worker processes; yields one record per workload, in input order, as they are ready."""
     if processes < 1:
         raise ValueError("processes must be at least 1")
-    items = list(enumerate(workloads))
+    items = [_plain(w) for w in workloads]
     where = str(Path(root).resolve()) if root is not None else None
     if processes == 1 or len(items) <= 1:
         _start_worker(where)
-        yield from map(_answer, items)
+        for index, workload in enumerate(items):
+            yield _answer(index, workload)
         return
-    processes = min(processes, len(items))
-    chunk = max(1, min(32, len(items) // (processes * 8)))  # big enough to amortise the pipe, small enough to balance
-    context = multiprocessing.get_context("spawn")
-    with context.Pool(processes, initializer=_start_worker, initargs=(where,)) as pool:
-        yield from pool.imap(_answer, items, chunksize=chunk)
+    yield from _across(items, min(processes, len(items)), where)
+
+
+def _across(items: list[Any], processes: int, root: str | None) -> Iterator[dict[str, Any]]:
+    """Workers are `python -m gpukb.sweeps` processes fed JSON Lines on stdin, not multiprocessing's:
+    they depend on nothing in the caller's __main__ (which a spawned process imports again, and
+    cannot from a REPL or a pipe) and fork nothing (durable-rules keeps process-global state in C).
+
+    Chunks of consecutive workloads go to the workers in turn, so record i is the next line of its
+    worker's output: reading the workers in input order needs no buffering here."""
+    chunk = max(1, min(32, len(items) // (processes * 8)))  # big enough to amortise the pipes, small enough to balance
+    lines: list[str | None] = []
+    for workload in items:
+        try:
+            lines.append(json.dumps(workload))
+        except (TypeError, ValueError):
+            lines.append(None)  # not JSON data: answered here, as an error record
+    worker_of = [(i // chunk) % processes for i in range(len(items))]
+    command = [sys.executable, "-m", "gpukb.sweeps", *([root] if root else [])]
+    workers = [subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, encoding="utf-8")
+               for _ in range(processes)]
+    feeders = [threading.Thread(target=_feed, args=(worker, [f"{i}\t{line}\n" for i, line in enumerate(lines)
+                                                          if line is not None and worker_of[i] == n]), daemon=True)
+               for n, worker in enumerate(workers)]
+    try:
+        for feeder in feeders:
+            feeder.start()
+        for index, (workload, line) in enumerate(zip(items, lines, strict=True)):
+            if line is None:
+                yield error_record(index, workload, TypeError("the workload is not JSON data"))
+                continue
+            worker = workers[worker_of[index]]
+            answer = worker.stdout.readline() if worker.stdout else ""
+            if answer:
+                yield json.loads(answer)
+            else:  # the worker is gone (a crash in C?): its workloads get error records
+                yield error_record(index, workload, RuntimeError(f"the worker process exited with code {worker.wait()}"))
+    finally:
+        for worker in workers:
+            if worker.poll() is None:
+                worker.kill()
+            worker.wait()
+            if worker.stdout:
+                worker.stdout.close()
+
+
+def _feed(worker: subprocess.Popen[str], lines: list[str]) -> None:
+    """Write a worker's workloads and close its input (a thread each: a full pipe must not stall the others)."""
+    try:
+        assert worker.stdin is not None
+        with worker.stdin:
+            worker.stdin.writelines(lines)
+    except (BrokenPipeError, OSError):  # the worker died; the reader turns its workloads into error records
+        pass
+
+
+def _worker_main(argv: list[str]) -> None:
+    """`python -m gpukb.sweeps [ROOT]`: answer "index<TAB>workload JSON" lines on stdin, a record per line."""
+    _start_worker(argv[0] if argv else None)
+    for line in sys.stdin:
+        index, _, workload = line.partition("\t")
+        sys.stdout.write(json.dumps(_answer(int(index), json.loads(workload))) + "\n")
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    _worker_main(sys.argv[1:])
