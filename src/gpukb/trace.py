@@ -146,11 +146,14 @@ class Collector:
         number = len(self.steps) + 1
         facts = [self.new_fact(kind, fields, number) for kind, fields in outputs]
         labels = self.labels
-        self.steps.append(TraceStep(
+        step = object.__new__(TraceStep)  # its __dict__ filled at once: a frozen dataclass's __init__ sets
+        step.__dict__.update(  # field by field through object.__setattr__, a tenth of an ask
             step=number, rule=rule, stage=stage, title=title,
-            inputs=[FactRef(alias=a, kind=f["kind"], fid=f["fid"], label=labels[f["fid"]]) for a, f in inputs.items()],
-            values=values, claims=claims, sources=tuple(sources), sentence=sentence,
-            produced=[f"{f['fid']} {labels[f['fid']]}" for f in facts], title_zh=title_zh, sentence_zh=sentence_zh))
+            inputs=[{"alias": a, "kind": f["kind"], "fid": f["fid"], "label": labels[f["fid"]]} for a, f in inputs.items()],
+            values=values, claims=claims, sources=sources if type(sources) is tuple else tuple(sources),
+            sentence=sentence, produced=[f"{f['fid']} {labels[f['fid']]}" for f in facts], title_zh=title_zh,
+            sentence_zh=sentence_zh)
+        self.steps.append(step)
         return facts
 
     def fire(self, compiled: CompiledRule, matched: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
@@ -169,19 +172,18 @@ class Collector:
                 if value != value:  # NaN (the only value unequal to itself) never enters a fact
                     raise EngineError(f"{compiled.key}: '{name}' evaluated to NaN")
                 scope[name] = value
-                values.append(Value(name=name, value=value, expr=expression.text))
+                values.append({"name": name, "value": value, "expr": expression.text})  # a Value
             fields = {k: scope[k] for k in out.field_names}
             sentence_env.update(fields)
             sentence_env.update((k, scope[k]) for k in out.local_names)
             outputs.append((out.kind, fields))
         rule = compiled.rule
         try:  # the sentences are rendered when read; a value they lack fails the ask now, as rendering would
-            check_values(rule.explain, sentence_env)
-            check_values(rule.explain_zh, sentence_env)
+            check_values(compiled.explain_needs, sentence_env)
         except TemplateError as err:
             raise EngineError(f"{compiled.key}: explain: {err}") from None
         return self.record(rule=compiled.key, stage=rule.stage, title=rule.title, inputs=matched, values=values,
-                           claims=compiled.citations, sources=rule.sources, sentence=(rule.explain, sentence_env),
+                           claims=compiled.citations, sources=compiled.sources, sentence=(rule.explain, sentence_env),
                            outputs=outputs, title_zh=rule.title_zh, sentence_zh=(rule.explain_zh, sentence_env))
 
     def check(self) -> None:
