@@ -336,8 +336,35 @@ def _div(left: Evaluator, right: Evaluator, text: str) -> Evaluator:
     return div
 
 
+def _mul_constant(left: Evaluator, b: Any, text: str) -> Evaluator:
+    def mul_constant(env: Mapping[str, Any]) -> Any:  # `x * 2`: the constant was checked when compiled
+        a = left(env)
+        if type(a) not in _NUMBER_TYPES:
+            raise ExpressionError(f"'{text}': arithmetic needs numbers")
+        result = a * b
+        if abs(result) > MAX_MAGNITUDE:
+            raise ExpressionError(f"'{text}': a value beyond {MAX_MAGNITUDE:g} in size")
+        return result
+
+    return mul_constant
+
+
+def _div_constant(left: Evaluator, b: Any, text: str) -> Evaluator:
+    def div_constant(env: Mapping[str, Any]) -> Any:  # `x / 1e9`
+        a = left(env)
+        if type(a) not in _NUMBER_TYPES:
+            raise ExpressionError(f"'{text}': arithmetic needs numbers")
+        result = a / b
+        if abs(result) > MAX_MAGNITUDE:
+            raise ExpressionError(f"'{text}': a value beyond {MAX_MAGNITUDE:g} in size")
+        return result
+
+    return div_constant
+
+
 _FAST_ARITH: dict[type, Callable[[Evaluator, Evaluator, str], Evaluator]] = {
     ast.Add: _add, ast.Sub: _sub, ast.Mult: _mul, ast.Div: _div}
+_FAST_CONSTANT: dict[type, Callable[[Evaluator, Any, str], Evaluator]] = {ast.Mult: _mul_constant, ast.Div: _div_constant}
 
 
 def _closure(node: ast.AST) -> Callable[[Mapping[str, Any]], Any]:
@@ -349,6 +376,9 @@ def _closure(node: ast.AST) -> Callable[[Mapping[str, Any]], Any]:
         return _lookup(_qualified(node) or "")
     if isinstance(node, ast.BinOp):
         left, right, text = _closure(node.left), _closure(node.right), ast.unparse(node)
+        constant_right = isinstance(node.right, ast.Constant) and type(node.right.value) in _NUMBER_TYPES
+        if constant_right and type(node.op) in _FAST_CONSTANT:
+            return _FAST_CONSTANT[type(node.op)](left, node.right.value, text)  # type: ignore[attr-defined]
         if type(node.op) in _FAST_ARITH:  # + - * /: the bulk of every ask's arithmetic
             return _FAST_ARITH[type(node.op)](left, right, text)
         op = _BINOPS[type(node.op)]

@@ -116,7 +116,10 @@ class PlanCache:
             value = values.get(key)
             if value is None:
                 env = env or {**base, **dict(zip(_SPLIT_NAMES, split, strict=True))}
-                value = values[key] = float(expression.evaluate(env))
+                try:  # run, not evaluate: one call less (the menu evaluates these hundreds of times an ask)
+                    value = values[key] = float(expression.run(env))
+                except (ex.ExpressionError, ArithmeticError, TypeError, ValueError):
+                    value = values[key] = float(expression.evaluate(env))  # raises, naming the expression
             parts[name] = value
         return parts
 
