@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import math
+import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -281,90 +282,37 @@ def _missing(env: Mapping[str, Any], head: str, tail: str) -> Any:
 Evaluator = Callable[[Mapping[str, Any]], Any]
 
 
-# + - * / written out, each with _bounded's check inline: numbers in, so the result is an int or a
-# float and only its size needs checking (NaN passes, as in _bounded). A third faster than going
-# through _BINOPS and _bounded, with the same results and the same errors.
-def _add(left: Evaluator, right: Evaluator, text: str) -> Evaluator:
-    def add(env: Mapping[str, Any]) -> Any:
+# + - * / with _bounded's check inline: numbers in, so the result is an int or a float and only its
+# size needs checking (NaN passes, as in _bounded). `op` is the operator module's C function, not a
+# lambda: with one Python call less per operation, a third faster, with the same results and errors.
+def _arith(op: Callable[[Any, Any], Any], left: Evaluator, right: Evaluator, text: str) -> Evaluator:
+    def arith(env: Mapping[str, Any]) -> Any:
         a, b = left(env), right(env)
         if type(a) not in _NUMBER_TYPES or type(b) not in _NUMBER_TYPES:
             raise ExpressionError(f"'{text}': arithmetic needs numbers")
-        result = a + b
+        result = op(a, b)
         if abs(result) > MAX_MAGNITUDE:
             raise ExpressionError(f"'{text}': a value beyond {MAX_MAGNITUDE:g} in size")
         return result
 
-    return add
+    return arith
 
 
-def _sub(left: Evaluator, right: Evaluator, text: str) -> Evaluator:
-    def sub(env: Mapping[str, Any]) -> Any:
-        a, b = left(env), right(env)
-        if type(a) not in _NUMBER_TYPES or type(b) not in _NUMBER_TYPES:
-            raise ExpressionError(f"'{text}': arithmetic needs numbers")
-        result = a - b
-        if abs(result) > MAX_MAGNITUDE:
-            raise ExpressionError(f"'{text}': a value beyond {MAX_MAGNITUDE:g} in size")
-        return result
-
-    return sub
-
-
-def _mul(left: Evaluator, right: Evaluator, text: str) -> Evaluator:
-    def mul(env: Mapping[str, Any]) -> Any:
-        a, b = left(env), right(env)
-        if type(a) not in _NUMBER_TYPES or type(b) not in _NUMBER_TYPES:
-            raise ExpressionError(f"'{text}': arithmetic needs numbers")
-        result = a * b
-        if abs(result) > MAX_MAGNITUDE:
-            raise ExpressionError(f"'{text}': a value beyond {MAX_MAGNITUDE:g} in size")
-        return result
-
-    return mul
-
-
-def _div(left: Evaluator, right: Evaluator, text: str) -> Evaluator:
-    def div(env: Mapping[str, Any]) -> Any:
-        a, b = left(env), right(env)
-        if type(a) not in _NUMBER_TYPES or type(b) not in _NUMBER_TYPES:
-            raise ExpressionError(f"'{text}': arithmetic needs numbers")
-        result = a / b
-        if abs(result) > MAX_MAGNITUDE:
-            raise ExpressionError(f"'{text}': a value beyond {MAX_MAGNITUDE:g} in size")
-        return result
-
-    return div
-
-
-def _mul_constant(left: Evaluator, b: Any, text: str) -> Evaluator:
-    def mul_constant(env: Mapping[str, Any]) -> Any:  # `x * 2`: the constant was checked when compiled
+def _arith_constant(op: Callable[[Any, Any], Any], left: Evaluator, b: Any, text: str) -> Evaluator:
+    def arith_constant(env: Mapping[str, Any]) -> Any:  # `x * 2`, `x / 1e9`: the constant was checked when compiled
         a = left(env)
         if type(a) not in _NUMBER_TYPES:
             raise ExpressionError(f"'{text}': arithmetic needs numbers")
-        result = a * b
+        result = op(a, b)
         if abs(result) > MAX_MAGNITUDE:
             raise ExpressionError(f"'{text}': a value beyond {MAX_MAGNITUDE:g} in size")
         return result
 
-    return mul_constant
+    return arith_constant
 
 
-def _div_constant(left: Evaluator, b: Any, text: str) -> Evaluator:
-    def div_constant(env: Mapping[str, Any]) -> Any:  # `x / 1e9`
-        a = left(env)
-        if type(a) not in _NUMBER_TYPES:
-            raise ExpressionError(f"'{text}': arithmetic needs numbers")
-        result = a / b
-        if abs(result) > MAX_MAGNITUDE:
-            raise ExpressionError(f"'{text}': a value beyond {MAX_MAGNITUDE:g} in size")
-        return result
-
-    return div_constant
-
-
-_FAST_ARITH: dict[type, Callable[[Evaluator, Evaluator, str], Evaluator]] = {
-    ast.Add: _add, ast.Sub: _sub, ast.Mult: _mul, ast.Div: _div}
-_FAST_CONSTANT: dict[type, Callable[[Evaluator, Any, str], Evaluator]] = {ast.Mult: _mul_constant, ast.Div: _div_constant}
+_FAST_ARITH: dict[type, Callable[[Any, Any], Any]] = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
 
 
 def _closure(node: ast.AST) -> Callable[[Mapping[str, Any]], Any]:
@@ -376,11 +324,11 @@ def _closure(node: ast.AST) -> Callable[[Mapping[str, Any]], Any]:
         return _lookup(_qualified(node) or "")
     if isinstance(node, ast.BinOp):
         left, right, text = _closure(node.left), _closure(node.right), ast.unparse(node)
-        constant_right = isinstance(node.right, ast.Constant) and type(node.right.value) in _NUMBER_TYPES
-        if constant_right and type(node.op) in _FAST_CONSTANT:
-            return _FAST_CONSTANT[type(node.op)](left, node.right.value, text)  # type: ignore[attr-defined]
         if type(node.op) in _FAST_ARITH:  # + - * /: the bulk of every ask's arithmetic
-            return _FAST_ARITH[type(node.op)](left, right, text)
+            fast = _FAST_ARITH[type(node.op)]
+            if isinstance(node.right, ast.Constant) and type(node.right.value) in _NUMBER_TYPES:
+                return _arith_constant(fast, left, node.right.value, text)
+            return _arith(fast, left, right, text)
         op = _BINOPS[type(node.op)]
         if isinstance(node.right, ast.Constant) and type(node.right.value) in _NUMBER_TYPES:
             constant = node.right.value
