@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from operator import itemgetter
+from typing import Any, NamedTuple
 
 from . import expr as ex
 from .citations import cited
@@ -50,10 +51,10 @@ SOURCES = ["rajbhandari-2020-zero", "korthikanti-2022-activation-recomputation",
 CLAIMS = ["art.capacity.redundancy", "art.capacity.multi-gpu-beyond"]
 
 
-@dataclass(frozen=True)
-class Layout:
+class Layout(NamedTuple):
     """How one replica is laid out over GPUs, bar the data-parallel degree: the planner's own
-    strategy, not answer.Strategy (the Answer's description of a chosen plan)."""
+    strategy, not answer.Strategy (the Answer's description of a chosen plan). A named tuple: the
+    planner keys its caches by layouts thousands of times an ask, and a tuple hashes in C."""
 
     tp: int
     pp: int
@@ -70,8 +71,10 @@ class Layout:
 # for a whole ask) and on these alone, so it is computed once per combination of their values.
 _SPLIT_NAMES = ("dp", "tp", "pp", "zero_stage", "checkpointing", "offload")
 _PART_READS = {name: tuple(n for n in _SPLIT_NAMES if n in e.names) for name, e in PARTS.items()}
-# (name, expression, positions in _SPLIT_NAMES of the names it reads), for parts_of's inner loop
-_PART_PLAN = tuple((name, e, tuple(_SPLIT_NAMES.index(n) for n in _PART_READS[name])) for name, e in PARTS.items())
+# (name, expression, the values it reads from a split tuple as a dict key), for parts_of's inner loop
+_PART_PLAN = tuple((name, e, itemgetter(*positions) if positions else (lambda split: ()))
+                   for name, e in PARTS.items()
+                   for positions in [tuple(_SPLIT_NAMES.index(n) for n in _PART_READS[name])])
 
 
 class PlanCache:
@@ -81,7 +84,7 @@ class PlanCache:
     def __init__(self) -> None:
         self.splits: dict[tuple[Layout, bool], tuple[float, float]] = {}
         self.menus: dict[tuple[Any, ...], list[tuple[Layout, float, float]]] = {}
-        self.part_values: dict[tuple[Any, ...], float] = {}
+        self.part_values: dict[str, dict[Any, float]] = {name: {} for name in PARTS}  # part -> its reads -> bytes
 
     def split(self, layout: Layout, base: dict[str, Any], inference: bool) -> tuple[float, float]:
         """(A, B) with per_gpu(n) = A + B/n, n = dp (training) or the tp*pp shard count (inference)."""
@@ -107,12 +110,12 @@ class PlanCache:
 
     def parts_of(self, layout: Layout, dp: int, base: dict[str, Any]) -> dict[str, float]:
         """Per-GPU bytes of each part under this split, as the PARTS expressions give them."""
-        split = (dp, layout.tp, layout.pp, layout.zero_stage, layout.checkpointing, layout.offload)
+        split = (dp, *layout)
         env: dict[str, Any] | None = None
         parts = {}
-        values = self.part_values
+        known = self.part_values
         for name, expression, reads in _PART_PLAN:
-            key = (name, *[split[i] for i in reads])
+            values, key = known[name], reads(split)
             value = values.get(key)
             if value is None:
                 env = env or {**base, **dict(zip(_SPLIT_NAMES, split, strict=True))}
