@@ -70,6 +70,9 @@ _CMPOPS: dict[type, Callable[[Any, Any], bool]] = {
     ast.In: lambda a, b: a in b,
     ast.NotIn: lambda a, b: a not in b,
 }
+_FAST_CMP: dict[type, Callable[[Any, Any], Any]] = {
+    ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt,
+    ast.GtE: operator.ge}
 _CMP_TEXT = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
              ast.In: "in", ast.NotIn: "not in"}
 
@@ -377,6 +380,9 @@ def _closure(node: ast.AST) -> Callable[[Mapping[str, Any]], Any]:
         if unknown:  # an ExpressionError, not a KeyError, even if _check missed it
             raise ExpressionError(f"comparison {unknown[0]} cannot be evaluated")
         rest = [(_CMPOPS[type(op)], _closure(c)) for op, c in zip(node.ops, node.comparators, strict=True)]
+        if len(rest) == 1 and type(node.ops[0]) in _FAST_CMP:  # `a >= b`, the usual case: no loop, a C operator
+            fast, second = _FAST_CMP[type(node.ops[0])], rest[0][1]
+            return lambda env: bool(fast(first(env), second(env)))
 
         def compare(env: Mapping[str, Any]) -> bool:
             left = first(env)
