@@ -29,12 +29,12 @@ def ask(kb: KnowledgeBase, workload: Workload | dict[str, Any]) -> Answer:
 def _cycle_collector_paused() -> Iterator[None]:
     """Python's cycle collector waits until the ask is over.
 
-    An ask makes some ten thousand short-lived dicts and lists, freed by reference counting alone,
-    yet each few hundred of them trigger a collection, and every so often a full one that walks the
-    whole knowledge base too: a fifth of a warm ask, and pauses of 3-7x the median ask. Paused for
-    the ask, one collection of the little that is left runs after it. The collector is only paused if
-    it was running (an application that turned it off keeps it off); with asks in several threads, the
-    first to finish resumes it.
+    An ask makes some ten thousand short-lived dicts and lists, nearly all freed by reference counting,
+    yet every few hundred of them triggered a collection, and now and then a full one that walked the
+    whole knowledge base too: a fifth of a warm ask, and pauses of 3-7x the median ask. Paused, the
+    collector runs once the ask is over, over the little that is left. It is only paused if it was
+    running (an application that turned it off keeps it off); with asks in several threads, the first
+    to finish resumes it.
     """
     if not gc.isenabled():
         yield
