@@ -229,3 +229,18 @@ def test_packaged_kb_is_used_by_gpukb_ask():
     assert (root / "kb" / "manifest.yaml").is_file() and (root / "rules" / "requirements").is_dir()
     answer = gpukb.ask(gpukb.Workload(model="llama-3-8b", task="qlora"))
     assert answer.options and answer.kb_version == gpukb.load_kb(root).version
+
+
+def test_an_ask_leaves_the_cycle_collector_as_it_found_it(kb):
+    import gc
+
+    workload = {"model": "llama-2-7b", "task": "lora", "gpus": ["a100-sxm-80gb"]}
+    assert gc.isenabled()
+    kb.ask(workload)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        kb.ask(workload)
+        assert not gc.isenabled()  # an application that turned it off keeps it off
+    finally:
+        gc.enable()
