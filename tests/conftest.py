@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -8,6 +9,9 @@ import pytest
 import gpukb
 
 REPO = Path(__file__).resolve().parent.parent
+# tests load the knowledge base from its files and leave the user's cache folder alone (kbcache
+# has tests of its own, in folders of theirs)
+os.environ["GPUKB_NO_CACHE"] = "1"
 
 
 @pytest.fixture(scope="session")

@@ -242,3 +242,18 @@ def test_attention_without_flash_costs_memory_and_time(kb):
     assert unfused.options[0].tokens_per_s < fused.options[0].tokens_per_s
     assert "flash_attention" not in fused.workload.model_dump() or fused.workload.flash_attention
     assert '"flash_attention":false' in unfused.model_dump_json()
+
+
+def test_an_ask_leaves_the_cycle_collector_as_it_found_it(kb):
+    import gc
+
+    workload = {"model": "llama-2-7b", "task": "lora", "gpus": ["a100-sxm-80gb"]}
+    assert gc.isenabled()
+    kb.ask(workload)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        kb.ask(workload)
+        assert not gc.isenabled()  # an application that turned it off keeps it off
+    finally:
+        gc.enable()

@@ -173,3 +173,19 @@ def test_a_cloud_price_citing_an_unknown_source_names_its_line(checkout):
     (problem,) = _problems(checkout)
     assert problem.startswith(f"kb/gpus/l40s-48gb.yaml:{_line_of(path, 'apiev-nowhere')}:")
     assert "E030 cloud_prices." in problem and "unknown source id 'apiev-nowhere" in problem
+
+
+def test_libyaml_reads_every_yaml_file_of_the_repository_as_the_reference_loader_does(monkeypatch):
+    from gpukb import yamlpos
+
+    repo = Path(__file__).resolve().parent.parent
+    files = sorted(p for top in ("kb", "rules", "site", "tests") for p in (repo / top).rglob("*.yaml"))
+    fast = [yamlpos.load_located(f, f.name) for f in files]
+    monkeypatch.setattr(yamlpos, "CParser", None)
+    for path, (doc, problems) in zip(files, fast, strict=True):
+        reference, expected = yamlpos.load_located(path, path.name)
+        assert problems == expected, path
+        if reference is None:
+            assert doc is None, path
+        else:
+            assert doc is not None and doc.data == reference.data and doc.positions == reference.positions, path

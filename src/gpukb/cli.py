@@ -1,4 +1,4 @@
-"""The `gpukb` command line: ask, explain, lint, impact, schema."""
+"""The `gpukb` command line: ask, sweep, explain, lint, impact, validate, schema."""
 
 from __future__ import annotations
 
@@ -240,6 +240,64 @@ def _print_answer(answer: Any, lang: Lang) -> None:
         for r in answer.remedies:
             out.print(clean(f"  {r.heading(lang)}: {r.effect_text(lang)} [{r.rule}]"), markup=False, highlight=False)
     out.print("Run with --explain for the full trace, --json for everything.")
+
+
+def _split(values: list[str] | None) -> list[str]:
+    """Repeated options, each possibly comma-separated: --model a,b --model c -> [a, b, c]."""
+    return [part.strip() for value in values or [] for part in value.split(",") if part.strip()]
+
+
+@app.command()
+def sweep(
+    model: Annotated[list[str] | None, typer.Option(help="catalog model ids (repeat or comma-separate)")] = None,
+    task: Annotated[list[str] | None, typer.Option(help="tasks (repeat or comma-separate)")] = None,
+    seq_len: Annotated[list[str] | None, typer.Option(help="sequence lengths (repeat or comma-separate)")] = None,
+    gpu: Annotated[list[str] | None, typer.Option(
+        "--gpu", help="GPU ids, each asked alone (repeat or comma-separate); default: each ask weighs the whole catalog")] = None,
+    file: Annotated[Path | None, typer.Option(help="a YAML or JSON list of workloads, answered before the grid")] = None,
+    processes: Annotated[int, typer.Option(min=1, help="worker processes, each loading the knowledge base once")] = 1,
+    output: Annotated[Path | None, typer.Option(help="write the JSON Lines here instead of stdout")] = None,
+    root: Annotated[Path | None, typer.Option(help="a checkout holding kb/ and rules/")] = None,
+) -> None:
+    """Answer a grid of workloads (models x tasks x sequence lengths x GPUs) and/or a file of them
+    across processes: one JSON record per line, in input order, with a progress bar on stderr."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from .sweeps import SweepFileError, grid, read_workloads
+    from .sweeps import sweep as run
+
+    workloads: list[dict[str, Any]] = []
+    try:
+        if file is not None:
+            workloads += read_workloads(file)
+        lengths: list[int] = [int(n) for n in _split(seq_len)]
+    except (OSError, ValueError, SweepFileError) as error:
+        err.print(f"error: {clean(error)}", markup=False, highlight=False)
+        raise typer.Exit(2) from None
+    models, tasks = _split(model), _split(task)
+    if models or tasks:
+        if not (models and tasks):
+            err.print("error: a grid needs both --model and --task", markup=False, highlight=False)
+            raise typer.Exit(2)
+        workloads += grid(models, tasks, lengths, _split(gpu))
+    if not workloads:
+        err.print("error: nothing to answer: give --model and --task, or --file", markup=False, highlight=False)
+        raise typer.Exit(2)
+    sink = output.open("w", encoding="utf-8") if output is not None else sys.stdout
+    failed = 0
+    columns = (TextColumn("sweep"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    try:
+        with Progress(*columns, console=err, transient=True) as progress:
+            bar = progress.add_task("sweep", total=len(workloads))
+            for item in run(workloads, processes, root):
+                sink.write(json.dumps(item, ensure_ascii=False, separators=(",", ":")) + "\n")
+                sink.flush()  # streamed: a reader sees each record as soon as it is ready
+                failed += "error" in item
+                progress.advance(bar)
+    finally:
+        if output is not None:
+            sink.close()
+    err.print(f"answered {len(workloads)}, of which {failed} with an error", markup=False, highlight=False)
 
 
 @app.command("explain")

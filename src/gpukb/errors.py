@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from .codes import CODES, Severity
 
 if TYPE_CHECKING:
-    from .yamlpos import Loc, Located
+    from .positions import Loc, Located
 
 
 class GpukbError(Exception):

@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import Problem, located
 from .kinds import BY_NAME, KEYED, Kind
+from .positions import Loc, Located
 from .rules import CompiledRule, Rule
 from .schema import Claim, Dtype, Gpu, Interconnect, Manifest, Measurement, Model, Optimizer, Policy, Rhetoric, Source
-from .yamlpos import Loc, Located
 
 if TYPE_CHECKING:
     from .answer import Answer

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from operator import itemgetter
+from typing import Any, NamedTuple
 
 from . import expr as ex
 from .citations import cited
@@ -54,10 +55,10 @@ SOURCES = ["rajbhandari-2020-zero", "korthikanti-2022-activation-recomputation",
 CLAIMS = ["art.capacity.redundancy", "art.capacity.multi-gpu-beyond"]
 
 
-@dataclass(frozen=True)
-class Layout:
+class Layout(NamedTuple):
     """How one replica is laid out over GPUs, bar the data-parallel degree: the planner's own
-    strategy, not answer.Strategy (the Answer's description of a chosen plan)."""
+    strategy, not answer.Strategy (the Answer's description of a chosen plan). A named tuple: the
+    planner keys its caches by layouts thousands of times an ask, and a tuple hashes in C."""
 
     tp: int
     pp: int
@@ -74,6 +75,10 @@ class Layout:
 # for a whole ask) and on these alone, so it is computed once per combination of their values.
 _SPLIT_NAMES = ("dp", "tp", "pp", "zero_stage", "checkpointing", "offload")
 _PART_READS = {name: tuple(n for n in _SPLIT_NAMES if n in e.names) for name, e in PARTS.items()}
+# (name, expression, the values it reads from a split tuple as a dict key), for parts_of's inner loop
+_PART_PLAN = tuple((name, e, itemgetter(*positions) if positions else (lambda split: ()))
+                   for name, e in PARTS.items()
+                   for positions in [tuple(_SPLIT_NAMES.index(n) for n in _PART_READS[name])])
 
 
 class PlanCache:
@@ -83,7 +88,7 @@ class PlanCache:
     def __init__(self) -> None:
         self.splits: dict[tuple[Layout, bool], tuple[float, float]] = {}
         self.menus: dict[tuple[Any, ...], list[tuple[Layout, float, float]]] = {}
-        self.part_values: dict[tuple[Any, ...], float] = {}
+        self.part_values: dict[str, dict[Any, float]] = {name: {} for name in PARTS}  # part -> its reads -> bytes
 
     def split(self, layout: Layout, base: dict[str, Any], inference: bool) -> tuple[float, float]:
         """(A, B) with per_gpu(n) = A + B/n, n = dp (training) or the tp*pp shard count (inference)."""
@@ -109,15 +114,20 @@ class PlanCache:
 
     def parts_of(self, layout: Layout, dp: int, base: dict[str, Any]) -> dict[str, float]:
         """Per-GPU bytes of each part under this split, as the PARTS expressions give them."""
-        split = layout.env(dp)
+        split = (dp, *layout)
         env: dict[str, Any] | None = None
         parts = {}
-        for name, expression in PARTS.items():
-            key = (name, *(split[n] for n in _PART_READS[name]))
-            if key not in self.part_values:
-                env = env or {**base, **split}
-                self.part_values[key] = float(expression.evaluate(env))
-            parts[name] = self.part_values[key]
+        known = self.part_values
+        for name, expression, reads in _PART_PLAN:
+            values, key = known[name], reads(split)
+            value = values.get(key)
+            if value is None:
+                env = env or {**base, **dict(zip(_SPLIT_NAMES, split, strict=True))}
+                try:  # run, not evaluate: one call less (the menu evaluates these hundreds of times an ask)
+                    value = values[key] = float(expression.run(env))
+                except (ex.ExpressionError, ArithmeticError, TypeError, ValueError):
+                    value = values[key] = float(expression.evaluate(env))  # raises, naming the expression
+            parts[name] = value
         return parts
 
 
@@ -263,27 +273,36 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
     values += [Value(name=n, value=v, expr=PARTS[n].text) for n, v in parts.items()]
     values.append(Value(name="per_gpu_bytes", value=per_gpu, expr=PER_GPU.text))
     values += [Value(name=k, value=v, expr=None) for k, v in env.items() if k not in ("m", "w")]
-    verdict = "fits" if fits else "does not fit"
-    sentence = (f"{gpu['gpu']}: {chosen.count} GPU(s) (dp={chosen.dp}, tp={s.tp}, pp={s.pp}, "
-                f"ZeRO-{fields['zero_stage']}, checkpointing {'on' if s.checkpointing else 'off'}, offload {s.offload}) "
+    zero, count, dp, strategies = fields["zero_stage"], chosen.count, chosen.dp, len(tried)
+
+    def sentence() -> str:  # written when the trace is read (trace._Sentence)
+        verdict = "fits" if fits else "does not fit"
+        text = (f"{gpu['gpu']}: {count} GPU(s) (dp={dp}, tp={s.tp}, pp={s.pp}, "
+                f"ZeRO-{zero}, checkpointing {'on' if s.checkpointing else 'off'}, offload {s.offload}) "
                 f"need {per_gpu / 1e9:,.1f} GB per GPU against {usable / 1e9:,.1f} GB usable "
                 f"({gpu['memory_bytes'] / 1e9:,.1f} GB less the {policy['reserve_fraction']:.0%} reserve, which holds "
                 f"the runtime overhead): {verdict}.")
-    if not fits:
-        sentence += (f" This is the closest of {len(tried)} strategies within gpu_count {limit}." if w.gpu_count else
+        if not fits:
+            text += (f" This is the closest of {strategies} strategies within gpu_count {limit}." if w.gpu_count else
                      " Memory that no sharding divides (activations of one micro-batch, runtime overhead) alone exceeds it.")
-    sentence_zh = (f"{gpu['gpu']}：{chosen.count} 块 GPU（dp={chosen.dp}、tp={s.tp}、pp={s.pp}、"
-                   f"ZeRO-{fields['zero_stage']}、激活重计算{'开' if s.checkpointing else '关'}、卸载 {s.offload}），"
-                   f"每块 GPU 需要 {per_gpu / 1e9:,.1f} GB，可用 {usable / 1e9:,.1f} GB"
-                   f"（{gpu['memory_bytes'] / 1e9:,.1f} GB 减去 {policy['reserve_fraction']:.0%} 的预留，"
-                   "运行时开销计入预留之内）："
-                   f"{'放得下' if fits else '放不下'}。")
-    if raised is not None and inference:
-        sentence += f" {raised.because}"
-        sentence_zh += raised.because_zh
-    if not fits:
-        sentence_zh += (f"这是 gpu_count {limit} 以内 {len(tried)} 种策略中最接近的一种。" if w.gpu_count else
-                        "任何切分都分不掉的显存（一个微批次的激活值、运行时开销）本身就已超出。")
+        if raised is not None and inference:
+            text += f" {raised.because}"
+        return text
+
+    def sentence_zh() -> str:
+        text = (f"{gpu['gpu']}：{count} 块 GPU（dp={dp}、tp={s.tp}、pp={s.pp}、"
+                f"ZeRO-{zero}、激活重计算{'开' if s.checkpointing else '关'}、卸载 {s.offload}），"
+                f"每块 GPU 需要 {per_gpu / 1e9:,.1f} GB，可用 {usable / 1e9:,.1f} GB"
+                f"（{gpu['memory_bytes'] / 1e9:,.1f} GB 减去 {policy['reserve_fraction']:.0%} 的预留，"
+                "运行时开销计入预留之内）："
+                f"{'放得下' if fits else '放不下'}。")
+        if raised is not None and inference:
+            text += raised.because_zh
+        if not fits:
+            text += (f"这是 gpu_count {limit} 以内 {strategies} 种策略中最接近的一种。" if w.gpu_count else
+                     "任何切分都分不掉的显存（一个微批次的激活值、运行时开销）本身就已超出。")
+        return text
+
     (plan,) = collector.record(
         rule="planner.fewest-gpus@1", stage="requirements",
         title="Fewest GPUs that hold one replica, least intrusive strategy first",

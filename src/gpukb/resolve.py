@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from weakref import WeakKeyDictionary
 
 from .architecture import count_parameters
 from .errors import KBDefectError, WorkloadError
@@ -248,8 +249,24 @@ def gpu_policy(kb: KnowledgeBase, default_id: str, architecture: str) -> str:
     return default_id
 
 
+# gpu_fact's results per knowledge base: they depend on the catalog and the arguments alone, and
+# making them was a twentieth of an ask. Callers copy them into facts (Collector.new_fact).
+_GPU_FACTS: WeakKeyDictionary[KnowledgeBase, dict[tuple[str, str, bool, str | None], dict[str, Any]]] = (
+    WeakKeyDictionary())
+
+
 def gpu_fact(kb: KnowledgeBase, gpu: Gpu, precision: str, training: bool, kv_cache_precision: str | None = None,
              ) -> dict[str, Any]:
+    """The fields of a GPU's fact; the same dict for the same arguments (never change it)."""
+    known = _GPU_FACTS.setdefault(kb, {})
+    key = (gpu.id, precision, training, kv_cache_precision)
+    if key not in known:
+        known[key] = _gpu_fact(kb, gpu, precision, training, kv_cache_precision)
+    return known[key]
+
+
+def _gpu_fact(kb: KnowledgeBase, gpu: Gpu, precision: str, training: bool, kv_cache_precision: str | None,
+              ) -> dict[str, Any]:
     # FP8 training keeps attention, norms, communication and the optimizer in higher precision and
     # no source gives a general end-to-end speed-up, so training estimates use the 16-bit rate.
     order = FLOPS_ORDER["bf16"] if (training and precision == "fp8") else FLOPS_ORDER[precision]

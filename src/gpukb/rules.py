@@ -18,7 +18,7 @@ from .citations import CitedClaim
 from .facts import ALL_KINDS, FINDING_KINDS, RULE_KINDS, SEVERITIES, fields_of
 from .ids import versioned
 from .schema import Entry, Slug, Strict
-from .template import TemplateError, placeholders
+from .template import TemplateError, needs, placeholders
 
 Stage = Literal["requirements", "bottlenecks", "remedies", "recommendations"]
 STAGES: tuple[str, ...] = ("requirements", "bottlenecks", "remedies", "recommendations")
@@ -98,6 +98,16 @@ class CompiledRule:
     @cached_property
     def key(self) -> str:
         return versioned(self.rule.id, self.rule.version)
+
+    @cached_property
+    def explain_needs(self) -> tuple[tuple[str, str], ...]:
+        """The placeholders of both explain sentences, checked at every firing (template.check_values)."""
+        return needs(self.rule.explain, self.rule.explain_zh)
+
+    @cached_property
+    def sources(self) -> tuple[str, ...]:
+        """The rule's sources as every trace step of it holds them."""
+        return tuple(self.rule.sources)
 
     def durable_definition(self) -> dict[str, Any]:
         """durable-rules JSON: one `all` pattern per alias, each `kind == K and <if>`."""

@@ -22,7 +22,9 @@ Float = Annotated[float, NoCoercion()]
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    # defer_build: a validator is built when a model first validates, not when gpukb is imported; a
+    # command that takes the knowledge base from kbcache never validates most entry kinds
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, defer_build=True)
 
 
 class Entry(Strict):

@@ -60,6 +60,21 @@ def _parts(template: str) -> tuple[tuple[str, str, str, str], ...]:
     return tuple(parts)
 
 
+def needs(*templates: str) -> tuple[tuple[str, str], ...]:
+    """The (head, tail) of every placeholder in `templates`, once each, in order: what check_values reads."""
+    return tuple(dict.fromkeys((head, tail) for template in templates for _text, head, tail, _ in _parts(template) if head))
+
+
+def check_values(wanted: tuple[tuple[str, str], ...], env: Mapping[str, Any]) -> None:
+    """Raise the TemplateError `render` would for a placeholder (of `needs`) without a value, without formatting."""
+    for head, tail in wanted:
+        value: Any = env.get(head)
+        if tail:
+            value = value.get(tail) if isinstance(value, dict) else None
+        if value is None:
+            raise TemplateError(f"no value for {{{head}{'.' + tail if tail else ''}}}")
+
+
 def render(template: str, env: Mapping[str, Any], lang: Lang = "en") -> str:
     """Fill a checked template from `env` (facts are dicts); `lang` picks the words of formats such as `s`."""
     out = []

@@ -7,6 +7,7 @@ expressions that computed them, the claims it rests on, and a rendered sentence.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -15,8 +16,10 @@ from typing_extensions import TypedDict  # pydantic needs this TypedDict before 
 
 from .citations import CitedClaim
 from .errors import EngineError
+from .expr import ExpressionError
+from .fmt import Lang
 from .rules import CompiledRule
-from .template import TemplateError, render
+from .template import TemplateError, check_values, render
 
 if TYPE_CHECKING:
     from .kb import KnowledgeBase
@@ -38,9 +41,47 @@ class Value(TypedDict):
     expr: str | None
 
 
+# A sentence as a step is given it: the text, a rule's (template, values), or a function that writes it
+Text = str | tuple[str, dict[str, Any]] | Callable[[], str]
+
+
+class _Sentence:
+    """A step's sentence in one language, rendered from its rule's template the first time it is read.
+
+    Most of an ask's steps are never read as text (an option's trace is read when it is printed or
+    serialized), and rendering every sentence at every firing was a sixth of an ask. A data
+    descriptor, so a step reads and serializes (pydantic gets dataclass fields by attribute) exactly
+    as a step holding the rendered text: the same template, values and formats give the same text.
+    """
+
+    def __init__(self, lang: Lang) -> None:
+        self.lang: Lang = lang
+        self.key = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.key = name
+
+    def __get__(self, step: Any, owner: type | None = None) -> Any:
+        if step is None:
+            return self
+        state = step.__dict__
+        text = state[self.key]
+        if type(text) is not str:  # not rendered yet; rendering twice gives the same text
+            if type(text) is tuple:
+                template, env = text
+                text = render(template, env, self.lang) if template else ""
+            else:
+                text = text()
+            state[self.key] = text
+        return text
+
+    def __set__(self, step: Any, value: Text) -> None:
+        step.__dict__[self.key] = value
+
+
 # A frozen dataclass rather than a pydantic model: an ask records hundreds of steps, and this is
 # four times cheaper to create. Pydantic still validates and serializes it inside the Answer.
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class TraceStep:
     step: int
     rule: str
@@ -50,11 +91,19 @@ class TraceStep:
     values: list[Value]
     claims: tuple[CitedClaim, ...]  # tuples: the same citations are shared by every firing of a rule
     sources: tuple[str, ...]
-    sentence: str
+    sentence: str  # given as Text, read as str: see _Sentence
     produced: list[str]
     # Chinese renderings for `explain(lang="zh")`; kept out of the JSON, which stays English
     title_zh: Annotated[str, Field(exclude=True)] = ""
     sentence_zh: Annotated[str, Field(exclude=True)] = ""
+
+
+# Set after the dataclass is made, so that `dataclass` sees plain fields (a descriptor in the class
+# body would become their default); its __init__ then stores text or (template, values) through them.
+TraceStep.sentence = _Sentence("en")  # type: ignore[assignment]
+TraceStep.sentence.__set_name__(TraceStep, "sentence")  # type: ignore[attr-defined]
+TraceStep.sentence_zh = _Sentence("zh")  # type: ignore[assignment]
+TraceStep.sentence_zh.__set_name__(TraceStep, "sentence_zh")  # type: ignore[attr-defined]
 
 
 def label(fact: dict[str, Any]) -> str:
@@ -91,18 +140,21 @@ class Collector:
         return self.steps[by - 1] if by else None
 
     def record(self, *, rule: str, stage: str, title: str, inputs: dict[str, dict[str, Any]],
-               values: list[Value], claims: tuple[CitedClaim, ...], sources: list[str], sentence: str,
-               outputs: list[tuple[str, dict[str, Any]]], title_zh: str = "", sentence_zh: str = "",
-               ) -> list[dict[str, Any]]:
+               values: list[Value], claims: tuple[CitedClaim, ...], sources: list[str] | tuple[str, ...],
+               sentence: Text, outputs: list[tuple[str, dict[str, Any]]], title_zh: str = "",
+               sentence_zh: Text = "") -> list[dict[str, Any]]:
         """Add a step and the facts it produced; returns the new facts (with fid and by)."""
         number = len(self.steps) + 1
         facts = [self.new_fact(kind, fields, number) for kind, fields in outputs]
         labels = self.labels
-        self.steps.append(TraceStep(
+        step = object.__new__(TraceStep)  # its __dict__ filled at once: a frozen dataclass's __init__ sets
+        step.__dict__.update(  # field by field through object.__setattr__, a tenth of an ask
             step=number, rule=rule, stage=stage, title=title,
-            inputs=[FactRef(alias=a, kind=f["kind"], fid=f["fid"], label=labels[f["fid"]]) for a, f in inputs.items()],
-            values=values, claims=claims, sources=tuple(sources), sentence=sentence,
-            produced=[f"{f['fid']} {labels[f['fid']]}" for f in facts], title_zh=title_zh, sentence_zh=sentence_zh))
+            inputs=[{"alias": a, "kind": f["kind"], "fid": f["fid"], "label": labels[f["fid"]]} for a, f in inputs.items()],
+            values=values, claims=claims, sources=sources if type(sources) is tuple else tuple(sources),
+            sentence=sentence, produced=[f"{f['fid']} {labels[f['fid']]}" for f in facts], title_zh=title_zh,
+            sentence_zh=sentence_zh)
+        self.steps.append(step)
         return facts
 
     def fire(self, compiled: CompiledRule, matched: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
@@ -117,24 +169,26 @@ class Collector:
         for out in compiled.outputs:
             scope = {**matched, **out.literals}  # the output's own fields shadow aliases of the same name
             for name, expression in out.computed:
-                value = expression.evaluate(scope)
+                try:  # run, not evaluate: one call less per expression on the path every firing takes
+                    value = expression.run(scope)
+                except (ExpressionError, ArithmeticError, TypeError, ValueError):
+                    value = expression.evaluate(scope)  # raises the same error, naming the expression
                 if value != value:  # NaN (the only value unequal to itself) never enters a fact
                     raise EngineError(f"{compiled.key}: '{name}' evaluated to NaN")
                 scope[name] = value
-                values.append(Value(name=name, value=value, expr=expression.text))
+                values.append({"name": name, "value": value, "expr": expression.text})  # a Value
             fields = {k: scope[k] for k in out.field_names}
             sentence_env.update(fields)
             sentence_env.update((k, scope[k]) for k in out.local_names)
             outputs.append((out.kind, fields))
         rule = compiled.rule
-        try:
-            sentence = render(rule.explain, sentence_env)
-            sentence_zh = render(rule.explain_zh, sentence_env, "zh") if rule.explain_zh else ""
+        try:  # the sentences are rendered when read; a value they lack fails the ask now, as rendering would
+            check_values(compiled.explain_needs, sentence_env)
         except TemplateError as err:
             raise EngineError(f"{compiled.key}: explain: {err}") from None
         return self.record(rule=compiled.key, stage=rule.stage, title=rule.title, inputs=matched, values=values,
-                           claims=compiled.citations, sources=rule.sources, sentence=sentence, outputs=outputs,
-                           title_zh=rule.title_zh, sentence_zh=sentence_zh)
+                           claims=compiled.citations, sources=compiled.sources, sentence=(rule.explain, sentence_env),
+                           outputs=outputs, title_zh=rule.title_zh, sentence_zh=(rule.explain_zh, sentence_env))
 
     def check(self) -> None:
         if self.errors:

@@ -1,0 +1,184 @@
+"""Sweeps: many workloads answered across processes, one compact record per answer, in input order.
+
+Asks are stateless, so a sweep is a map of `ask` over its workloads: each worker process loads the
+knowledge base once and answers a share of them. Records come back in the order of the workloads,
+as soon as each is answered and every one before it has been; a workload whose ask fails becomes a
+record holding the error, never the end of the sweep.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import subprocess
+import sys
+import threading
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+GridValues = Iterable[str | int]
+
+
+def grid(models: GridValues, tasks: GridValues, seq_lens: GridValues = (), gpus: GridValues = ()) -> list[dict[str, Any]]:
+    """Every combination, models outermost: with `gpus`, each workload is asked of one GPU type;
+    without, of the whole catalog (and without `seq_lens`, at the default sequence length)."""
+    workloads = []
+    for model, task, seq_len, gpu in itertools.product(models, tasks, list(seq_lens) or [None], list(gpus) or [None]):
+        workload: dict[str, Any] = {"model": model, "task": task}
+        if seq_len is not None:
+            workload["seq_len"] = seq_len
+        if gpu is not None:
+            workload["gpus"] = [gpu]
+        workloads.append(workload)
+    return workloads
+
+
+class SweepFileError(ValueError):
+    pass
+
+
+def read_workloads(path: str | Path) -> list[dict[str, Any]]:
+    """A YAML or JSON file holding a list of workloads (each the dictionary ask() takes)."""
+    path = Path(path)
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".json":
+        data = json.loads(text)
+    else:
+        import yaml
+
+        data = yaml.safe_load(text)
+    if not isinstance(data, list) or not all(isinstance(item, dict) for item in data):
+        raise SweepFileError(f"{path}: expected a list of workloads (mappings such as {{model: llama-2-7b, task: lora}})")
+    return data
+
+
+def record(index: int, workload: dict[str, Any], answer: Any) -> dict[str, Any]:
+    """The compact record of one answer: the best option, whether each GPU type fits, key figures."""
+    best = answer.best
+    out: dict[str, Any] = {"index": index, "workload": workload}
+    if best is None:
+        out["best"] = None
+    else:
+        s = best.strategy
+        out["best"] = {
+            "gpu": best.gpu, "count": best.count,
+            "strategy": {"dp": s.data_parallel, "tp": s.tensor_parallel, "pp": s.pipeline_parallel, "zero": s.zero_stage,
+                         "checkpointing": s.activation_checkpointing, "offload": s.offload, "nodes": s.nodes},
+            "per_gpu_bytes": best.per_gpu_bytes, "tokens_per_s": best.tokens_per_s,
+            **{name: value for name in ("time_to_train_s", "ttft_s", "tpot_s", "usd_per_hour", "cost_usd",
+                                        "usd_per_million_tokens", "max_concurrency")
+               if (value := getattr(best, name)) is not None},
+        }
+    out["fits"] = {o.gpu: o.fits for o in sorted((*answer.options, *answer.rejected), key=lambda o: o.gpu)}
+    out["memory_bytes"] = answer.memory.total
+    out["findings"] = sorted({f.kind for f in answer.findings if f.severity != "info"})
+    return out
+
+
+def error_record(index: int, workload: Any, error: BaseException) -> dict[str, Any]:
+    return {"index": index, "workload": workload, "error": f"{type(error).__name__}: {error}"}
+
+
+_kb: Any = None  # this process's knowledge base, loaded once by _start_worker
+
+
+def _start_worker(root: str | None) -> None:
+    global _kb
+    import gpukb
+
+    _kb = gpukb.load_kb(root)
+
+
+def _answer(index: int, workload: Any) -> dict[str, Any]:
+    try:
+        return record(index, workload, _kb.ask(workload))
+    except Exception as err:  # any failure is this workload's record; the sweep goes on
+        return error_record(index, workload, err)
+
+
+def _plain(workload: Any) -> Any:
+    """A workload as JSON data: a Workload model as the fields it was given."""
+    dump = getattr(workload, "model_dump", None)
+    return dump(mode="json", exclude_unset=True) if callable(dump) else workload
+
+
+def sweep(workloads: Iterable[Any], processes: int = 1, root: str | Path | None = None) -> Iterator[dict[str, Any]]:
+    """Answer `workloads` (the packaged knowledge base, or kb/ and rules/ under `root`) with
+    `processes` worker processes; yields one record per workload, in input order, as they are ready."""
+    if processes < 1:
+        raise ValueError("processes must be at least 1")
+    items = [_plain(w) for w in workloads]
+    where = str(Path(root).resolve()) if root is not None else None
+    if processes == 1 or len(items) <= 1:
+        _start_worker(where)
+        for index, workload in enumerate(items):
+            yield _answer(index, workload)
+        return
+    yield from _across(items, min(processes, len(items)), where)
+
+
+def _across(items: list[Any], processes: int, root: str | None) -> Iterator[dict[str, Any]]:
+    """Workers are `python -m gpukb.sweeps` processes fed JSON Lines on stdin, not multiprocessing's:
+    they depend on nothing in the caller's __main__ (which a spawned process imports again, and
+    cannot from a REPL or a pipe) and fork nothing (durable-rules keeps process-global state in C).
+
+    Chunks of consecutive workloads go to the workers in turn, so record i is the next line of its
+    worker's output: reading the workers in input order needs no buffering here."""
+    chunk = max(1, min(32, len(items) // (processes * 8)))  # big enough to amortise the pipes, small enough to balance
+    lines: list[str | None] = []
+    for workload in items:
+        try:
+            lines.append(json.dumps(workload))
+        except (TypeError, ValueError):
+            lines.append(None)  # not JSON data: answered here, as an error record
+    worker_of = [(i // chunk) % processes for i in range(len(items))]
+    command = [sys.executable, "-m", "gpukb.sweeps", *([root] if root else [])]
+    workers = [subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, encoding="utf-8")
+               for _ in range(processes)]
+    feeders = [threading.Thread(target=_feed, args=(worker, [f"{i}\t{line}\n" for i, line in enumerate(lines)
+                                                          if line is not None and worker_of[i] == n]), daemon=True)
+               for n, worker in enumerate(workers)]
+    try:
+        for feeder in feeders:
+            feeder.start()
+        for index, (workload, line) in enumerate(zip(items, lines, strict=True)):
+            if line is None:
+                yield error_record(index, workload, TypeError("the workload is not JSON data"))
+                continue
+            worker = workers[worker_of[index]]
+            answer = worker.stdout.readline() if worker.stdout else ""
+            if answer:
+                yield json.loads(answer)
+            else:  # the worker is gone (a crash in C?): its workloads get error records
+                yield error_record(index, workload, RuntimeError(f"the worker process exited with code {worker.wait()}"))
+    finally:
+        for worker in workers:
+            if worker.poll() is None:
+                worker.kill()
+            worker.wait()
+            if worker.stdout:
+                worker.stdout.close()
+
+
+def _feed(worker: subprocess.Popen[str], lines: list[str]) -> None:
+    """Write a worker's workloads and close its input (a thread each: a full pipe must not stall the others)."""
+    try:
+        assert worker.stdin is not None
+        with worker.stdin:
+            worker.stdin.writelines(lines)
+    except (BrokenPipeError, OSError):  # the worker died; the reader turns its workloads into error records
+        pass
+
+
+def _worker_main(argv: list[str]) -> None:
+    """`python -m gpukb.sweeps [ROOT]`: answer "index<TAB>workload JSON" lines on stdin, a record per line."""
+    _start_worker(argv[0] if argv else None)
+    for line in sys.stdin:
+        index, _, workload = line.partition("\t")
+        sys.stdout.write(json.dumps(_answer(int(index), json.loads(workload))) + "\n")
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    _worker_main(sys.argv[1:])

@@ -1,0 +1,94 @@
+"""Sweeps: a grid or a file of workloads, answered in order across processes, one record per answer."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+import gpukb
+from gpukb.cli import app
+from gpukb.sweeps import grid, read_workloads
+
+runner = CliRunner()
+GRID = grid(["llama-2-7b", "mistral-7b"], ["lora", "inference"], [2048], ["a100-sxm-80gb", "l4-24gb"])
+
+
+def test_the_grid_is_every_combination_models_outermost() -> None:
+    assert len(GRID) == 8
+    assert GRID[0] == {"model": "llama-2-7b", "task": "lora", "seq_len": 2048, "gpus": ["a100-sxm-80gb"]}
+    assert GRID[-1] == {"model": "mistral-7b", "task": "inference", "seq_len": 2048, "gpus": ["l4-24gb"]}
+    assert grid(["llama-2-7b"], ["lora"]) == [{"model": "llama-2-7b", "task": "lora"}]
+
+
+def test_one_process_gives_the_answers_of_ask(kb: gpukb.KnowledgeBase) -> None:
+    records = list(gpukb.sweep(GRID[:3], processes=1))
+    assert [r["index"] for r in records] == [0, 1, 2]
+    for workload, rec in zip(GRID[:3], records, strict=True):
+        answer = kb.ask(workload)
+        assert rec["workload"] == workload
+        assert rec["best"]["gpu"] == answer.best.gpu and rec["best"]["count"] == answer.best.count
+        assert rec["best"]["tokens_per_s"] == answer.best.tokens_per_s
+        assert rec["fits"] == {workload["gpus"][0]: answer.best.fits}
+        assert rec["memory_bytes"] == answer.memory.total
+    json.dumps(records)  # every record is plain JSON
+
+
+def test_two_processes_give_the_same_records_in_input_order() -> None:
+    workloads = [*GRID, {"model": "no-such-model", "task": "lora"}, GRID[0]]
+    one = list(gpukb.sweep(workloads, processes=1))
+    two = list(gpukb.sweep(workloads, processes=2))
+    assert two == one
+    assert [r["index"] for r in two] == list(range(len(workloads)))
+
+
+def test_a_failed_ask_is_a_record_and_the_sweep_goes_on() -> None:
+    records = list(gpukb.sweep([{"model": "no-such-model", "task": "lora"}, {"task": "cook"}, GRID[0]]))
+    assert records[0]["error"].startswith("WorkloadError: ") and "no-such-model" in records[0]["error"]
+    assert "error" in records[1]
+    assert records[2]["best"]["gpu"] == "a100-sxm-80gb"
+
+
+def test_a_workload_that_fits_nowhere_has_no_best_option() -> None:
+    (rec,) = gpukb.sweep([{"model": "llama-3.1-405b", "task": "full_finetune", "gpus": ["l4-24gb"], "gpu_count": 1}])
+    assert rec["best"] is None and rec["fits"] == {"l4-24gb": False}
+
+
+def test_the_command_streams_json_lines_to_stdout_or_a_file(tmp_path: Path) -> None:
+    args = ["sweep", "--model", "llama-2-7b,mistral-7b", "--task", "lora", "--gpu", "a100-sxm-80gb", "--gpu", "l4-24gb"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [(r["workload"]["model"], r["workload"]["gpus"][0]) for r in lines] == [
+        ("llama-2-7b", "a100-sxm-80gb"), ("llama-2-7b", "l4-24gb"), ("mistral-7b", "a100-sxm-80gb"), ("mistral-7b", "l4-24gb")]
+    out = tmp_path / "sweep.jsonl"
+    result = runner.invoke(app, [*args, "--output", str(out), "--processes", "2"])
+    assert result.exit_code == 0, result.output
+    assert [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()] == lines
+
+
+def test_the_command_reads_a_file_of_workloads_and_reports_errors_in_place(tmp_path: Path) -> None:
+    workloads = tmp_path / "workloads.yaml"
+    workloads.write_text("- {model: llama-2-7b, task: lora, gpus: [a100-sxm-80gb]}\n- {model: nope, task: lora}\n",
+                         encoding="utf-8")
+    result = runner.invoke(app, ["sweep", "--file", str(workloads)])
+    assert result.exit_code == 0, result.output
+    first, second = (json.loads(line) for line in result.stdout.splitlines())
+    assert first["best"]["gpu"] == "a100-sxm-80gb" and "nope" in second["error"]
+    assert read_workloads(workloads)[1] == {"model": "nope", "task": "lora"}
+
+
+def test_the_command_refuses_half_a_grid_and_a_file_that_is_not_a_list(tmp_path: Path) -> None:
+    assert runner.invoke(app, ["sweep", "--model", "llama-2-7b"]).exit_code == 2
+    assert runner.invoke(app, ["sweep"]).exit_code == 2
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"model": "llama-2-7b"}', encoding="utf-8")
+    result = runner.invoke(app, ["sweep", "--file", str(bad)])
+    assert result.exit_code == 2 and "expected a list of workloads" in result.output
+
+
+def test_a_workload_that_is_not_json_data_is_an_error_record_across_processes() -> None:
+    records = list(gpukb.sweep([GRID[0], {"model": {"llama-2-7b"}, "task": "lora"}, GRID[1]], processes=2))
+    assert [r["index"] for r in records] == [0, 1, 2]
+    assert "error" in records[1] and records[0]["best"] and records[2]["best"]
