@@ -14,6 +14,13 @@ REPO = Path(__file__).resolve().parent.parent
 os.environ["GPUKB_NO_CACHE"] = "1"
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The site's tests first: they share one worker (--dist loadfile: one file, one worker, so its strict
+    builds run once) and take about a third of the suite; pytest-xdist hands out files in this order, so
+    the other worker runs everything else alongside them instead of idling at the end."""
+    items.sort(key=lambda item: item.path.name != "test_site.py")
+
+
 @pytest.fixture(scope="session")
 def kb() -> gpukb.KnowledgeBase:
     return gpukb.load_kb()

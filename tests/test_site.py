@@ -42,8 +42,7 @@ from gpukb.site.text import code, esc, plain, title_text
 from gpukb.site.tree import WIDTH, Box, _text_width, build_tree, path, phrases, recommendation_rules, tree_svg, wrap
 
 REPO = Path(__file__).resolve().parent.parent
-# one worker runs every site test, so the strict builds and the browser are made once
-pytestmark = pytest.mark.xdist_group("site")
+# one worker runs every test of this file (--dist loadfile), so the strict builds and the browser are made once
 
 SITE = REPO / "site"
 SCENARIOS = SITE / "scenarios.yaml"
