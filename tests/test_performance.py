@@ -11,7 +11,7 @@ A100_NVLINK = 300e9  # NVLink 3: 600 GB/s both directions
 UTIL = {"ampere": 0.57, "hopper": 0.46, "default": 0.40}  # kb/policies: mfu-ampere, mfu-hopper, mfu
 DECODE_BW = 0.69  # decode-bandwidth-utilisation
 NODE_NET_A100 = 200e9  # node-network-bandwidth-ampere: 8 x 200 Gb/s per node
-BASE_LAT, HOP_NVLINK = 3.6e-6, 0.47e-6  # NCCL's ring / LL latency model
+BASE_LAT, HOP_NVLINK = 6.6e-6, 0.6e-6  # NCCL 2.18-2.20 ring / LL latency model
 N_7B, L_7B, H_7B, V_7B = 6_738_415_616, 32, 4096, 32000  # llama-2-7b
 
 
