@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 import gpukb
@@ -82,10 +83,39 @@ def test_the_command_reads_a_file_of_workloads_and_reports_errors_in_place(tmp_p
 def test_the_command_refuses_half_a_grid_and_a_file_that_is_not_a_list(tmp_path: Path) -> None:
     assert runner.invoke(app, ["sweep", "--model", "llama-2-7b"]).exit_code == 2
     assert runner.invoke(app, ["sweep"]).exit_code == 2
-    bad = tmp_path / "bad.json"
-    bad.write_text('{"model": "llama-2-7b"}', encoding="utf-8")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("model: llama-2-7b\ntask: lora\n", encoding="utf-8")
     result = runner.invoke(app, ["sweep", "--file", str(bad)])
     assert result.exit_code == 2 and "expected a list of workloads" in result.output
+
+
+@pytest.mark.parametrize(("name", "text", "where", "says"), [
+    ("broken.yaml", "- model: llama-2-7b\n  task: [lora\n", ":3:1:", "YAML syntax"),
+    ("items.yaml", "- {model: llama-2-7b, task: lora}\n- 3\n", ":2:3:", "workload 2 is not a mapping"),
+    ("aliases.yaml", "- &a {model: llama-2-7b, task: lora}\n- *a\n", ":1:3:", "anchors and aliases"),
+    ("broken.jsonl", '{"model": "llama-2-7b", "task": "lora"}\n{"model": \n', ":2:", "not JSON"),
+    ("list.jsonl", '{"model": "llama-2-7b", "task": "lora"}\n[1]\n', ":2:1:", "one workload"),
+])
+def test_a_bad_file_of_workloads_is_refused_at_its_line(tmp_path: Path, name: str, text: str, where: str,
+                                                        says: str) -> None:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    result = runner.invoke(app, ["sweep", "--file", str(path)])
+    assert result.exit_code == 2, result.output
+    assert f"{path}{where}" in result.output and says in result.output
+    assert "Traceback" not in result.output
+    assert "no such file" in runner.invoke(app, ["sweep", "--file", str(tmp_path / "missing.yaml")]).output
+
+
+def test_json_lines_and_a_sweeps_own_output_are_workloads(tmp_path: Path) -> None:
+    lines = tmp_path / "workloads.jsonl"
+    lines.write_text('{"model": "llama-2-7b", "task": "lora", "gpus": ["a100-sxm-80gb"]}\n\n'
+                     '{"model": "llama-3-8b", "task": "inference", "gpus": ["l40s-48gb"]}\n', encoding="utf-8")
+    assert [w["model"] for w in read_workloads(lines)] == ["llama-2-7b", "llama-3-8b"]
+    answers = tmp_path / "answers"  # no suffix: a file that starts with `{` is JSON Lines
+    result = runner.invoke(app, ["sweep", "--file", str(lines), "--output", str(answers)])
+    assert result.exit_code == 0, result.output
+    assert read_workloads(answers) == read_workloads(lines)
 
 
 def test_a_workload_that_is_not_json_data_is_an_error_record_across_processes() -> None:

@@ -39,18 +39,47 @@ class SweepFileError(ValueError):
 
 
 def read_workloads(path: str | Path) -> list[dict[str, Any]]:
-    """A YAML or JSON file holding a list of workloads (each the dictionary ask() takes)."""
+    """The workloads of a file (each the dictionary ask() takes): a YAML or JSON list, or JSON Lines
+    (`.jsonl` or a file starting with `{`: one workload a line, or a record `gpukb sweep` wrote). Read with the knowledge
+    base's bounded YAML loader; a problem is a SweepFileError naming the file, line and column."""
     path = Path(path)
-    text = path.read_text(encoding="utf-8")
-    if path.suffix == ".json":
-        data = json.loads(text)
-    else:
-        import yaml
+    if not path.is_file():
+        raise SweepFileError(f"{path}: no such file")
+    with path.open(encoding="utf-8") as handle:
+        starts_with_mapping = handle.read(4096).lstrip().startswith("{")  # a YAML or JSON list starts otherwise
+    if path.suffix == ".jsonl" or starts_with_mapping:
+        return _json_lines(path)
+    from .yamlpos import load_located
 
-        data = yaml.safe_load(text)
-    if not isinstance(data, list) or not all(isinstance(item, dict) for item in data):
-        raise SweepFileError(f"{path}: expected a list of workloads (mappings such as {{model: llama-2-7b, task: lora}})")
-    return data
+    located, problems = load_located(path, str(path))
+    if located is None or problems:
+        first = problems[0]
+        raise SweepFileError(f"{first.file}:{first.line}:{first.column}: {first.message}")
+    if not isinstance(located.data, list):
+        raise SweepFileError(f"{path}:1:1: expected a list of workloads (mappings such as {{model: llama-2-7b, task: lora}})")
+    for i, item in enumerate(located.data):
+        if not isinstance(item, dict):
+            line, column = located.where((i,))
+            raise SweepFileError(f"{path}:{line}:{column}: workload {i + 1} is not a mapping such as "
+                                 "{model: llama-2-7b, task: lora}")
+    return located.data
+
+
+def _json_lines(path: Path) -> list[dict[str, Any]]:
+    workloads = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise SweepFileError(f"{path}:{number}:{error.colno}: not JSON: {error.msg}") from None
+        if not isinstance(item, dict):
+            raise SweepFileError(f"{path}:{number}:1: a line must hold one workload, a JSON object such as "
+                                 '{"model": "llama-2-7b", "task": "lora"}')
+        # a line of `gpukb sweep` output holds its workload under "workload"
+        workloads.append(item["workload"] if isinstance(item.get("workload"), dict) else item)
+    return workloads
 
 
 def record(index: int, workload: dict[str, Any], answer: Any) -> dict[str, Any]:
