@@ -14,6 +14,7 @@ offload only when nothing else fits within gpu_count.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any, NamedTuple
@@ -87,7 +88,7 @@ class PlanCache:
 
     def __init__(self) -> None:
         self.splits: dict[tuple[Layout, bool], tuple[float, float]] = {}
-        self.menus: dict[tuple[Any, ...], list[tuple[Layout, float, float]]] = {}
+        self.menus: dict[tuple[Any, ...], list[Layout]] = {}
         self.part_values: dict[str, dict[Any, float]] = {name: {} for name in PARTS}  # part -> its reads -> bytes
 
     def split(self, layout: Layout, base: dict[str, Any], inference: bool) -> tuple[float, float]:
@@ -104,12 +105,12 @@ class PlanCache:
             self.splits[key] = (one - b, b)
         return self.splits[key]
 
-    def menu(self, w: ResolvedWorkload, scale_up_domain: int, offloads: tuple[str, ...],
-             base: dict[str, Any]) -> list[tuple[Layout, float, float]]:
-        """The training strategies for GPUs with this scale-up domain, each with its (A, B)."""
+    def menu(self, w: ResolvedWorkload, scale_up_domain: int, offloads: tuple[str, ...]) -> list[Layout]:
+        """The training strategies for GPUs with this scale-up domain, least intrusive first. Their
+        (A, B) are computed when a search reaches them (split): most searches stop or prune early."""
         key = (scale_up_domain, offloads)
         if key not in self.menus:
-            self.menus[key] = [(s, *self.split(s, base, False)) for s in _layouts(w, scale_up_domain, offloads)]
+            self.menus[key] = _layouts(w, scale_up_domain, offloads)
         return self.menus[key]
 
     def parts_of(self, layout: Layout, dp: int, base: dict[str, Any]) -> dict[str, float]:
@@ -153,11 +154,17 @@ class Candidate:
     fits: bool
 
 
-def _fewest_training(menu: list[tuple[Layout, float, float]], usable: float, limit: int,
+SplitOf = Callable[[Layout], tuple[float, float]]
+
+
+def _fewest_training(menu: list[Layout], split: SplitOf, usable: float, limit: int,
                      zero_pinned: bool = False) -> Candidate | None:
     """The layout needing the fewest GPUs (the first, least intrusive, among equals)."""
     best: tuple[int, Layout, int] | None = None
-    for layout, a, b in menu:
+    for layout in menu:
+        if best is not None and layout.tp * layout.pp >= best[0]:
+            continue  # it needs at least its tp*pp GPUs, so it cannot need fewer than the best so far
+        a, b = split(layout)
         if a >= usable:
             continue
         dp = 1 if b <= 0 else max(1, math.ceil(b / (usable - a)))
@@ -171,12 +178,15 @@ def _fewest_training(menu: list[tuple[Layout, float, float]], usable: float, lim
     return None if best is None else Candidate(best[1], best[2], best[0], True)
 
 
-def _least_intrusive_at(menu: list[tuple[Layout, float, float]], usable: float, count: int) -> Candidate | None:
+def _least_intrusive_at(menu: list[Layout], split: SplitOf, usable: float, count: int) -> Candidate | None:
     """placement 'all': the first (least intrusive) layout that fits on exactly `count` GPUs."""
-    for layout, a, b in menu:
+    for layout in menu:
         group = layout.tp * layout.pp
         dp = count // group
-        if dp >= 1 and a + b / dp <= usable:
+        if dp < 1:
+            continue
+        a, b = split(layout)
+        if a + b / dp <= usable:
             return Candidate(layout, dp, dp * group, True)
     return None
 
@@ -243,10 +253,14 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
             best = _inference_candidate(w, *cache.split(layout, base, True), usable, limit,
                                          raised.tp if raised else 1)
         else:
-            menu = cache.menu(w, gpu["scale_up_domain"], offloads, base)
-            tried += [layout for layout, _, _ in menu]
-            best = (_least_intrusive_at(menu, usable, limit) if w.placement == "all" else None) \
-                or _fewest_training(menu, usable, limit, zero_pinned=w.zero_stage is not None)
+            menu = cache.menu(w, gpu["scale_up_domain"], offloads)
+            tried += menu
+
+            def split(layout: Layout) -> tuple[float, float]:
+                return cache.split(layout, base, False)
+
+            best = (_least_intrusive_at(menu, split, usable, limit) if w.placement == "all" else None) \
+                or _fewest_training(menu, split, usable, limit, zero_pinned=w.zero_stage is not None)
         if best:
             chosen = best
             break
