@@ -45,6 +45,15 @@ def test_bad_input_is_one_clear_line_and_exit_2():
     assert "Traceback" not in result.output
 
 
+def test_expert_parallelism_is_a_flag_and_shows_in_the_strategy():
+    result = runner.invoke(app, ["ask", "--model", "mixtral-8x7b", "--task", "full_finetune", "--expert-parallel", "8",
+                                 "--gpu", "h100-sxm-80gb"])
+    assert result.exit_code == 0, result.output
+    assert "ep8" in result.output
+    refused = runner.invoke(app, ["ask", "--model", "llama-2-7b", "--task", "full_finetune", "--expert-parallel", "2"])
+    assert refused.exit_code == 2 and "expert_parallel" in refused.output and "Traceback" not in refused.output
+
+
 def test_explain_rule_claim_and_gpu():
     rule = runner.invoke(app, ["explain", "req.kv-cache"])
     assert rule.exit_code == 0 and "rules/requirements/kv-cache.yaml:2" in rule.output and "tests:" in rule.output

@@ -59,11 +59,71 @@ SPLITS = {
 def test_each_memory_part_is_divided_as_the_strategy_says(split, expected):
     tp, pp, dp, zero_stage, checkpointing, offload = split
     layout = planner.Layout(tp, pp, zero_stage, checkpointing, offload)
-    parts = planner.PlanCache().parts_of(layout, dp, {"m": MEMORY, "w": {"layers": 32}})
+    dense = {"layers": 32, "params": N, "experts": 1, "expert_params": 0}
+    parts = planner.PlanCache().parts_of(layout, dp, {"m": MEMORY, "w": dense})
     assert set(parts) == {*planner.PARTS} == {"weights", "gradients", "optimizer", "activations", "kv_cache", "overhead"}
     got = tuple(parts[p] for p in ("weights", "gradients", "optimizer", "activations", "kv_cache"))
     assert got == pytest.approx(expected, rel=1e-12)
     assert parts["overhead"] == OVERHEAD  # every GPU carries it: no split divides it
+
+
+# Mixtral 8x7B in bf16 with AdamW: P parameters, E of them in the 8 routed experts (8 x 5,637,144,576), D dense
+P_MOE, E_MOE = 46_702_792_704, 8 * 5_637_144_576
+D_MOE = P_MOE - E_MOE  # 1,605,636,096
+MOE_MEMORY = {**MEMORY, "weights": 2 * P_MOE, "gradients": 2 * P_MOE, "optimizer": 12 * P_MOE}
+MOE_ARCH = {"layers": 32, "params": P_MOE, "experts": 8, "expert_params": E_MOE // 8}
+# (tp, dp, zero_stage, ep) -> per-GPU (weights, gradients, optimizer)
+MOE_SPLITS = {
+    "ep 8 without ZeRO: each GPU keeps the dense part and 1/8 of the experts":
+        ((1, 8, 0, 8), (2 * D_MOE + 2 * E_MOE / 8, 2 * D_MOE + 2 * E_MOE / 8, 12 * D_MOE + 12 * E_MOE / 8)),
+    "ep 8 with ZeRO-1 over 16: ZeRO shards the optimizer states over all 16":
+        ((1, 16, 1, 8), (2 * D_MOE + 2 * E_MOE / 8, 2 * D_MOE + 2 * E_MOE / 8, 12 * P_MOE / 16)),
+    "ep 4 with ZeRO-3 over 8: ZeRO-3 already shards everything, ep changes nothing":
+        ((1, 8, 3, 4), (2 * P_MOE / 8, 2 * P_MOE / 8, 12 * P_MOE / 8)),
+    "ep 2 with tp 2 over 4": ((2, 4, 0, 2), ((2 * D_MOE + E_MOE) / 2, (2 * D_MOE + E_MOE) / 2, (12 * D_MOE + 6 * E_MOE) / 2)),
+    "ep 1 is no expert parallelism": ((1, 8, 0, 1), (2 * P_MOE, 2 * P_MOE, 12 * P_MOE)),
+}
+
+
+@pytest.mark.parametrize(("split", "expected"), MOE_SPLITS.values(), ids=MOE_SPLITS.keys())
+def test_expert_parallelism_divides_the_experts_share_zero_does_not_shard(split, expected):
+    tp, dp, zero_stage, ep = split
+    layout = planner.Layout(tp, 1, zero_stage, False, "none", ep)
+    parts = planner.PlanCache().parts_of(layout, dp, {"m": MOE_MEMORY, "w": MOE_ARCH})
+    assert (parts["weights"], parts["gradients"], parts["optimizer"]) == pytest.approx(expected, rel=1e-12)
+
+
+def test_an_expert_parallel_plan_keeps_whole_groups_and_names_them(kb):
+    workload = {"model": "mixtral-8x7b", "task": "full_finetune", "expert_parallel": 8, "gpus": ["h100-sxm-80gb"]}
+    answer = kb.ask(workload)
+    (option,) = answer.options
+    s = option.strategy
+    assert s.expert_parallel == 8 and s.data_parallel % 8 == 0 and "ep8" in s.tag()
+    assert "expert parallel 8" in s.describe() and "专家并行 8" in s.describe("zh")
+    assert '"expert_parallel":8' in answer.model_dump_json()  # in the workload and the strategy
+    # the experts' all-to-alls are in the step: four per MoE layer per micro-batch, 7/8 of them leave the GPU
+    comm = next(st for st in answer.trace if st.rule.startswith("bottleneck.interconnect.step"))
+    values = {v["name"]: v["value"] for v in comm.values}
+    tokens = 4096 // s.tensor_parallel
+    assert values["ep_bytes"] == pytest.approx(4 * 32 * tokens * 4096 * 2 * 2 * 7 / 8 * values["microbatches"], rel=1e-12)
+    assert values["ep_time_s"] > 0 and "expert-parallel all-to-alls" in comm.sentence
+    dense = kb.ask({"model": "mixtral-8x7b", "task": "full_finetune", "gpus": ["h100-sxm-80gb"]})
+    assert "expert_parallel" not in dense.model_dump_json() and dense.options[0].strategy.expert_parallel == 1
+
+
+@pytest.mark.parametrize(("workload", "says"), [
+    ({"model": "llama-2-7b", "task": "full_finetune", "expert_parallel": 2}, "no routed experts"),
+    ({"model": "mixtral-8x7b", "task": "full_finetune", "expert_parallel": 3}, "does not divide the 8 routed experts"),
+    ({"model": "mixtral-8x7b", "task": "lora", "expert_parallel": 2}, "only for full training"),
+    ({"model": "mixtral-8x7b", "task": "inference", "expert_parallel": 2}, "only for full training"),
+    ({"model": "mixtral-8x7b", "task": "full_finetune", "expert_parallel": 2, "offload": "optimizer"}, "offload"),
+    ({"model": "mixtral-8x7b", "task": "full_finetune", "expert_parallel": 8, "gpu_count": 4}, "x expert_parallel = 8"),
+])
+def test_expert_parallelism_that_cannot_apply_is_an_error_naming_the_field(kb, workload, says):
+    with pytest.raises(gpukb.WorkloadError) as caught:
+        kb.ask(workload)
+    assert says in str(caught.value)
+    assert caught.value.field in ("expert_parallel", "gpu_count")
 
 
 def test_tensor_parallelism_halves_activations_in_an_answer(kb):

@@ -59,16 +59,19 @@ def test_every_option_fits_and_every_rejection_says_why(w):
 
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from([1, 2, 4, 8]), st.sampled_from([1, 2, 4]), st.integers(0, 3), st.booleans(),
-                          st.sampled_from(["none", "optimizer", "optimizer+params"]), st.integers(1, 64)),
+                          st.sampled_from(["none", "optimizer", "optimizer+params"]), st.integers(1, 64),
+                          st.sampled_from([1, 2, 8])),
                 min_size=1, max_size=12))
 def test_planner_memo_gives_what_the_expressions_give(splits):
     """The planner computes each memory part once per combination of the strategy names it reads;
     in any order of requests that must equal evaluating the expressions afresh."""
-    answer = KB.ask({"model": "llama-2-13b", "task": "full_finetune", "gpus": ["h100-sxm-80gb"]})
+    answer = KB.ask({"model": "mixtral-8x7b", "task": "full_finetune", "gpus": ["h100-sxm-80gb"]})
     step = next(s for s in answer.trace if s.rule.startswith("req.memory."))
-    base = {"m": {v["name"]: v["value"] for v in step.values}, "w": {"layers": 40}}
+    w = answer.workload
+    base = {"m": {v["name"]: v["value"] for v in step.values},
+            "w": {"layers": w.layers, "params": w.params, "experts": w.experts, "expert_params": w.expert_params}}
     cache = planner.PlanCache()
-    for tp, pp, zero, ckpt, offload, dp in splits:
-        layout = planner.Layout(tp, pp, zero, ckpt, offload)
+    for tp, pp, zero, ckpt, offload, dp, ep in splits:
+        layout = planner.Layout(tp, pp, zero, ckpt, offload, ep)
         fresh = {name: float(e.evaluate({**base, **layout.env(dp)})) for name, e in planner.PARTS.items()}
         assert cache.parts_of(layout, dp, base) == fresh

@@ -42,12 +42,16 @@ class Strategy(BaseModel):
     activation_checkpointing: bool
     offload: str
     nodes: int
+    # expert parallelism, where a mixture-of-experts run asks for it; left out of the JSON otherwise
+    expert_parallel: int = Field(default=1, exclude_if=lambda v: v == 1)
 
     def describe(self, lang: Lang = "en") -> str:
         """'data parallel 2, tensor parallel 1, ZeRO-1, activation checkpointing' in the language asked."""
         parts = [say(lang, "data_parallel", n=self.data_parallel), say(lang, "tensor_parallel", n=self.tensor_parallel)]
         if self.pipeline_parallel > 1:
             parts.append(say(lang, "pipeline_parallel", n=self.pipeline_parallel))
+        if self.expert_parallel > 1:
+            parts.append(say(lang, "expert_parallel", n=self.expert_parallel))
         parts.append(say(lang, "zero", n=self.zero_stage))
         parts.append(say(lang, "checkpointing" if self.activation_checkpointing else "no_recomputation"))
         if self.offload != "none":
@@ -59,7 +63,7 @@ class Strategy(BaseModel):
     def tag(self) -> str:
         """'dp8 ZeRO-3 ckpt': the strategy in a table cell, only what differs from one plain GPU."""
         parts = [f"{name}{n}" for name, n in (("dp", self.data_parallel), ("tp", self.tensor_parallel),
-                                             ("pp", self.pipeline_parallel)) if n > 1]
+                                             ("pp", self.pipeline_parallel), ("ep", self.expert_parallel)) if n > 1]
         parts += [f"ZeRO-{self.zero_stage}"] if self.zero_stage else []
         parts += ["ckpt"] if self.activation_checkpointing else []
         parts += [f"offload {self.offload}"] if self.offload != "none" else []
@@ -278,7 +282,7 @@ def build_answer(c: Collector, kb_version: str, kb_hash: str, workload: Resolved
                                  for f in facts.get(kind, []))]
         strategy = Strategy(data_parallel=plan["dp"], tensor_parallel=plan["tp"], pipeline_parallel=plan["pp"],
                             zero_stage=plan["zero_stage"], activation_checkpointing=plan["checkpointing"],
-                            offload=plan["offload"], nodes=plan["nodes"])
+                            offload=plan["offload"], nodes=plan["nodes"], expert_parallel=plan["ep"])
         option = Option(
             gpu=gpu, count=plan["count"], fits=fits, per_gpu_bytes=round(plan["per_gpu_bytes"]),
             usable_bytes=round(plan["usable_bytes"]), memory=_memory(plan, plan["per_gpu_bytes"]),

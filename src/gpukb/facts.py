@@ -16,7 +16,7 @@ ENGINE_KINDS: dict[str, frozenset[str]] = {
         "adapter_weight_bytes", "kv_bytes", "attention", "kv_lora_rank", "qk_rope_head_dim", "sliding_window",
         "sliding_layers", "activation_checkpointing", "flash_attention", "gpu_count", "dp_hint",
         "global_batch_size", "prompt_len", "output_len", "decode_context", "embedding_params", "embedding_weight_bytes",
-        "expert_params", "placement", "ttft_ms", "tpot_ms", "objective", "kv_cache_precision",
+        "expert_params", "moe_layers", "expert_parallel", "placement", "ttft_ms", "tpot_ms", "objective", "kv_cache_precision",
         "context_length",
     }),
     "policy": frozenset({"reserve_fraction", "runtime_overhead", "prefill_chunk", "scaling_efficiency_floor",
@@ -31,7 +31,7 @@ ENGINE_KINDS: dict[str, frozenset[str]] = {
         "utilisation", "node_network_bandwidth", "utilisation_policy", "node_network_bandwidth_policy",
     }),
     "plan": frozenset({
-        "gpu", "count", "dp", "tp", "pp", "zero_stage", "checkpointing", "offload", "weights",
+        "gpu", "count", "dp", "tp", "pp", "ep", "zero_stage", "checkpointing", "offload", "weights",
         "gradients", "optimizer", "activations", "kv_cache", "overhead", "per_gpu_bytes",
         "usable_bytes", "capacity_bytes", "fits", "fill", "nodes", "tp_over_pcie", "limit",
     }),
@@ -58,7 +58,7 @@ RULE_KINDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "comm": (frozenset({"gpu", "comm_time_s", "compute_time_s", "efficiency"}),
              frozenset({"gpu", "dp_bytes", "tp_bytes", "offload_bytes", "link_bandwidth", "tp_bandwidth", "comm_time_s",
                         "compute_time_s", "efficiency", "link", "microbatches", "dp_time_s", "exposed_dp_s",
-                        "tp_time_s", "offload_time_s", "bubble_time_s"})),
+                        "tp_time_s", "ep_bytes", "ep_bandwidth", "ep_time_s", "offload_time_s", "bubble_time_s"})),
     # what ranks an option: effective throughput after communication, and its time to train
     "rank": (frozenset({"gpu", "score", "tokens_per_s"}),
              frozenset({"gpu", "score", "tokens_per_s", "time_to_train_s", "efficiency", "tokens_per_dollar", "mfu",

@@ -24,17 +24,22 @@ from .citations import cited
 from .trace import Collector, Value
 from .workload import ResolvedWorkload
 
+# Expert parallelism (GShard, Lepikhin et al. 2020; DeepSpeed-MoE, Rajbhandari et al. 2022) gives each of
+# ep data-parallel GPUs 1/ep of the routed experts: the experts' share of a part, w.expert_params * w.experts
+# / w.params of the parameters, is divided by ep where ZeRO does not already shard the part over dp.
+_UNSHARDED = "(1 - w.expert_params * w.experts / w.params * (1 - 1 / ep))"
 PARTS: dict[str, ex.Expr] = {name: ex.parse(text) for name, text in {
     # ZeRO (Rajbhandari et al. 2020): stage 1 shards optimizer states, 2 also gradients, 3 also weights.
     # Tensor/pipeline parallelism split weights over tp*pp GPUs (Narayanan et al. 2021).
     # Parameter offload (ZeRO-Infinity) keeps about two layers' weights resident for prefetching.
     "weights": "m.weights / w.layers * 2 / tp if offload == 'optimizer+params' "
-               "else m.weights / (tp * pp) / (dp if zero_stage >= 3 else 1)",
+               f"else m.weights * (1 if zero_stage >= 3 else {_UNSHARDED}) / (tp * pp) / (dp if zero_stage >= 3 else 1)",
     # ZeRO-Offload (Ren et al. 2021) streams gradients to CPU memory as the backward pass makes them:
     # about two layers' worth (the buckets in flight) stay on the GPU
     "gradients": "m.gradients / w.layers * 2 / tp if offload != 'none' "
-                 "else m.gradients / (tp * pp) / (dp if zero_stage >= 2 else 1)",
-    "optimizer": "0 if offload != 'none' else m.optimizer / (tp * pp) / (dp if zero_stage >= 1 else 1)",
+                 f"else m.gradients * (1 if zero_stage >= 2 else {_UNSHARDED}) / (tp * pp) / (dp if zero_stage >= 2 else 1)",
+    "optimizer": "0 if offload != 'none' "
+                 f"else m.optimizer * (1 if zero_stage >= 1 else {_UNSHARDED}) / (tp * pp) / (dp if zero_stage >= 1 else 1)",
     # Korthikanti et al. 2022: tensor + sequence parallelism divide activations by tp; with 1F1B
     # pipelining the first stage still holds pp micro-batches of L/pp layers, i.e. all L layers.
     "activations": "(m.activations_checkpointed if checkpointing else m.activations) / tp",
@@ -52,7 +57,8 @@ NODE_SIZE = 8  # GPUs per server in the standard HGX/OAM and workstation builds;
 # scale-up domain (NVLink) run over PCIe inside the node; beyond the node only where NVLink spans more.
 TP_SIZES = (1, 2, 4, 8, 16, 32, 64, 72)
 NO_LIMIT = 1_000_000
-SOURCES = ["rajbhandari-2020-zero", "korthikanti-2022-activation-recomputation", "narayanan-2021-megatron"]
+SOURCES = ["rajbhandari-2020-zero", "korthikanti-2022-activation-recomputation", "narayanan-2021-megatron",
+           "lepikhin-2021-gshard"]
 CLAIMS = ["art.capacity.redundancy", "art.capacity.multi-gpu-beyond"]
 
 
@@ -66,15 +72,16 @@ class Layout(NamedTuple):
     zero_stage: int
     checkpointing: bool
     offload: str
+    ep: int = 1  # expert parallelism: a divisor of dp (and of the experts)
 
     def env(self, dp: int) -> dict[str, Any]:
         return {"dp": dp, "tp": self.tp, "pp": self.pp, "zero_stage": self.zero_stage,
-                "checkpointing": self.checkpointing, "offload": self.offload}
+                "checkpointing": self.checkpointing, "offload": self.offload, "ep": self.ep}
 
 
 # The layout names each part's expression reads: a part's value depends on the replica (the same
 # for a whole ask) and on these alone, so it is computed once per combination of their values.
-_SPLIT_NAMES = ("dp", "tp", "pp", "zero_stage", "checkpointing", "offload")
+_SPLIT_NAMES = ("dp", "tp", "pp", "zero_stage", "checkpointing", "offload", "ep")
 _PART_READS = {name: tuple(n for n in _SPLIT_NAMES if n in e.names) for name, e in PARTS.items()}
 # (name, expression, the values it reads from a split tuple as a dict key), for parts_of's inner loop
 _PART_PLAN = tuple((name, e, itemgetter(*positions) if positions else (lambda split: ()))
@@ -137,9 +144,11 @@ def _layouts(w: ResolvedWorkload, scale_up_domain: int, offloads: tuple[str, ...
     tps = [w.tensor_parallel] if w.tensor_parallel else [t for t in (1, 2, 4, 8) if t <= max_tp and w.heads % t == 0]
     ckpts = [w.activation_checkpointing] if w.activation_checkpointing is not None else [False, True]
     zeros = [w.zero_stage] if w.zero_stage is not None else [0, 1, 2, 3]
-    return [Layout(tp, w.pipeline_parallel or 1, zero, ckpt, off)
+    ep = w.expert_parallel or 1  # only when pinned: at a given ZeRO stage it never needs more GPUs, but
+    # it shards nothing that ZeRO-3 does not, and it needs a framework with MoE layers (Megatron, DeepSpeed)
+    return [Layout(tp, w.pipeline_parallel or 1, zero, ckpt, off, ep)
             for off in offloads for tp in tps for ckpt in ckpts for zero in zeros
-            if not (off == "optimizer+params" and zero != 3)]
+            if not (off == "optimizer+params" and zero != 3) and not (ep > 1 and off != "none")]
 
 
 def _round_count(n: int) -> int:
@@ -162,15 +171,18 @@ def _fewest_training(menu: list[Layout], split: SplitOf, usable: float, limit: i
     """The layout needing the fewest GPUs (the first, least intrusive, among equals)."""
     best: tuple[int, Layout, int] | None = None
     for layout in menu:
-        if best is not None and layout.tp * layout.pp >= best[0]:
-            continue  # it needs at least its tp*pp GPUs, so it cannot need fewer than the best so far
+        if best is not None and layout.tp * layout.pp * layout.ep >= best[0]:
+            continue  # it needs at least tp*pp*ep GPUs, so it cannot need fewer than the best so far
         a, b = split(layout)
         if a >= usable:
             continue
         dp = 1 if b <= 0 else max(1, math.ceil(b / (usable - a)))
+        dp = -(-dp // layout.ep) * layout.ep  # a whole number of expert-parallel groups
         group = layout.tp * layout.pp
         count = _round_count(dp * group)
         dp = count // group
+        if dp % layout.ep:
+            continue
         if layout.zero_stage > 0 and dp == 1 and layout.offload == "none" and not zero_pinned:
             continue  # ZeRO on one data-parallel rank shards nothing; the zero-stage-0 layout covers it
         if count <= limit and (best is None or count < best[0]):
@@ -183,7 +195,7 @@ def _least_intrusive_at(menu: list[Layout], split: SplitOf, usable: float, count
     for layout in menu:
         group = layout.tp * layout.pp
         dp = count // group
-        if dp < 1:
+        if dp < 1 or dp % layout.ep:
             continue
         a, b = split(layout)
         if a + b / dp <= usable:
@@ -274,7 +286,7 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
     fits = chosen.fits and per_gpu <= usable
     s = chosen.layout
     fields = {
-        "gpu": gpu["gpu"], "count": chosen.count, "dp": chosen.dp, "tp": s.tp, "pp": s.pp,
+        "gpu": gpu["gpu"], "count": chosen.count, "dp": chosen.dp, "tp": s.tp, "pp": s.pp, "ep": s.ep,
         "zero_stage": s.zero_stage if chosen.dp > 1 or s.offload != "none" or w.zero_stage is not None else 0,
         "checkpointing": s.checkpointing,
         "offload": s.offload, **parts, "per_gpu_bytes": per_gpu, "usable_bytes": usable,
@@ -291,7 +303,7 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
 
     def sentence() -> str:  # written when the trace is read (trace._Sentence)
         verdict = "fits" if fits else "does not fit"
-        text = (f"{gpu['gpu']}: {count} GPU(s) (dp={dp}, tp={s.tp}, pp={s.pp}, "
+        text = (f"{gpu['gpu']}: {count} GPU(s) (dp={dp}, tp={s.tp}, pp={s.pp}, {f'ep={s.ep}, ' if s.ep > 1 else ''}"
                 f"ZeRO-{zero}, checkpointing {'on' if s.checkpointing else 'off'}, offload {s.offload}) "
                 f"need {per_gpu / 1e9:,.1f} GB per GPU against {usable / 1e9:,.1f} GB usable "
                 f"({gpu['memory_bytes'] / 1e9:,.1f} GB less the {policy['reserve_fraction']:.0%} reserve, which holds "
@@ -304,7 +316,7 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
         return text
 
     def sentence_zh() -> str:
-        text = (f"{gpu['gpu']}：{count} 块 GPU（dp={dp}、tp={s.tp}、pp={s.pp}、"
+        text = (f"{gpu['gpu']}：{count} 块 GPU（dp={dp}、tp={s.tp}、pp={s.pp}、{f'ep={s.ep}、' if s.ep > 1 else ''}"
                 f"ZeRO-{zero}、激活重计算{'开' if s.checkpointing else '关'}、卸载 {s.offload}），"
                 f"每块 GPU 需要 {per_gpu / 1e9:,.1f} GB，可用 {usable / 1e9:,.1f} GB"
                 f"（{gpu['memory_bytes'] / 1e9:,.1f} GB 减去 {policy['reserve_fraction']:.0%} 的预留，"
@@ -328,8 +340,8 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
 
 def _use_all(chosen: Candidate, gpu_count: int) -> Candidate:
     """placement 'all': the extra GPUs of gpu_count become data-parallel replicas of the plan."""
-    group = chosen.layout.tp * chosen.layout.pp
-    dp = max(chosen.dp, gpu_count // group)
+    group, ep = chosen.layout.tp * chosen.layout.pp, chosen.layout.ep
+    dp = max(chosen.dp, gpu_count // group // ep * ep)
     return Candidate(chosen.layout, dp, dp * group, chosen.fits)
 
 
@@ -343,8 +355,8 @@ def _closest_miss(w: ResolvedWorkload, base: dict[str, Any], tried: list[Layout]
             layout = Layout(tp, pp, 0, False, "none")
             dp = 1
         else:
-            dp = max(1, limit // (layout.tp * layout.pp))
-        if dp * layout.tp * layout.pp > limit:
+            dp = limit // (layout.tp * layout.pp) // layout.ep * layout.ep
+        if dp < 1 or dp * layout.tp * layout.pp > limit:
             continue
         per_gpu = sum(cache.parts_of(layout, dp, base).values())
         cand = Candidate(layout, dp, dp * layout.tp * layout.pp, False)

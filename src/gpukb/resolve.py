@@ -136,6 +136,7 @@ def _from_model(model: Model, config: str | None) -> dict[str, Any]:
         # one routed expert's MLP over the layers that have experts (DeepSeek's first layers are dense)
         "expert_params": (model.layers - moe.dense_layers) * (3 if model.mlp == "gated" else 2) * model.hidden_size
         * (moe.expert_intermediate_size or model.intermediate_size) if moe else 0,
+        "moe_layers": model.layers - moe.dense_layers if moe else 0,
         "assumptions": [], "config_file": config, "attention": "mla" if mla else "gqa",
         "kv_lora_rank": mla.kv_lora_rank if mla else 0, "qk_rope_head_dim": mla.qk_rope_head_dim if mla else 0,
         "sliding_window": model.sliding_window or 0, "sliding_layers": model.sliding_window_layers,
@@ -168,6 +169,9 @@ def resolve(kb: KnowledgeBase, w: Workload) -> tuple[ResolvedWorkload, dict[str,
                                          "an adapter's rank is at most the width it adapts")
     if w.tensor_parallel and arch["heads"] % w.tensor_parallel:
         raise WorkloadError("tensor_parallel", f"{w.tensor_parallel} does not divide the {arch['heads']} attention heads")
+    if w.expert_parallel and (arch["experts"] < 2 or arch["experts"] % w.expert_parallel):
+        raise WorkloadError("expert_parallel", f"{w.expert_parallel} does not divide the {arch['experts']} routed experts"
+                            if arch["experts"] > 1 else "the model has no routed experts to split (not a mixture of experts)")
     dtype = kb.dtypes[w.precision]
     optimizer = (w.optimizer or "adamw") if training else None
     if training and dtype.training is None:
@@ -186,7 +190,8 @@ def resolve(kb: KnowledgeBase, w: Workload) -> tuple[ResolvedWorkload, dict[str,
         activation_checkpointing=w.activation_checkpointing, flash_attention=w.flash_attention,
         lora_rank=w.lora_rank if w.task in ("lora", "qlora") else None,
         gpu_count=w.gpu_count, gpus=list(gpus), tokens=w.tokens, zero_stage=w.zero_stage,
-        tensor_parallel=w.tensor_parallel, pipeline_parallel=w.pipeline_parallel, offload=w.offload, **arch,
+        tensor_parallel=w.tensor_parallel, pipeline_parallel=w.pipeline_parallel, offload=w.offload,
+        expert_parallel=w.expert_parallel, **arch,
     )
     return resolved, workload_fact(kb, resolved)
 
@@ -220,7 +225,8 @@ def workload_fact(kb: KnowledgeBase, w: ResolvedWorkload) -> dict[str, Any]:
         "global_batch_size": w.global_batch_size or 0, "prompt_len": prompt_len, "output_len": w.output_len or 0,
         "decode_context": decode_context,
         "embedding_params": embedding_params, "embedding_weight_bytes": embedding_weight_bytes,
-        "expert_params": w.expert_params, "placement": w.placement,
+        "expert_params": w.expert_params, "moe_layers": w.moe_layers, "expert_parallel": w.expert_parallel or 1,
+        "placement": w.placement,
         "lora_rank": w.lora_rank or 0, "tokens": w.tokens or 0, "weight_bytes": weight_bytes,
         "grad_bytes": t.grad_bytes if (t and training) else 0.0, "master_bytes": t.master_bytes if (t and training) else 0.0,
         "optimizer_state_bytes": state, "adapter_weight_bytes": t.weight_bytes if t else dtype.bytes,

@@ -103,6 +103,9 @@ class Workload(BaseModel):
     zero_stage: Int | None = Field(default=None, ge=0, le=3)
     tensor_parallel: Int | None = Field(default=None, gt=0, le=512)
     pipeline_parallel: Int | None = Field(default=None, gt=0, le=1024)
+    expert_parallel: Int | None = Field(default=None, gt=0, le=1024, description=(
+        "full training of a mixture-of-experts model: its routed experts split over this many data-parallel "
+        "GPUs (expert parallelism, a divisor of the experts), tokens sent to them by all-to-all"))
     offload: Offload | None = None
     placement: Placement = Field(default="fewest", description="'fewest' GPUs that fit, or 'all' gpu_count GPUs")
 
@@ -131,14 +134,20 @@ class Workload(BaseModel):
                 raise ValueError("lora_rank: only for task lora or qlora")
             if self.offload == "optimizer+params" and self.zero_stage not in (None, 3):
                 raise ValueError("offload: parameter offload needs zero_stage 3 (ZeRO-Infinity)")
+            if self.expert_parallel not in (None, 1) and self.offload not in (None, "none"):
+                raise ValueError("expert_parallel: not combined with CPU offload here; drop one of them")
+        if self.expert_parallel is not None and self.task not in ("full_finetune", "pretrain"):
+            raise ValueError("expert_parallel: only for full training (full_finetune or pretrain) of a "
+                             "mixture-of-experts model")
         if self.mlp is not None and self.model is not None:
             raise ValueError("mlp: comes from the catalog model; give it only with params")
         if self.placement == "all" and self.gpu_count is None:
             raise ValueError("placement: 'all' uses exactly gpu_count GPUs; give gpu_count")
         if self.gpu_count is not None:
-            needed = (self.tensor_parallel or 1) * (self.pipeline_parallel or 1)
+            needed = (self.tensor_parallel or 1) * (self.pipeline_parallel or 1) * (self.expert_parallel or 1)
             if needed > self.gpu_count:
-                raise ValueError(f"gpu_count: {self.gpu_count} is fewer than tensor_parallel x pipeline_parallel = {needed}")
+                raise ValueError(f"gpu_count: {self.gpu_count} is fewer than tensor_parallel x pipeline_parallel "
+                                 f"x expert_parallel = {needed}")
         return self
 
 
@@ -181,6 +190,7 @@ class ResolvedWorkload(BaseModel):
     pipeline_parallel: int | None
     offload: Offload | None
     placement: Placement
+    expert_parallel: int | None = Field(default=None, exclude_if=lambda v: v is None)
     assumptions: tuple[str, ...] = ()
     # Left out of the JSON when not asked for, so answers to workloads without them keep their shape.
     ttft_ms: float | None = Field(default=None, exclude_if=lambda v: v is None)
@@ -190,6 +200,7 @@ class ResolvedWorkload(BaseModel):
     # Only some architectures have these; left out of the JSON where they do not apply.
     expert_params: int = Field(default=0, exclude_if=lambda v: v == 0,
                                description="one routed expert's parameters over all MoE layers")
+    moe_layers: int = Field(default=0, exclude_if=lambda v: v == 0, description="the layers with routed experts")
     config_file: str | None = Field(default=None, exclude_if=lambda v: v is None,
                                     description="the config.json the architecture was read from")
     attention: Literal["gqa", "mla"] = Field(default="gqa", exclude_if=lambda v: v == "gqa")
