@@ -33,13 +33,16 @@ PARTS: dict[str, ex.Expr] = {name: ex.parse(text) for name, text in {
     # Tensor/pipeline parallelism split weights over tp*pp GPUs (Narayanan et al. 2021).
     # Parameter offload (ZeRO-Infinity) keeps about two layers' weights resident for prefetching.
     "weights": "m.weights / w.layers * 2 / tp if offload == 'optimizer+params' "
-               f"else m.weights * (1 if zero_stage >= 3 else {_UNSHARDED}) / (tp * pp) / (dp if zero_stage >= 3 else 1)",
+               f"else m.weights * (1 if zero_stage >= 3 or ep == 1 else {_UNSHARDED}) "
+               "/ (tp * pp) / (dp if zero_stage >= 3 else 1)",
     # ZeRO-Offload (Ren et al. 2021) streams gradients to CPU memory as the backward pass makes them:
     # about two layers' worth (the buckets in flight) stay on the GPU
     "gradients": "m.gradients / w.layers * 2 / tp if offload != 'none' "
-                 f"else m.gradients * (1 if zero_stage >= 2 else {_UNSHARDED}) / (tp * pp) / (dp if zero_stage >= 2 else 1)",
+                 f"else m.gradients * (1 if zero_stage >= 2 or ep == 1 else {_UNSHARDED}) "
+                 "/ (tp * pp) / (dp if zero_stage >= 2 else 1)",
     "optimizer": "0 if offload != 'none' "
-                 f"else m.optimizer * (1 if zero_stage >= 1 else {_UNSHARDED}) / (tp * pp) / (dp if zero_stage >= 1 else 1)",
+                 f"else m.optimizer * (1 if zero_stage >= 1 or ep == 1 else {_UNSHARDED}) "
+                 "/ (tp * pp) / (dp if zero_stage >= 1 else 1)",
     # Korthikanti et al. 2022: tensor + sequence parallelism divide activations by tp; with 1F1B
     # pipelining the first stage still holds pp micro-batches of L/pp layers, i.e. all L layers.
     "activations": "(m.activations_checkpointed if checkpointing else m.activations) / tp",
