@@ -357,9 +357,9 @@ def _closest_miss(w: ResolvedWorkload, base: dict[str, Any], tried: list[Layout]
             pp = w.pipeline_parallel or max(1, limit // tp)
             layout = Layout(tp, pp, 0, False, "none")
             dp = 1
-        else:
-            dp = limit // (layout.tp * layout.pp) // layout.ep * layout.ep
-        if dp < 1 or dp * layout.tp * layout.pp > limit:
+        else:  # whole expert-parallel groups; without a gpu_count, as many GPUs as one group needs
+            dp = max(limit // (layout.tp * layout.pp) // layout.ep, 1) * layout.ep
+        if dp * layout.tp * layout.pp > limit and (w.gpu_count or layout.ep == 1):
             continue
         per_gpu = sum(cache.parts_of(layout, dp, base).values())
         cand = Candidate(layout, dp, dp * layout.tp * layout.pp, False)
