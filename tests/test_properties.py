@@ -29,6 +29,8 @@ def workloads(draw):
             w["activation_checkpointing"] = draw(st.booleans())
         if draw(st.booleans()):
             w["tokens"] = draw(st.integers(10**9, 10**13))
+        if draw(st.integers(0, 3)) == 0:  # a pin that only some models and tasks take
+            w["expert_parallel"] = draw(st.sampled_from([1, 2, 4, 8, 16]))
     return w
 
 
@@ -44,6 +46,8 @@ def test_every_option_fits_and_every_rejection_says_why(w):
     for option in answer.options:
         assert option.fits and option.per_gpu_bytes <= option.usable_bytes
         assert option.count <= w.get("gpu_count", 10**9)
+        assert option.strategy.expert_parallel == w.get("expert_parallel", 1)
+        assert option.strategy.data_parallel % option.strategy.expert_parallel == 0
         parts = option.memory
         assert abs(parts.weights + parts.gradients + parts.optimizer + parts.activations + parts.kv_cache
                    + parts.overhead - option.per_gpu_bytes) <= 6  # rounding of six parts
@@ -75,3 +79,28 @@ def test_planner_memo_gives_what_the_expressions_give(splits):
         layout = planner.Layout(tp, pp, zero, ckpt, offload, ep)
         fresh = {name: float(e.evaluate({**base, **layout.env(dp)})) for name, e in planner.PARTS.items()}
         assert cache.parts_of(layout, dp, base) == fresh
+
+
+MOE_MODELS = sorted(m for m, model in KB.models.items() if model.moe)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(MOE_MODELS), st.sampled_from(["full_finetune", "pretrain"]), st.sampled_from([1, 2, 4, 8]),
+       st.lists(st.sampled_from(sorted(KB.gpus)), min_size=1, max_size=3, unique=True),
+       st.one_of(st.none(), st.integers(1, 256)), st.booleans())
+def test_expert_parallel_plans_keep_whole_groups(model, task, ep, gpus, gpu_count, all_of_them):
+    w = {"model": model, "task": task, "expert_parallel": ep, "gpus": gpus}
+    if gpu_count is not None:
+        w["gpu_count"] = gpu_count
+        w["placement"] = "all" if all_of_them else "fewest"
+    try:
+        answer = KB.ask(w)
+    except WorkloadError as err:
+        assert err.field in ("gpu_count", "expert_parallel")
+        return
+    for option in (*answer.options, *answer.rejected):
+        s = option.strategy
+        assert s.expert_parallel == ep and s.data_parallel % ep == 0
+        assert option.count == s.data_parallel * s.tensor_parallel * s.pipeline_parallel
+    for option in answer.options:
+        assert option.count <= (gpu_count or 10**9)
