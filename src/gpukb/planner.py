@@ -1,14 +1,15 @@
 """Fewest GPUs of each type that fit one model replica, and how to split it.
 
 Per-GPU memory is written as expressions (below) over the replica's memory breakdown `m`, the
-workload `w` and the layout (dp, tp, pp, zero_stage, checkpointing, offload). Every term is
+workload `w` and the layout (dp, tp, pp, zero_stage, checkpointing, offload, ep). Every term is
 linear in 1/dp (training) or 1/(tp*pp) (inference), so the fewest GPUs follow in closed form:
 per_gpu(n) = A + B/n fits when n >= B / (usable - A). A and B are read off the expressions
 themselves (evaluated at n = 1 and n = 2), so the expressions stay the single source of truth.
 
 Strategies are tried least intrusive first: no tensor parallelism before tensor parallelism
 inside one NVLink domain, no recomputation before activation checkpointing, ZeRO stages 0..3;
-offload only when nothing else fits within gpu_count.
+offload only when nothing else fits within gpu_count. Expert parallelism (ep) is the workload's pin,
+with data parallelism in whole groups of ep.
 """
 
 from __future__ import annotations
@@ -147,8 +148,9 @@ def _layouts(w: ResolvedWorkload, scale_up_domain: int, offloads: tuple[str, ...
     tps = [w.tensor_parallel] if w.tensor_parallel else [t for t in (1, 2, 4, 8) if t <= max_tp and w.heads % t == 0]
     ckpts = [w.activation_checkpointing] if w.activation_checkpointing is not None else [False, True]
     zeros = [w.zero_stage] if w.zero_stage is not None else [0, 1, 2, 3]
-    ep = w.expert_parallel or 1  # only when pinned: at a given ZeRO stage it never needs more GPUs, but
-    # it shards nothing that ZeRO-3 does not, and it needs a framework with MoE layers (Megatron, DeepSpeed)
+    # expert parallelism only where the workload pins it: it shards nothing ZeRO-3 does not, so the search
+    # for the fewest GPUs never needs it, and it takes a framework with MoE layers (Megatron-Core, DeepSpeed)
+    ep = w.expert_parallel or 1
     return [Layout(tp, w.pipeline_parallel or 1, zero, ckpt, off, ep)
             for off in offloads for tp in tps for ckpt in ckpts for zero in zeros
             if not (off == "optimizer+params" and zero != 3) and not (ep > 1 and off != "none")]
