@@ -54,6 +54,17 @@ def test_expert_parallelism_is_a_flag_and_shows_in_the_strategy():
     assert refused.exit_code == 2 and "expert_parallel" in refused.output and "Traceback" not in refused.output
 
 
+def test_tensor_parallel_overlap_is_a_flag_kept_in_the_answer():
+    args = ["ask", "--model", "llama-2-13b", "--task", "pretrain", "--gpu", "h100-sxm-80gb", "--gpu-count", "8",
+            "--placement", "all", "--tensor-parallel", "8"]
+    overlapped = runner.invoke(app, [*args, "--tp-comm-overlap", "--json"])
+    assert overlapped.exit_code == 0, overlapped.output
+    assert json.loads(overlapped.output)["workload"]["tp_comm_overlap"] is True
+    assert "tp_comm_overlap" not in json.loads(runner.invoke(app, [*args, "--json"]).output)["workload"]
+    refused = runner.invoke(app, ["ask", "--model", "llama-2-7b", "--task", "inference", "--tp-comm-overlap"])
+    assert refused.exit_code == 2 and "tp_comm_overlap" in refused.output and "Traceback" not in refused.output
+
+
 def test_explain_rule_claim_and_gpu():
     rule = runner.invoke(app, ["explain", "req.kv-cache"])
     assert rule.exit_code == 0 and "rules/requirements/kv-cache.yaml:2" in rule.output and "tests:" in rule.output

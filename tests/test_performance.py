@@ -102,6 +102,32 @@ def test_the_pipeline_bubble_is_p_minus_1_over_m(kb):
     assert step["bubble_time_s"] / total < 3 / 11 + 1e-12
 
 
+def test_tensor_parallel_traffic_is_exposed_unless_the_framework_overlaps_it(kb):
+    # Llama-2-13B, TP 8 on one H100 node, one 4096-token micro-batch: 16 x 40 layers x 4096 tokens x 5120 x 7/8 bytes
+    def step(overlap: bool):
+        workload = {"model": "llama-2-13b", "task": "pretrain", "gpus": ["h100-sxm-80gb"], "gpu_count": 8,
+                    "placement": "all", "tensor_parallel": 8, "activation_checkpointing": False}
+        (option,) = kb.ask({**workload, "tp_comm_overlap": True} if overlap else workload).options
+        return values(option, "bottleneck.interconnect.step"), option
+
+    plain, plain_option = step(False)
+    hidden, hidden_option = step(True)
+    tp = 16 * 40 * 4096 * 5120 * 7 / 8 / 450e9  # NVLink 4: 900 GB/s both directions
+    assert plain["tp_time_s"] == pytest.approx(tp, rel=1e-9) and hidden["tp_time_s"] == plain["tp_time_s"]
+    assert plain["exposed_tp_s"] == plain["tp_time_s"]
+    # overlapped, only what the micro-batch's compute cannot cover is exposed: here nothing
+    assert hidden["compute_time_s"] > tp and hidden["exposed_tp_s"] == 0
+    compute = hidden["compute_time_s"]
+    assert plain_option.efficiency == pytest.approx(compute / (compute + tp), rel=1e-9)
+    assert hidden_option.efficiency == 1
+    assert hidden_option.tokens_per_s > plain_option.tokens_per_s
+
+
+def test_tensor_parallel_overlap_is_a_training_setting(kb):
+    with pytest.raises(WorkloadError, match="tp_comm_overlap"):
+        kb.ask({"model": "llama-2-7b", "task": "inference", "tp_comm_overlap": True})
+
+
 def test_batch_one_decode_reads_only_the_experts_it_routes_to(kb):
     (option,) = kb.ask({"model": "mixtral-8x7b", "task": "inference", "gpus": ["h200-sxm-141gb"],
                         "output_len": 128}).options

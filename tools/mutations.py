@@ -55,6 +55,9 @@ MUTATIONS = [
     Mutation("ep-all-to-all-one-way", "rules/bottlenecks/interconnect-step.yaml",
              "ep_per_microbatch: 4 * w.moe_layers", "ep_per_microbatch: 2 * w.moe_layers",
              (RULE_TESTS, "tests/test_planner.py")),
+    Mutation("tp-overlap-hides-nothing", "rules/bottlenecks/interconnect-step.yaml",
+             "max(0, tp_time_s - compute_time_s) if w.tp_comm_overlap", "tp_time_s if w.tp_comm_overlap",
+             (RULE_TESTS, "tests/test_performance.py")),
     # serving: capacity, SLA, launch and cost (tests/test_serving.py pins them by hand)
     Mutation("capacity-ignores-overhead", "rules/recommendations/capacity-inference.yaml",
              "free: p.usable_bytes - p.weights - p.overhead", "free: p.usable_bytes - p.weights",

@@ -118,6 +118,9 @@ def ask(
     pipeline_parallel: Annotated[int | None, typer.Option()] = None,
     expert_parallel: Annotated[int | None, typer.Option(
         help="full training of a mixture of experts: GPUs its routed experts are split over")] = None,
+    tp_comm_overlap: Annotated[bool | None, typer.Option(
+        "--tp-comm-overlap/--no-tp-comm-overlap",
+        help="training: the framework overlaps tensor-parallel traffic with GEMMs (default off)")] = None,
     offload: Annotated[Offload | None, typer.Option()] = None,
     placement: Annotated[str | None, typer.Option(help="fewest (default) or all: use exactly --gpu-count GPUs")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the whole Answer as JSON")] = False,
@@ -136,7 +139,7 @@ def ask(
         "flash_attention": flash_attention, "lora_rank": lora_rank,
         "gpu_count": gpu_count, "gpus": gpu or None, "tokens": tokens, "zero_stage": zero_stage,
         "tensor_parallel": tensor_parallel, "pipeline_parallel": pipeline_parallel, "offload": offload,
-        "expert_parallel": expert_parallel,
+        "expert_parallel": expert_parallel, "tp_comm_overlap": tp_comm_overlap,
         "mlp": mlp, "global_batch_size": global_batch_size, "prompt_len": prompt_len, "output_len": output_len,
         "kv_cache_precision": kv_cache_precision, "placement": placement, "ttft_ms": ttft_ms, "tpot_ms": tpot_ms,
         "objective": objective,

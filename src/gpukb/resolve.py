@@ -191,7 +191,7 @@ def resolve(kb: KnowledgeBase, w: Workload) -> tuple[ResolvedWorkload, dict[str,
         lora_rank=w.lora_rank if w.task in ("lora", "qlora") else None,
         gpu_count=w.gpu_count, gpus=list(gpus), tokens=w.tokens, zero_stage=w.zero_stage,
         tensor_parallel=w.tensor_parallel, pipeline_parallel=w.pipeline_parallel, offload=w.offload,
-        expert_parallel=w.expert_parallel, **arch,
+        expert_parallel=w.expert_parallel, tp_comm_overlap=w.tp_comm_overlap, **arch,
     )
     return resolved, workload_fact(kb, resolved)
 
@@ -226,7 +226,7 @@ def workload_fact(kb: KnowledgeBase, w: ResolvedWorkload) -> dict[str, Any]:
         "decode_context": decode_context,
         "embedding_params": embedding_params, "embedding_weight_bytes": embedding_weight_bytes,
         "expert_params": w.expert_params, "moe_layers": w.moe_layers, "expert_parallel": w.expert_parallel or 1,
-        "placement": w.placement,
+        "tp_comm_overlap": w.tp_comm_overlap, "placement": w.placement,
         "lora_rank": w.lora_rank or 0, "tokens": w.tokens or 0, "weight_bytes": weight_bytes,
         "grad_bytes": t.grad_bytes if (t and training) else 0.0, "master_bytes": t.master_bytes if (t and training) else 0.0,
         "optimizer_state_bytes": state, "adapter_weight_bytes": t.weight_bytes if t else dtype.bytes,

@@ -106,6 +106,9 @@ class Workload(BaseModel):
     expert_parallel: Int | None = Field(default=None, gt=0, le=1024, description=(
         "full training of a mixture-of-experts model: its routed experts split over this many data-parallel "
         "GPUs (expert parallelism, a divisor of the experts), tokens sent to them by all-to-all"))
+    tp_comm_overlap: bool = Field(default=False, description=(
+        "training: the framework hides tensor-parallel traffic under the GEMMs it feeds (Megatron-Core "
+        "--tp-comm-overlap, torchtitan async TP); default false: the traffic sits between them"))
     offload: Offload | None = None
     placement: Placement = Field(default="fewest", description="'fewest' GPUs that fit, or 'all' gpu_count GPUs")
 
@@ -116,7 +119,7 @@ class Workload(BaseModel):
             raise ValueError("give either model (a catalog id) or params (with its architecture), not both or neither")
         if self.task == "inference":
             for name in ("optimizer", "activation_checkpointing", "flash_attention", "zero_stage", "offload",
-                         "micro_batch_size", "tokens", "lora_rank", "global_batch_size"):
+                         "micro_batch_size", "tokens", "lora_rank", "global_batch_size", "tp_comm_overlap"):
                 if name in given:
                     raise ValueError(f"{name}: not used for inference; remove it")
         else:
@@ -191,6 +194,7 @@ class ResolvedWorkload(BaseModel):
     offload: Offload | None
     placement: Placement
     expert_parallel: int | None = Field(default=None, exclude_if=lambda v: v is None)
+    tp_comm_overlap: bool = Field(default=False, exclude_if=lambda v: not v)
     assumptions: tuple[str, ...] = ()
     # Left out of the JSON when not asked for, so answers to workloads without them keep their shape.
     ttft_ms: float | None = Field(default=None, exclude_if=lambda v: v is None)
