@@ -10,6 +10,7 @@ A100_BW = 2039e9  # A100 SXM 80 GB memory bandwidth
 A100_NVLINK = 300e9  # NVLink 3: 600 GB/s both directions
 UTIL = {"ampere": 0.57, "hopper": 0.46, "default": 0.40}  # kb/policies: mfu-ampere, mfu-hopper, mfu
 DECODE_BW = 0.69  # decode-bandwidth-utilisation
+HOST_PER_GPU = 256e9  # host-memory-per-gpu: 2 TB in an 8 x H100 server
 NODE_NET_A100 = 200e9  # node-network-bandwidth-ampere: 8 x 200 Gb/s per node
 BASE_LAT, HOP_NVLINK = 6.6e-6, 0.6e-6  # NCCL 2.18-2.20 ring / LL latency model
 N_7B, L_7B, H_7B, V_7B = 6_738_415_616, 32, 4096, 32000  # llama-2-7b
@@ -191,6 +192,24 @@ def test_placement_all_uses_every_gpu_as_data_parallel_replicas(kb):
     assert every.options[0].tokens_per_s > fewest.options[0].tokens_per_s
     with pytest.raises(WorkloadError, match="placement"):
         kb.ask({"model": "llama-2-7b", "task": "full_finetune", "placement": "all"})
+
+
+def test_offloaded_state_must_fit_the_hosts_memory(kb):
+    # Llama 3 70B in full on 4090s: parameter offload fits one card's memory, but its 16 bytes per parameter
+    # of CPU state, sharded over the data-parallel ranks, need five GPUs' share of host memory, not one
+    answer = kb.ask({"model": "llama-3-70b", "task": "full_finetune", "gpus": ["rtx-4090-24gb"], "gpu_count": 8})
+    (option,) = answer.options
+    state = answer.memory.optimizer + answer.memory.gradients + answer.memory.weights
+    assert option.strategy.offload == "optimizer+params" and option.count == option.strategy.data_parallel == 5
+    assert state / 5 <= HOST_PER_GPU < state / 4
+    assert values(option, "planner.fewest-gpus")["host_bytes"] == pytest.approx(state / 5, rel=1e-12)
+
+
+def test_a_plan_short_of_host_memory_is_rejected_for_that(kb):
+    answer = kb.ask({"model": "llama-3.1-405b", "task": "full_finetune", "gpus": ["h100-sxm-80gb"], "gpu_count": 8})
+    assert not answer.options
+    (finding,) = [f for f in answer.rejected[0].findings if f.rule.startswith("bottleneck.capacity.")]
+    assert finding.rule.startswith("bottleneck.capacity.host-memory@") and "CPU memory" in finding.message
 
 
 def test_a_pinned_zero_stage_on_one_rank_does_not_fall_back_to_offload(kb):

@@ -58,6 +58,9 @@ MUTATIONS = [
     Mutation("tp-overlap-hides-nothing", "rules/bottlenecks/interconnect-step.yaml",
              "max(0, tp_time_s - compute_time_s) if w.tp_comm_overlap", "tp_time_s if w.tp_comm_overlap",
              (RULE_TESTS, "tests/test_performance.py")),
+    Mutation("offload-ignores-host-memory", "src/gpukb/planner.py",
+             'host = cache.host_split(layout, base) if layout.offload != "none" else None', "host = None",
+             ("tests/test_performance.py",)),
     # serving: capacity, SLA, launch and cost (tests/test_serving.py pins them by hand)
     Mutation("capacity-ignores-overhead", "rules/recommendations/capacity-inference.yaml",
              "free: p.usable_bytes - p.weights - p.overhead", "free: p.usable_bytes - p.weights",

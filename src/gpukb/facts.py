@@ -22,7 +22,8 @@ ENGINE_KINDS: dict[str, frozenset[str]] = {
     }),
     "policy": frozenset({"reserve_fraction", "runtime_overhead", "prefill_chunk", "scaling_efficiency_floor",
                          "decode_bandwidth_utilisation", "allreduce_base_latency", "allreduce_hop_latency_nvlink",
-                         "allreduce_hop_latency_pcie", "pipeline_microbatches_per_stage"}),
+                         "allreduce_hop_latency_pcie", "pipeline_microbatches_per_stage",
+                         "host_memory_per_gpu"}),
     "gpu": frozenset({
         "gpu", "name", "vendor", "form_factor", "memory_bytes", "memory_bandwidth",
         "flops", "bf16_flops", "fp8_flops", "has_bf16", "has_fp8", "architecture", "kv_cache_supported",
@@ -34,7 +35,7 @@ ENGINE_KINDS: dict[str, frozenset[str]] = {
     "plan": frozenset({
         "gpu", "count", "dp", "tp", "pp", "ep", "zero_stage", "checkpointing", "offload", "weights",
         "gradients", "optimizer", "activations", "kv_cache", "overhead", "per_gpu_bytes",
-        "usable_bytes", "capacity_bytes", "fits", "fill", "nodes", "tp_over_pcie", "limit",
+        "usable_bytes", "capacity_bytes", "fits", "fill", "nodes", "tp_over_pcie", "limit", "host_bytes", "short_of",
     }),
     "fleet": frozenset({"candidates", "max_usable_bytes", "largest_gpu", "fitting"}),
 }

@@ -8,8 +8,9 @@ themselves (evaluated at n = 1 and n = 2), so the expressions stay the single so
 
 Strategies are tried least intrusive first: no tensor parallelism before tensor parallelism
 inside one NVLink domain, no recomputation before activation checkpointing, ZeRO stages 0..3;
-offload only when nothing else fits within gpu_count. Expert parallelism (ep) is the workload's pin,
-with data parallelism in whole groups of ep.
+offload only when nothing else fits within gpu_count, and only as far as the servers' CPU memory holds
+the offloaded state (HOST; more data-parallel ranks shard it). Expert parallelism (ep) is the
+workload's pin, with data parallelism in whole groups of ep.
 """
 
 from __future__ import annotations
@@ -51,6 +52,11 @@ PARTS: dict[str, ex.Expr] = {name: ex.parse(text) for name, text in {
     "overhead": "m.overhead",
 }.items()}
 PER_GPU = ex.parse("weights + gradients + optimizer + activations + kv_cache + overhead")
+# What offload moves to CPU memory, per GPU: ZeRO-Offload (Ren et al. 2021) keeps the fp32 master weights,
+# optimizer states and the streamed gradients there, ZeRO-Infinity also the 16-bit weights; with ZeRO each
+# data-parallel rank holds its shard. A server has only so much of it (policy host-memory-per-gpu).
+HOST = ex.parse("(m.optimizer + m.gradients + (m.weights if offload == 'optimizer+params' else 0)) / (tp * pp) "
+                "/ (dp if zero_stage >= 1 else 1) if offload != 'none' else 0")
 # The runtime overhead (CUDA context, workspaces, NCCL buffers; counted in every plan's memory) lives
 # inside the reserve, as in vLLM's gpu_memory_utilization: the headroom is the larger of the two, not
 # their sum. So usable = capacity − reserve + the part of the overhead the reserve already holds.
@@ -98,7 +104,7 @@ class PlanCache:
     so the per-GPU memory of a layout, A + B/n, and the parts of a chosen split are computed once."""
 
     def __init__(self) -> None:
-        self.splits: dict[tuple[Layout, bool], tuple[float, float]] = {}
+        self.splits: dict[tuple[Layout, bool | None], tuple[float, float]] = {}  # None: the CPU-memory split
         self.menus: dict[tuple[Any, ...], list[Layout]] = {}
         self.part_values: dict[str, dict[Any, float]] = {name: {} for name in PARTS}  # part -> its reads -> bytes
 
@@ -112,6 +118,16 @@ class PlanCache:
             else:
                 one = sum(self.parts_of(layout, 1, base).values())
                 two = sum(self.parts_of(layout, 2, base).values())
+            b = 2 * (one - two)
+            self.splits[key] = (one - b, b)
+        return self.splits[key]
+
+    def host_split(self, layout: Layout, base: dict[str, Any]) -> tuple[float, float]:
+        """(A, B) with CPU memory per GPU = A + B/dp for an offloading layout (HOST)."""
+        key = (layout, None)
+        if key not in self.splits:
+            one = float(HOST.evaluate({**base, **layout.env(1)}))
+            two = float(HOST.evaluate({**base, **layout.env(2)}))
             b = 2 * (one - two)
             self.splits[key] = (one - b, b)
         return self.splits[key]
@@ -168,20 +184,33 @@ class Candidate:
     fits: bool
 
 
-SplitOf = Callable[[Layout], tuple[float, float]]
+LeastDp = Callable[[Layout], int | None]
 
 
-def _fewest_training(menu: list[Layout], split: SplitOf, usable: float, limit: int,
-                     zero_pinned: bool = False) -> Candidate | None:
+def least_dp(split: tuple[float, float], usable: float, host: tuple[float, float] | None, host_usable: float) -> int | None:
+    """The fewest data-parallel ranks at which a layout's GPU memory A + B/dp fits, and, for a layout that
+    offloads, its CPU memory A' + B'/dp too; None when no number does."""
+    a, b = split
+    if a >= usable:
+        return None
+    dp = 1 if b <= 0 else max(1, math.ceil(b / (usable - a)))
+    if host is not None:
+        ha, hb = host
+        if ha >= host_usable and (ha > host_usable or hb > 0):
+            return None
+        dp = max(dp, 1 if hb <= 0 else math.ceil(hb / (host_usable - ha)))
+    return dp
+
+
+def _fewest_training(menu: list[Layout], fewest_dp: LeastDp, limit: int, zero_pinned: bool = False) -> Candidate | None:
     """The layout needing the fewest GPUs (the first, least intrusive, among equals)."""
     best: tuple[int, Layout, int] | None = None
     for layout in menu:
         if best is not None and layout.tp * layout.pp * layout.ep >= best[0]:
             continue  # it needs at least tp*pp*ep GPUs, so it cannot need fewer than the best so far
-        a, b = split(layout)
-        if a >= usable:
+        dp = fewest_dp(layout)
+        if dp is None:
             continue
-        dp = 1 if b <= 0 else max(1, math.ceil(b / (usable - a)))
         dp = -(-dp // layout.ep) * layout.ep  # a whole number of expert-parallel groups
         group = layout.tp * layout.pp
         count = _round_count(dp * group)
@@ -195,15 +224,15 @@ def _fewest_training(menu: list[Layout], split: SplitOf, usable: float, limit: i
     return None if best is None else Candidate(best[1], best[2], best[0], True)
 
 
-def _least_intrusive_at(menu: list[Layout], split: SplitOf, usable: float, count: int) -> Candidate | None:
+def _least_intrusive_at(menu: list[Layout], fewest_dp: LeastDp, count: int) -> Candidate | None:
     """placement 'all': the first (least intrusive) layout that fits on exactly `count` GPUs."""
     for layout in menu:
         group = layout.tp * layout.pp
         dp = count // group
         if dp < 1 or dp % layout.ep:
             continue
-        a, b = split(layout)
-        if a + b / dp <= usable:
+        least = fewest_dp(layout)
+        if least is not None and least <= dp:
             return Candidate(layout, dp, dp * group, True)
     return None
 
@@ -260,6 +289,7 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
     limit = w.gpu_count or NO_LIMIT
     base = {"m": memory, "w": wfact}
     usable = float(USABLE.evaluate({"g": gpu, "p": policy}))
+    host_usable = policy["host_memory_per_gpu"]
     offload_sets = [(w.offload,)] if w.offload else [("none",), ("optimizer", "optimizer+params")]
     chosen: Candidate | None = None
     tried: list[Layout] = []
@@ -273,11 +303,12 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
             menu = cache.menu(w, gpu["scale_up_domain"], offloads)
             tried += menu
 
-            def split(layout: Layout) -> tuple[float, float]:
-                return cache.split(layout, base, False)
+            def fewest_dp(layout: Layout) -> int | None:
+                host = cache.host_split(layout, base) if layout.offload != "none" else None
+                return least_dp(cache.split(layout, base, False), usable, host, host_usable)
 
-            best = (_least_intrusive_at(menu, split, usable, limit) if w.placement == "all" else None) \
-                or _fewest_training(menu, split, usable, limit, zero_pinned=w.zero_stage is not None)
+            best = (_least_intrusive_at(menu, fewest_dp, limit) if w.placement == "all" else None) \
+                or _fewest_training(menu, fewest_dp, limit, zero_pinned=w.zero_stage is not None)
         if best:
             chosen = best
             break
@@ -288,8 +319,9 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
         chosen = _closest_miss(w, base, tried, limit if w.gpu_count else NODE_SIZE, inference, cache)
     parts = cache.parts_of(chosen.layout, chosen.dp, base)
     per_gpu = float(PER_GPU.evaluate(parts))
-    fits = chosen.fits and per_gpu <= usable
     s = chosen.layout
+    host = float(HOST.evaluate({**base, **s.env(chosen.dp)}))
+    fits = chosen.fits and per_gpu <= usable and host <= host_usable
     fields = {
         "gpu": gpu["gpu"], "count": chosen.count, "dp": chosen.dp, "tp": s.tp, "pp": s.pp, "ep": s.ep,
         "zero_stage": s.zero_stage if chosen.dp > 1 or s.offload != "none" or w.zero_stage is not None else 0,
@@ -297,14 +329,27 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
         "offload": s.offload, **parts, "per_gpu_bytes": per_gpu, "usable_bytes": usable,
         "capacity_bytes": gpu["memory_bytes"], "fits": fits, "fill": per_gpu / gpu["memory_bytes"],
         "nodes": math.ceil(chosen.count / NODE_SIZE), "tp_over_pcie": s.tp > 1 and gpu["scale_up_domain"] < s.tp,
-        "limit": limit if w.gpu_count else 0,
+        "limit": limit if w.gpu_count else 0, "host_bytes": host,
+        # what a plan that does not fit is short of: GPU memory, or CPU memory for its offloaded state
+        "short_of": "" if fits else ("host" if per_gpu <= usable and host > host_usable else "gpu"),
     }
     env = {**base, **s.env(chosen.dp)}
     values = [Value(name="usable_bytes", value=usable, expr=USABLE.text)]
     values += [Value(name=n, value=v, expr=PARTS[n].text) for n, v in parts.items()]
     values.append(Value(name="per_gpu_bytes", value=per_gpu, expr=PER_GPU.text))
+    if s.offload != "none":
+        values.append(Value(name="host_bytes", value=host, expr=HOST.text))
+        values.append(Value(name="host_usable", value=host_usable, expr="p.host_memory_per_gpu"))
     values += [Value(name=k, value=v, expr=None) for k, v in env.items() if k not in ("m", "w")]
     zero, count, dp, strategies = fields["zero_stage"], chosen.count, chosen.dp, len(tried)
+
+    def offloaded(zh: bool = False) -> str:
+        if s.offload == "none":
+            return ""
+        if zh:
+            return f"；卸载到 CPU 内存的状态每块 GPU {host / 1e9:,.1f} GB，服务器每块 GPU 配有 {host_usable / 1e9:,.0f} GB"
+        return (f"; the offloaded state takes {host / 1e9:,.1f} GB of CPU memory per GPU, of the "
+                f"{host_usable / 1e9:,.0f} GB a server has per GPU")
 
     def sentence() -> str:  # written when the trace is read (trace._Sentence)
         verdict = "fits" if fits else "does not fit"
@@ -312,7 +357,7 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
                 f"ZeRO-{zero}, checkpointing {'on' if s.checkpointing else 'off'}, offload {s.offload}) "
                 f"need {per_gpu / 1e9:,.1f} GB per GPU against {usable / 1e9:,.1f} GB usable "
                 f"({gpu['memory_bytes'] / 1e9:,.1f} GB less the {policy['reserve_fraction']:.0%} reserve, which holds "
-                f"the runtime overhead): {verdict}.")
+                f"the runtime overhead){offloaded()}: {verdict}.")
         if not fits:
             text += (f" This is the closest of {strategies} strategies within gpu_count {limit}." if w.gpu_count else
                      " Memory that no sharding divides (activations of one micro-batch, runtime overhead) alone exceeds it.")
@@ -325,7 +370,7 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
                 f"ZeRO-{zero}、激活重计算{'开' if s.checkpointing else '关'}、卸载 {s.offload}），"
                 f"每块 GPU 需要 {per_gpu / 1e9:,.1f} GB，可用 {usable / 1e9:,.1f} GB"
                 f"（{gpu['memory_bytes'] / 1e9:,.1f} GB 减去 {policy['reserve_fraction']:.0%} 的预留，"
-                "运行时开销计入预留之内）："
+                f"运行时开销计入预留之内）{offloaded(zh=True)}："
                 f"{'放得下' if fits else '放不下'}。")
         if raised is not None and inference:
             text += raised.because_zh

@@ -22,7 +22,8 @@ POLICY_IDS = {"reserve_fraction": "reserve-fraction", "runtime_overhead": "runti
               "allreduce_base_latency": "allreduce-base-latency",
               "allreduce_hop_latency_nvlink": "allreduce-hop-latency-nvlink",
               "allreduce_hop_latency_pcie": "allreduce-hop-latency-pcie",
-              "pipeline_microbatches_per_stage": "pipeline-microbatches-per-stage"}
+              "pipeline_microbatches_per_stage": "pipeline-microbatches-per-stage",
+              "host_memory_per_gpu": "host-memory-per-gpu"}
 # Policies whose value depends on the GPU generation: the entry listing the GPU's architecture, else
 # the default (the entry of this id, which lists none). They become fields of the gpu fact.
 GPU_POLICIES = {"utilisation": "mfu", "node_network_bandwidth": "node-network-bandwidth"}
