@@ -229,7 +229,7 @@ allow:
 def test_D101_successor_must_be_in_use(checkout):
     edit_entry(checkout, "a100-sxm-40gb", lambda g: g.update(status="deprecated", superseded_by="a100-sxm-80gb"))
     edit_entry(checkout, "a100-sxm-80gb", lambda g: g.update(status="deprecated", superseded_by="h100-sxm-80gb"))
-    (problem,) = checks.check_deprecations(gpukb.load_kb(checkout))
+    (problem,) = checks.check_deprecations(gpukb.load_kb(checkout), checks.load_allowances(checkout)[0])
     assert problem.code == "D101" and problem.file == "kb/gpus/a100-sxm-40gb.yaml" and problem.field == "superseded_by"
     assert problem.message == ("successor 'a100-sxm-80gb' is itself deprecated (it is superseded by 'h100-sxm-80gb'): "
                                "point to an entry in use")
@@ -244,7 +244,7 @@ def test_D101_successor_of_another_kind_is_refused_at_load(checkout):
 
 def test_D102_deprecated_without_successor_or_reason(checkout):
     edit_entry(checkout, "l4-24gb", lambda g: g.update(status="deprecated"))
-    (problem,) = checks.check_deprecations(gpukb.load_kb(checkout))
+    (problem,) = checks.check_deprecations(gpukb.load_kb(checkout), checks.load_allowances(checkout)[0])
     assert problem.code == "D102" and problem.file == "kb/gpus/l4-24gb.yaml" and problem.field == "status"
     assert "deprecated 'l4-24gb' names no successor: set superseded_by, or give the reason in kb/lint.yaml" in problem.message
     with (checkout / "kb" / "lint.yaml").open("a", encoding="utf-8") as f:
@@ -255,7 +255,7 @@ def test_D102_deprecated_without_successor_or_reason(checkout):
 
 def test_D103_a_successor_on_an_entry_still_in_use(checkout):
     edit_entry(checkout, "a100-sxm-40gb", lambda g: g.update(superseded_by="a100-sxm-80gb"))
-    (problem,) = checks.check_deprecations(gpukb.load_kb(checkout))
+    (problem,) = checks.check_deprecations(gpukb.load_kb(checkout), checks.load_allowances(checkout)[0])
     assert problem.code == "D103"
     assert problem.message == ("'a100-sxm-40gb' names a successor but its status is stable: set status: deprecated, "
                                "or remove superseded_by")
