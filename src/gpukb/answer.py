@@ -192,7 +192,7 @@ class _Lineage:
             if n in memo:
                 stack.pop()
                 continue
-            parents = [by for ref in self.c.steps[n - 1].inputs if (by := self.c.facts[ref["fid"]]["by"])]
+            parents = [by for fact in self.c.matched[n - 1].values() if (by := fact["by"])]
             missing = [p for p in parents if p not in memo]  # inputs always come from earlier steps
             if missing:
                 stack += missing

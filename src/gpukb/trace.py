@@ -79,6 +79,53 @@ class _Sentence:
         step.__dict__[self.key] = value
 
 
+def label(fact: dict[str, Any]) -> str:
+    kind = fact["kind"]
+    for key in ("gpu", "finding", "remedy", "model", "part"):
+        if fact.get(key):
+            return f"{kind} {fact[key]}"
+    return kind
+
+
+class _Listed:
+    """A step's list of inputs or of produced facts, written out from the facts the first time it is read.
+
+    The steps of an ask are read (printed, serialized) far less often than they are recorded, and a
+    fact reference per input and a line per produced fact, each with the fact's label, were a twentieth
+    of an ask. A data descriptor, as _Sentence is: a step reads and serializes exactly as a step holding
+    the list, written from the same facts (which are never changed once made).
+    """
+
+    def __init__(self, write: Callable[[Any], list[Any]]) -> None:
+        self.write = write
+        self.key = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.key = name
+
+    def __get__(self, step: Any, owner: type | None = None) -> Any:
+        if step is None:
+            return self
+        state = step.__dict__
+        listed = state[self.key]
+        if type(listed) is not list:  # not written yet; writing twice gives the same list
+            listed = state[self.key] = self.write(listed)
+        return listed
+
+    def __set__(self, step: Any, value: Any) -> None:
+        step.__dict__[self.key] = value
+
+
+def _fact_refs(inputs: dict[str, dict[str, Any]]) -> list[FactRef]:
+    """The facts a step matched, by alias: kind, id and label of each."""
+    return [{"alias": a, "kind": f["kind"], "fid": f["fid"], "label": label(f)} for a, f in inputs.items()]
+
+
+def _produced(facts: tuple[dict[str, Any], ...]) -> list[str]:
+    """The facts a step produced, as 'f12 finding memory_capacity'."""
+    return [f"{f['fid']} {label(f)}" for f in facts]
+
+
 # A frozen dataclass rather than a pydantic model: an ask records hundreds of steps, and this is
 # four times cheaper to create. Pydantic still validates and serializes it inside the Answer.
 @dataclass(frozen=True)
@@ -92,26 +139,18 @@ class TraceStep:
     claims: tuple[CitedClaim, ...]  # tuples: the same citations are shared by every firing of a rule
     sources: tuple[str, ...]
     sentence: str  # given as Text, read as str: see _Sentence
-    produced: list[str]
+    produced: list[str]  # inputs and produced: given as the facts, read as lists (see _Listed)
     # Chinese renderings for `explain(lang="zh")`; kept out of the JSON, which stays English
     title_zh: Annotated[str, Field(exclude=True)] = ""
     sentence_zh: Annotated[str, Field(exclude=True)] = ""
 
 
 # Set after the dataclass is made, so that `dataclass` sees plain fields (a descriptor in the class
-# body would become their default); its __init__ then stores text or (template, values) through them.
-TraceStep.sentence = _Sentence("en")  # type: ignore[assignment]
-TraceStep.sentence.__set_name__(TraceStep, "sentence")  # type: ignore[attr-defined]
-TraceStep.sentence_zh = _Sentence("zh")  # type: ignore[assignment]
-TraceStep.sentence_zh.__set_name__(TraceStep, "sentence_zh")  # type: ignore[attr-defined]
-
-
-def label(fact: dict[str, Any]) -> str:
-    kind = fact["kind"]
-    for key in ("gpu", "finding", "remedy", "model", "part"):
-        if fact.get(key):
-            return f"{kind} {fact[key]}"
-    return kind
+# body would become their default); its __init__ then stores what it is given through them.
+for _name, _descriptor in (("sentence", _Sentence("en")), ("sentence_zh", _Sentence("zh")),
+                           ("inputs", _Listed(_fact_refs)), ("produced", _Listed(_produced))):
+    setattr(TraceStep, _name, _descriptor)
+    _descriptor.__set_name__(TraceStep, _name)
 
 
 class Collector:
@@ -120,8 +159,8 @@ class Collector:
     def __init__(self, kb: KnowledgeBase):
         self.kb = kb  # the knowledge base asked: steps that are not rules cite its claims
         self.facts: dict[str, dict[str, Any]] = {}
-        self.labels: dict[str, str] = {}  # fid -> label(fact), shown wherever the fact is an input
         self.steps: list[TraceStep] = []
+        self.matched: list[dict[str, dict[str, Any]]] = []  # per step, the facts it matched by alias
         self.errors: list[str] = []
         self.firings = 0
 
@@ -129,7 +168,6 @@ class Collector:
         fid = f"f{len(self.facts) + 1}"
         fact = {"kind": kind, **fields, "fid": fid, "by": step}
         self.facts[fid] = fact
-        self.labels[fid] = label(fact)
         return fact
 
     def of_kind(self, kind: str) -> list[dict[str, Any]]:
@@ -146,15 +184,13 @@ class Collector:
         """Add a step and the facts it produced; returns the new facts (with fid and by)."""
         number = len(self.steps) + 1
         facts = [self.new_fact(kind, fields, number) for kind, fields in outputs]
-        labels = self.labels
         step = object.__new__(TraceStep)  # its __dict__ filled at once: a frozen dataclass's __init__ sets
         step.__dict__.update(  # field by field through object.__setattr__, a tenth of an ask
-            step=number, rule=rule, stage=stage, title=title,
-            inputs=[{"alias": a, "kind": f["kind"], "fid": f["fid"], "label": labels[f["fid"]]} for a, f in inputs.items()],
-            values=values, claims=claims, sources=sources if type(sources) is tuple else tuple(sources),
-            sentence=sentence, produced=[f"{f['fid']} {labels[f['fid']]}" for f in facts], title_zh=title_zh,
-            sentence_zh=sentence_zh)
+            step=number, rule=rule, stage=stage, title=title, inputs=inputs, values=values, claims=claims,
+            sources=sources if type(sources) is tuple else tuple(sources), sentence=sentence, produced=tuple(facts),
+            title_zh=title_zh, sentence_zh=sentence_zh)
         self.steps.append(step)
+        self.matched.append(inputs)
         return facts
 
     def fire(self, compiled: CompiledRule, matched: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
