@@ -16,7 +16,7 @@ from typing_extensions import TypedDict  # pydantic needs this TypedDict before 
 
 from .citations import CitedClaim
 from .errors import EngineError
-from .expr import ExpressionError
+from .expr import Expr, ExpressionError
 from .fmt import Lang
 from .rules import CompiledRule
 from .template import TemplateError, check_values, render
@@ -126,6 +126,16 @@ def _produced(facts: tuple[dict[str, Any], ...]) -> list[str]:
     return [f"{f['fid']} {label(f)}" for f in facts]
 
 
+# What a rule's step is given for its values: per output, its computed expressions and the scope that holds them
+Computed = tuple[tuple[tuple[tuple[str, Expr], ...], dict[str, Any]], ...]
+
+
+def _values(computed: Computed) -> list[Value]:
+    """Each value a rule computed, with the expression that computed it."""
+    return [{"name": name, "value": scope[name], "expr": expression.text}
+            for expressions, scope in computed for name, expression in expressions]
+
+
 # A frozen dataclass rather than a pydantic model: an ask records hundreds of steps, and this is
 # four times cheaper to create. Pydantic still validates and serializes it inside the Answer.
 @dataclass(frozen=True)
@@ -135,11 +145,11 @@ class TraceStep:
     stage: str
     title: str
     inputs: list[FactRef]
-    values: list[Value]
+    values: list[Value]  # inputs, values and produced: given as facts and scopes, read as lists (see _Listed)
     claims: tuple[CitedClaim, ...]  # tuples: the same citations are shared by every firing of a rule
     sources: tuple[str, ...]
     sentence: str  # given as Text, read as str: see _Sentence
-    produced: list[str]  # inputs and produced: given as the facts, read as lists (see _Listed)
+    produced: list[str]
     # Chinese renderings for `explain(lang="zh")`; kept out of the JSON, which stays English
     title_zh: Annotated[str, Field(exclude=True)] = ""
     sentence_zh: Annotated[str, Field(exclude=True)] = ""
@@ -148,7 +158,7 @@ class TraceStep:
 # Set after the dataclass is made, so that `dataclass` sees plain fields (a descriptor in the class
 # body would become their default); its __init__ then stores what it is given through them.
 for _name, _descriptor in (("sentence", _Sentence("en")), ("sentence_zh", _Sentence("zh")),
-                           ("inputs", _Listed(_fact_refs)), ("produced", _Listed(_produced))):
+                           ("inputs", _Listed(_fact_refs)), ("values", _Listed(_values)), ("produced", _Listed(_produced))):
     setattr(TraceStep, _name, _descriptor)
     _descriptor.__set_name__(TraceStep, _name)
 
@@ -178,7 +188,7 @@ class Collector:
         return self.steps[by - 1] if by else None
 
     def record(self, *, rule: str, stage: str, title: str, inputs: dict[str, dict[str, Any]],
-               values: list[Value], claims: tuple[CitedClaim, ...], sources: list[str] | tuple[str, ...],
+               values: list[Value] | Computed, claims: tuple[CitedClaim, ...], sources: list[str] | tuple[str, ...],
                sentence: Text, outputs: list[tuple[str, dict[str, Any]]], title_zh: str = "",
                sentence_zh: Text = "") -> list[dict[str, Any]]:
         """Add a step and the facts it produced; returns the new facts (with fid and by)."""
@@ -199,7 +209,7 @@ class Collector:
         if self.firings > MAX_FIRINGS:
             raise EngineError(f"more than {MAX_FIRINGS} rule firings in one ask: rules chain without end "
                               f"(last: {compiled.key})")
-        values: list[Value] = []
+        computed = []  # per output, its expressions and their scope: the step's values, written out when read
         outputs: list[tuple[str, dict[str, Any]]] = []
         sentence_env = dict(matched)
         for out in compiled.outputs:
@@ -212,17 +222,17 @@ class Collector:
                 if value != value:  # NaN (the only value unequal to itself) never enters a fact
                     raise EngineError(f"{compiled.key}: '{name}' evaluated to NaN")
                 scope[name] = value
-                values.append({"name": name, "value": value, "expr": expression.text})  # a Value
             fields = {k: scope[k] for k in out.field_names}
             sentence_env.update(fields)
             sentence_env.update((k, scope[k]) for k in out.local_names)
             outputs.append((out.kind, fields))
+            computed.append((out.computed, scope))
         rule = compiled.rule
         try:  # the sentences are rendered when read; a value they lack fails the ask now, as rendering would
             check_values(compiled.explain_needs, sentence_env)
         except TemplateError as err:
             raise EngineError(f"{compiled.key}: explain: {err}") from None
-        return self.record(rule=compiled.key, stage=rule.stage, title=rule.title, inputs=matched, values=values,
+        return self.record(rule=compiled.key, stage=rule.stage, title=rule.title, inputs=matched, values=tuple(computed),
                            claims=compiled.citations, sources=compiled.sources, sentence=(rule.explain, sentence_env),
                            outputs=outputs, title_zh=rule.title_zh, sentence_zh=(rule.explain_zh, sentence_env))
 
