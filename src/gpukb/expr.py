@@ -314,11 +314,11 @@ def _arith_constant(op: Callable[[Any, Any], Any], left: Evaluator, b: Any, text
     return arith_constant
 
 
-def _arith_field(op: Callable[[Any, Any], Any], left: Evaluator, head: str, tail: str, text: str) -> Evaluator:
-    def arith_field(env: Mapping[str, Any]) -> Any:  # `x * w.layers`: the field is read inline, one call less
+def _arith_name(op: Callable[[Any, Any], Any], left: Evaluator, head: str, tail: str, text: str) -> Evaluator:
+    def arith_name(env: Mapping[str, Any]) -> Any:  # `x * w.layers`, `x / tp`: the name read inline, one call less
         a = left(env)
         try:
-            b = env[head][tail]
+            b = env[head][tail] if tail else env[head]
         except (KeyError, TypeError):
             b = _missing(env, head, tail)
         if type(a) not in _NUMBER_TYPES or type(b) not in _NUMBER_TYPES:
@@ -328,7 +328,7 @@ def _arith_field(op: Callable[[Any, Any], Any], left: Evaluator, head: str, tail
             raise ExpressionError(f"'{text}': a value beyond {MAX_MAGNITUDE:g} in size")
         return result
 
-    return arith_field
+    return arith_name
 
 
 _FAST_ARITH: dict[type, Callable[[Any, Any], Any]] = {
@@ -348,9 +348,9 @@ def _closure(node: ast.AST) -> Callable[[Mapping[str, Any]], Any]:
             fast = _FAST_ARITH[type(node.op)]
             if isinstance(node.right, ast.Constant) and type(node.right.value) in _NUMBER_TYPES:
                 return _arith_constant(fast, left, node.right.value, text)
-            if isinstance(node.right, ast.Attribute):
+            if isinstance(node.right, ast.Name | ast.Attribute):
                 head, _, tail = (_qualified(node.right) or "").partition(".")
-                return _arith_field(fast, left, head, tail, text)
+                return _arith_name(fast, left, head, tail, text)
             return _arith(fast, left, right, text)
         op = _BINOPS[type(node.op)]
         if isinstance(node.right, ast.Constant) and type(node.right.value) in _NUMBER_TYPES:
