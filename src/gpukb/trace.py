@@ -18,7 +18,7 @@ from .citations import CitedClaim
 from .errors import EngineError
 from .expr import Expr, ExpressionError
 from .fmt import Lang
-from .rules import CompiledRule
+from .rules import CompiledOutput, CompiledRule
 from .template import TemplateError, check_values, render
 
 if TYPE_CHECKING:
@@ -211,7 +211,6 @@ class Collector:
                               f"(last: {compiled.key})")
         computed = []  # per output, its expressions and their scope: the step's values, written out when read
         outputs: list[tuple[str, dict[str, Any]]] = []
-        sentence_env = dict(matched)
         for out in compiled.outputs:
             scope = {**matched, **out.literals}  # the output's own fields shadow aliases of the same name
             for name, expression in out.computed:
@@ -222,11 +221,10 @@ class Collector:
                 if value != value:  # NaN (the only value unequal to itself) never enters a fact
                     raise EngineError(f"{compiled.key}: '{name}' evaluated to NaN")
                 scope[name] = value
-            fields = {k: scope[k] for k in out.field_names}
-            sentence_env.update(fields)
-            sentence_env.update((k, scope[k]) for k in out.local_names)
-            outputs.append((out.kind, fields))
+            outputs.append((out.kind, {k: scope[k] for k in out.field_names}))
             computed.append((out.computed, scope))
+        sentence_env = (computed[0][1] if len(computed) == 1
+                        else _sentence_env(matched, compiled.outputs, [scope for _, scope in computed]))
         rule = compiled.rule
         try:  # the sentences are rendered when read; a value they lack fails the ask now, as rendering would
             check_values(compiled.explain_needs, sentence_env)
@@ -239,3 +237,14 @@ class Collector:
     def check(self) -> None:
         if self.errors:
             raise EngineError("; ".join(self.errors))
+
+
+def _sentence_env(matched: dict[str, dict[str, Any]], outputs: tuple[CompiledOutput, ...],
+                  scopes: list[dict[str, Any]]) -> dict[str, Any]:
+    """What a rule's sentences read: the matched facts by alias, then each output's fields and `let`
+    values, a later output's shadowing an earlier's. With one output, that is its scope itself."""
+    env = dict(matched)
+    for out, scope in zip(outputs, scopes, strict=True):
+        env.update((name, scope[name]) for name in out.field_names)
+        env.update((name, scope[name]) for name in out.local_names)
+    return env
