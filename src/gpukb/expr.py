@@ -331,6 +331,17 @@ def _arith_name(op: Callable[[Any, Any], Any], left: Evaluator, head: str, tail:
     return arith_name
 
 
+def _compare_name(op: Callable[[Any, Any], Any], head: str, tail: str, constant: Any) -> Evaluator:
+    def compare_name(env: Mapping[str, Any]) -> bool:  # `zero_stage >= 3`, `g.flops > 0`: the name read inline
+        try:
+            value = env[head][tail] if tail else env[head]
+        except (KeyError, TypeError):
+            value = _missing(env, head, tail)
+        return bool(op(value, constant))
+
+    return compare_name
+
+
 _FAST_ARITH: dict[type, Callable[[Any, Any], Any]] = {
     ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
 
@@ -407,6 +418,9 @@ def _closure(node: ast.AST) -> Callable[[Mapping[str, Any]], Any]:
             fast, second = _FAST_CMP[type(node.ops[0])], rest[0][1]
             if isinstance(node.comparators[0], ast.Constant):  # `zero_stage >= 3`: the constant inline
                 constant = node.comparators[0].value
+                if isinstance(node.left, ast.Name | ast.Attribute):
+                    head, _, tail = (_qualified(node.left) or "").partition(".")
+                    return _compare_name(fast, head, tail, constant)
                 return lambda env: bool(fast(first(env), constant))
             return lambda env: bool(fast(first(env), second(env)))
 
