@@ -132,6 +132,7 @@ def test_custom_model_by_parameter_count(kb):
 
 @pytest.mark.parametrize(("workload", "field", "message"), [
     ({"model": "llama-9-7b", "task": "lora"}, "model", "unknown model 'llama-9-7b'; did you mean"),
+    ({"model": "~gpukb-no-such-user", "task": "lora"}, "model", "unknown model '~gpukb-no-such-user'"),  # no home
     ({"model": "llama-2-7b", "task": "lora", "gpus": ["h100"]}, "gpus.0", "unknown GPU 'h100'"),
     ({"model": "llama-2-7b", "task": "finetune"}, "task", "Input should be"),
     ({"model": "llama-2-7b", "task": "lora", "precision": "fp4"}, "precision", "Input should be"),

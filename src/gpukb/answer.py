@@ -178,36 +178,17 @@ def _finding(c: Collector, fact: dict[str, Any]) -> Finding:
                    title=step.title, title_zh=step.title_zh, message_zh=step.sentence_zh)
 
 
-class _Lineage:
-    """Every step behind a step, memoised: the options of one ask share most of their history."""
-
-    def __init__(self, c: Collector):
-        self.c = c
-        self.memo: dict[int, frozenset[int]] = {}
-
-    def of_step(self, number: int) -> frozenset[int]:
-        memo, stack = self.memo, [number]
-        while stack:  # iterative: a long chain of rules must not hit Python's recursion limit
-            n = stack[-1]
-            if n in memo:
-                stack.pop()
-                continue
-            parents = [by for ref in self.c.steps[n - 1].inputs if (by := self.c.facts[ref["fid"]]["by"])]
-            missing = [p for p in parents if p not in memo]  # inputs always come from earlier steps
-            if missing:
-                stack += missing
-                continue
-            memo[n] = frozenset({n}).union(*(memo[p] for p in parents))
-            stack.pop()
-        return memo[number]
-
-    def chain(self, facts: list[dict[str, Any]]) -> list[TraceStep]:
-        """Every step that contributed to `facts`, followed back through their inputs, in firing order."""
-        numbers: set[int] = set()
-        for fact in facts:
-            if fact["by"]:
-                numbers |= self.of_step(fact["by"])
-        return [self.c.steps[n - 1] for n in sorted(numbers)]
+def _lineage(c: Collector, facts: list[dict[str, Any]]) -> list[TraceStep]:
+    """Every step that contributed to `facts`, followed back through the facts each step matched, in
+    firing order. A plain walk: each step is visited once per option, as it is listed once per option."""
+    numbers: set[int] = set()
+    todo = [fact["by"] for fact in facts if fact["by"]]
+    while todo:  # iterative: a long chain of rules must not hit Python's recursion limit
+        n = todo.pop()
+        if n not in numbers:
+            numbers.add(n)
+            todo += [by for fact in c.matched[n - 1].values() if (by := fact["by"])]
+    return [c.steps[n - 1] for n in sorted(numbers)]
 
 
 _SEVERITY = {"error": 0, "warning": 1, "info": 2}
@@ -263,7 +244,6 @@ def build_answer(c: Collector, kb_version: str, kb_hash: str, workload: Resolved
     for kind in ("estimate", "comm", "rank", "preference", "remedy", "capacity", "cost"):
         for fact in of_kind.get(kind, []):
             per_gpu.setdefault(fact.get("gpu") or "", {}).setdefault(kind, []).append(fact)
-    lineage = _Lineage(c)
     finding_of = {f["fid"]: _finding(c, f) for f in findings}  # frozen models: options share them with the answer
     by_gpu: dict[str, list[dict[str, Any]]] = {}
     for f in findings:
@@ -302,7 +282,7 @@ def build_answer(c: Collector, kb_version: str, kb_hash: str, workload: Resolved
             tier=min((p["tier"] for p in facts.get("preference", [])), default=DEFAULT_TIER),
             branch=min(((p["tier"], p["branch"]) for p in facts.get("preference", [])), default=(0, None))[1],
             findings=[finding_of[f["fid"]] for f in own],
-            trace=lineage.chain(related),
+            trace=_lineage(c, related),
         )
         (options if fits else rejected).append(option)
         if cost:

@@ -44,11 +44,13 @@ class _Host(durable.Host):
         return None
 
 
-def _condition_fields(kb: KnowledgeBase) -> dict[str, frozenset[str]]:
-    """Per fact kind, the fields some rule condition reads (directly or through a join).
+def _condition_fields(kb: KnowledgeBase) -> dict[str, tuple[str, ...]]:
+    """Per fact kind, the fields some rule condition reads (directly or through a join), and kind.
 
-    durable-rules only sees these (plus kind and fid): the action looks the full fact up by fid,
-    which keeps the JSON that durable encodes and decodes on every firing small.
+    durable-rules only sees these (and fid): the action looks the full fact up by fid, which keeps
+    the JSON that durable encodes and decodes on every firing small. Sorted, so the JSON is the same
+    in every process; a tuple, so a fact's fields are picked by looking these up rather than by
+    testing each of its fields (a workload fact has 52, rules read 14).
     """
     needed: dict[str, set[str]] = {}
     for compiled in kb.active_rules:
@@ -61,7 +63,7 @@ def _condition_fields(kb: KnowledgeBase) -> dict[str, frozenset[str]]:
                     needed.setdefault(kinds[head], set()).add(tail)
                 else:
                     needed[kind].add(name)
-    return {kind: frozenset(fields | {"kind", "fid"}) for kind, fields in needed.items()}
+    return {kind: tuple(sorted(fields - {"fid"} | {"kind"})) for kind, fields in needed.items()}
 
 
 class Session:
@@ -106,7 +108,7 @@ def read_message(message: str) -> tuple[str, dict[str, str]]:
 class _Ruleset:
     """One registered ruleset: its C handle, the fields its conditions read, an action per rule."""
 
-    def __init__(self, handle: int, fields: dict[str, frozenset[str]]):
+    def __init__(self, handle: int, fields: dict[str, tuple[str, ...]]):
         self.handle = handle
         self.fields = fields
         self.actions: dict[str, Any] = {}  # action name -> (its aliases, the action)
@@ -116,7 +118,7 @@ class _Ruleset:
         fields = self.fields.get(fact["kind"])
         if fields is None:
             return None
-        return _encode({"fid": fact["fid"], **{k: v for k, v in fact.items() if k in fields}, "sid": sid})
+        return _encode({"fid": fact["fid"], **{k: fact[k] for k in fields if k in fact}, "sid": sid})
 
     def put(self, fact: dict[str, Any], sid: str) -> int | None:
         """Assert a fact; the state handle whose agenda may now hold actions, or None."""

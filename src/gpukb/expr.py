@@ -314,6 +314,34 @@ def _arith_constant(op: Callable[[Any, Any], Any], left: Evaluator, b: Any, text
     return arith_constant
 
 
+def _arith_name(op: Callable[[Any, Any], Any], left: Evaluator, head: str, tail: str, text: str) -> Evaluator:
+    def arith_name(env: Mapping[str, Any]) -> Any:  # `x * w.layers`, `x / tp`: the name read inline, one call less
+        a = left(env)
+        try:
+            b = env[head][tail] if tail else env[head]
+        except (KeyError, TypeError):
+            b = _missing(env, head, tail)
+        if type(a) not in _NUMBER_TYPES or type(b) not in _NUMBER_TYPES:
+            raise ExpressionError(f"'{text}': arithmetic needs numbers")
+        result = op(a, b)
+        if abs(result) > MAX_MAGNITUDE:
+            raise ExpressionError(f"'{text}': a value beyond {MAX_MAGNITUDE:g} in size")
+        return result
+
+    return arith_name
+
+
+def _compare_name(op: Callable[[Any, Any], Any], head: str, tail: str, constant: Any) -> Evaluator:
+    def compare_name(env: Mapping[str, Any]) -> bool:  # `zero_stage >= 3`, `g.flops > 0`: the name read inline
+        try:
+            value = env[head][tail] if tail else env[head]
+        except (KeyError, TypeError):
+            value = _missing(env, head, tail)
+        return bool(op(value, constant))
+
+    return compare_name
+
+
 _FAST_ARITH: dict[type, Callable[[Any, Any], Any]] = {
     ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
 
@@ -331,6 +359,9 @@ def _closure(node: ast.AST) -> Callable[[Mapping[str, Any]], Any]:
             fast = _FAST_ARITH[type(node.op)]
             if isinstance(node.right, ast.Constant) and type(node.right.value) in _NUMBER_TYPES:
                 return _arith_constant(fast, left, node.right.value, text)
+            if isinstance(node.right, ast.Name | ast.Attribute):
+                head, _, tail = (_qualified(node.right) or "").partition(".")
+                return _arith_name(fast, left, head, tail, text)
             return _arith(fast, left, right, text)
         op = _BINOPS[type(node.op)]
         if isinstance(node.right, ast.Constant) and type(node.right.value) in _NUMBER_TYPES:
@@ -364,6 +395,9 @@ def _closure(node: ast.AST) -> Callable[[Mapping[str, Any]], Any]:
     if isinstance(node, ast.BoolOp):
         values = [_closure(v) for v in node.values]
         is_and = isinstance(node.op, ast.And)
+        if len(values) == 2:  # `a and b`, nearly every one: Python's own operator, which returns what the loop does
+            first, second = values
+            return (lambda env: first(env) and second(env)) if is_and else (lambda env: first(env) or second(env))
 
         def boolop(env: Mapping[str, Any]) -> Any:
             result: Any = is_and
@@ -382,6 +416,12 @@ def _closure(node: ast.AST) -> Callable[[Mapping[str, Any]], Any]:
         rest = [(_CMPOPS[type(op)], _closure(c)) for op, c in zip(node.ops, node.comparators, strict=True)]
         if len(rest) == 1 and type(node.ops[0]) in _FAST_CMP:  # `a >= b`, the usual case: no loop, a C operator
             fast, second = _FAST_CMP[type(node.ops[0])], rest[0][1]
+            if isinstance(node.comparators[0], ast.Constant):  # `zero_stage >= 3`: the constant inline
+                constant = node.comparators[0].value
+                if isinstance(node.left, ast.Name | ast.Attribute):
+                    head, _, tail = (_qualified(node.left) or "").partition(".")
+                    return _compare_name(fast, head, tail, constant)
+                return lambda env: bool(fast(first(env), constant))
             return lambda env: bool(fast(first(env), second(env)))
 
         def compare(env: Mapping[str, Any]) -> bool:
@@ -403,6 +443,12 @@ def _closure(node: ast.AST) -> Callable[[Mapping[str, Any]], Any]:
     if isinstance(node, ast.Call):
         func = FUNCTIONS[node.func.id]  # type: ignore[attr-defined]
         args = [_closure(a) for a in node.args]
+        if len(args) == 1:  # one or two arguments, nearly every call: passed without a generator to unpack
+            (only,) = args
+            return lambda env: func(only(env))
+        if len(args) == 2:
+            first, second = args
+            return lambda env: func(first(env), second(env))
         return lambda env: func(*(a(env) for a in args))
     raise ExpressionError(f"{type(node).__name__} is not allowed")  # unreachable after _check
 

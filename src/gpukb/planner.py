@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 from operator import itemgetter
 from typing import Any, NamedTuple
 
@@ -105,7 +106,6 @@ class PlanCache:
 
     def __init__(self) -> None:
         self.splits: dict[tuple[Layout, bool | None], tuple[float, float]] = {}  # None: the CPU-memory split
-        self.menus: dict[tuple[Any, ...], list[Layout]] = {}
         self.part_values: dict[str, dict[Any, float]] = {name: {} for name in PARTS}  # part -> its reads -> bytes
 
     def split(self, layout: Layout, base: dict[str, Any], inference: bool) -> tuple[float, float]:
@@ -132,14 +132,6 @@ class PlanCache:
             self.splits[key] = (one - b, b)
         return self.splits[key]
 
-    def menu(self, w: ResolvedWorkload, scale_up_domain: int, offloads: tuple[str, ...]) -> list[Layout]:
-        """The training strategies for GPUs with this scale-up domain, least intrusive first. Their
-        (A, B) are computed when a search reaches them (split): most searches stop or prune early."""
-        key = (scale_up_domain, offloads)
-        if key not in self.menus:
-            self.menus[key] = _layouts(w, scale_up_domain, offloads)
-        return self.menus[key]
-
     def parts_of(self, layout: Layout, dp: int, base: dict[str, Any]) -> dict[str, float]:
         """Per-GPU bytes of each part under this split, as the PARTS expressions give them."""
         split = (dp, *layout)
@@ -159,17 +151,28 @@ class PlanCache:
         return parts
 
 
-def _layouts(w: ResolvedWorkload, scale_up_domain: int, offloads: tuple[str, ...]) -> list[Layout]:
-    max_tp = scale_up_domain if w.tensor_parallel is None else w.tensor_parallel
-    tps = [w.tensor_parallel] if w.tensor_parallel else [t for t in (1, 2, 4, 8) if t <= max_tp and w.heads % t == 0]
-    ckpts = [w.activation_checkpointing] if w.activation_checkpointing is not None else [False, True]
-    zeros = [w.zero_stage] if w.zero_stage is not None else [0, 1, 2, 3]
+def _menu(w: ResolvedWorkload, scale_up_domain: int, offloads: tuple[str, ...]) -> tuple[Layout, ...]:
+    """The training strategies for GPUs with this scale-up domain, least intrusive first. Their
+    (A, B) are computed when a search reaches them (PlanCache.split): most searches stop or prune early."""
+    return _layouts(w.heads, w.tensor_parallel, w.pipeline_parallel, w.expert_parallel, w.activation_checkpointing,
+                    w.zero_stage, scale_up_domain, offloads)
+
+
+# The same for every ask with these pins, so made once: the 32 named tuples of a menu were 1.3% of an ask.
+@lru_cache(maxsize=256)
+def _layouts(heads: int, tensor_parallel: int | None, pipeline_parallel: int | None, expert_parallel: int | None,
+             activation_checkpointing: bool | None, zero_stage: int | None, scale_up_domain: int,
+             offloads: tuple[str, ...]) -> tuple[Layout, ...]:
+    max_tp = scale_up_domain if tensor_parallel is None else tensor_parallel
+    tps = [tensor_parallel] if tensor_parallel else [t for t in (1, 2, 4, 8) if t <= max_tp and heads % t == 0]
+    ckpts = [activation_checkpointing] if activation_checkpointing is not None else [False, True]
+    zeros = [zero_stage] if zero_stage is not None else [0, 1, 2, 3]
     # expert parallelism only where the workload pins it: it shards nothing ZeRO-3 does not, so the search
     # for the fewest GPUs never needs it, and it takes a framework with MoE layers (Megatron-Core, DeepSpeed)
-    ep = w.expert_parallel or 1
-    return [Layout(tp, w.pipeline_parallel or 1, zero, ckpt, off, ep)
-            for off in offloads for tp in tps for ckpt in ckpts for zero in zeros
-            if not (off == "optimizer+params" and zero != 3) and not (ep > 1 and off != "none")]
+    ep = expert_parallel or 1
+    return tuple(Layout(tp, pipeline_parallel or 1, zero, ckpt, off, ep)
+                 for off in offloads for tp in tps for ckpt in ckpts for zero in zeros
+                 if not (off == "optimizer+params" and zero != 3) and not (ep > 1 and off != "none"))
 
 
 def _round_count(n: int) -> int:
@@ -202,7 +205,8 @@ def least_dp(split: tuple[float, float], usable: float, host: tuple[float, float
     return dp
 
 
-def _fewest_training(menu: list[Layout], fewest_dp: LeastDp, limit: int, zero_pinned: bool = False) -> Candidate | None:
+def _fewest_training(menu: tuple[Layout, ...], fewest_dp: LeastDp, limit: int,
+                     zero_pinned: bool = False) -> Candidate | None:
     """The layout needing the fewest GPUs (the first, least intrusive, among equals)."""
     best: tuple[int, Layout, int] | None = None
     for layout in menu:
@@ -224,7 +228,7 @@ def _fewest_training(menu: list[Layout], fewest_dp: LeastDp, limit: int, zero_pi
     return None if best is None else Candidate(best[1], best[2], best[0], True)
 
 
-def _least_intrusive_at(menu: list[Layout], fewest_dp: LeastDp, count: int) -> Candidate | None:
+def _least_intrusive_at(menu: tuple[Layout, ...], fewest_dp: LeastDp, count: int) -> Candidate | None:
     """placement 'all': the first (least intrusive) layout that fits on exactly `count` GPUs."""
     for layout in menu:
         group = layout.tp * layout.pp
@@ -300,7 +304,7 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
             best = _inference_candidate(w, *cache.split(layout, base, True), usable, limit,
                                          raised.tp if raised else 1)
         else:
-            menu = cache.menu(w, gpu["scale_up_domain"], offloads)
+            menu = _menu(w, gpu["scale_up_domain"], offloads)
             tried += menu
 
             def fewest_dp(layout: Layout) -> int | None:

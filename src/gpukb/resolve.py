@@ -111,11 +111,19 @@ def _model(kb: KnowledgeBase, ref: str) -> tuple[Model, str | None]:
         return model, None
     if len(ref) > MAX_REF:
         raise WorkloadError("model", f"a catalog id or a path of at most {MAX_REF} characters, not {len(ref):,}")
-    path = Path(ref).expanduser()
+    path = _expanded(ref)
     if model is None and ("/" in ref or "\\" in ref or ref.endswith(".json") or _exists(path)):
         return load_model(path, shown=ref), ref
     raise WorkloadError("model", f"unknown model '{ref}'{suggest(ref, kb.models)} "
                                  "(give a catalog id or the path to a Hugging Face config.json)")
+
+
+def _expanded(ref: str) -> Path:
+    """The path a reference names, with ~ expanded; '~name' of no user here is the name as written."""
+    try:
+        return Path(ref).expanduser()
+    except RuntimeError:  # pathlib's "Could not determine home directory"
+        return Path(ref)
 
 
 def _exists(path: Path) -> bool:

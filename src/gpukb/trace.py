@@ -16,9 +16,9 @@ from typing_extensions import TypedDict  # pydantic needs this TypedDict before 
 
 from .citations import CitedClaim
 from .errors import EngineError
-from .expr import ExpressionError
+from .expr import Expr, ExpressionError
 from .fmt import Lang
-from .rules import CompiledRule
+from .rules import CompiledOutput, CompiledRule
 from .template import TemplateError, check_values, render
 
 if TYPE_CHECKING:
@@ -79,6 +79,63 @@ class _Sentence:
         step.__dict__[self.key] = value
 
 
+def label(fact: dict[str, Any]) -> str:
+    kind = fact["kind"]
+    for key in ("gpu", "finding", "remedy", "model", "part"):
+        if fact.get(key):
+            return f"{kind} {fact[key]}"
+    return kind
+
+
+class _Listed:
+    """A step's list of inputs or of produced facts, written out from the facts the first time it is read.
+
+    The steps of an ask are read (printed, serialized) far less often than they are recorded, and a
+    fact reference per input and a line per produced fact, each with the fact's label, were a twentieth
+    of an ask. A data descriptor, as _Sentence is: a step reads and serializes exactly as a step holding
+    the list, written from the same facts (which are never changed once made).
+    """
+
+    def __init__(self, write: Callable[[Any], list[Any]]) -> None:
+        self.write = write
+        self.key = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.key = name
+
+    def __get__(self, step: Any, owner: type | None = None) -> Any:
+        if step is None:
+            return self
+        state = step.__dict__
+        listed = state[self.key]
+        if type(listed) is not list:  # not written yet; writing twice gives the same list
+            listed = state[self.key] = self.write(listed)
+        return listed
+
+    def __set__(self, step: Any, value: Any) -> None:
+        step.__dict__[self.key] = value
+
+
+def _fact_refs(inputs: dict[str, dict[str, Any]]) -> list[FactRef]:
+    """The facts a step matched, by alias: kind, id and label of each."""
+    return [{"alias": a, "kind": f["kind"], "fid": f["fid"], "label": label(f)} for a, f in inputs.items()]
+
+
+def _produced(facts: tuple[dict[str, Any], ...]) -> list[str]:
+    """The facts a step produced, as 'f12 finding memory_capacity'."""
+    return [f"{f['fid']} {label(f)}" for f in facts]
+
+
+# What a rule's step is given for its values: per output, its computed expressions and the scope that holds them
+Computed = tuple[tuple[tuple[tuple[str, Expr], ...], dict[str, Any]], ...]
+
+
+def _values(computed: Computed) -> list[Value]:
+    """Each value a rule computed, with the expression that computed it."""
+    return [{"name": name, "value": scope[name], "expr": expression.text}
+            for expressions, scope in computed for name, expression in expressions]
+
+
 # A frozen dataclass rather than a pydantic model: an ask records hundreds of steps, and this is
 # four times cheaper to create. Pydantic still validates and serializes it inside the Answer.
 @dataclass(frozen=True)
@@ -88,7 +145,7 @@ class TraceStep:
     stage: str
     title: str
     inputs: list[FactRef]
-    values: list[Value]
+    values: list[Value]  # inputs, values and produced: given as facts and scopes, read as lists (see _Listed)
     claims: tuple[CitedClaim, ...]  # tuples: the same citations are shared by every firing of a rule
     sources: tuple[str, ...]
     sentence: str  # given as Text, read as str: see _Sentence
@@ -99,19 +156,11 @@ class TraceStep:
 
 
 # Set after the dataclass is made, so that `dataclass` sees plain fields (a descriptor in the class
-# body would become their default); its __init__ then stores text or (template, values) through them.
-TraceStep.sentence = _Sentence("en")  # type: ignore[assignment]
-TraceStep.sentence.__set_name__(TraceStep, "sentence")  # type: ignore[attr-defined]
-TraceStep.sentence_zh = _Sentence("zh")  # type: ignore[assignment]
-TraceStep.sentence_zh.__set_name__(TraceStep, "sentence_zh")  # type: ignore[attr-defined]
-
-
-def label(fact: dict[str, Any]) -> str:
-    kind = fact["kind"]
-    for key in ("gpu", "finding", "remedy", "model", "part"):
-        if fact.get(key):
-            return f"{kind} {fact[key]}"
-    return kind
+# body would become their default); its __init__ then stores what it is given through them.
+for _name, _descriptor in (("sentence", _Sentence("en")), ("sentence_zh", _Sentence("zh")),
+                           ("inputs", _Listed(_fact_refs)), ("values", _Listed(_values)), ("produced", _Listed(_produced))):
+    setattr(TraceStep, _name, _descriptor)
+    _descriptor.__set_name__(TraceStep, _name)
 
 
 class Collector:
@@ -120,8 +169,8 @@ class Collector:
     def __init__(self, kb: KnowledgeBase):
         self.kb = kb  # the knowledge base asked: steps that are not rules cite its claims
         self.facts: dict[str, dict[str, Any]] = {}
-        self.labels: dict[str, str] = {}  # fid -> label(fact), shown wherever the fact is an input
         self.steps: list[TraceStep] = []
+        self.matched: list[dict[str, dict[str, Any]]] = []  # per step, the facts it matched by alias
         self.errors: list[str] = []
         self.firings = 0
 
@@ -129,7 +178,6 @@ class Collector:
         fid = f"f{len(self.facts) + 1}"
         fact = {"kind": kind, **fields, "fid": fid, "by": step}
         self.facts[fid] = fact
-        self.labels[fid] = label(fact)
         return fact
 
     def of_kind(self, kind: str) -> list[dict[str, Any]]:
@@ -140,21 +188,19 @@ class Collector:
         return self.steps[by - 1] if by else None
 
     def record(self, *, rule: str, stage: str, title: str, inputs: dict[str, dict[str, Any]],
-               values: list[Value], claims: tuple[CitedClaim, ...], sources: list[str] | tuple[str, ...],
+               values: list[Value] | Computed, claims: tuple[CitedClaim, ...], sources: list[str] | tuple[str, ...],
                sentence: Text, outputs: list[tuple[str, dict[str, Any]]], title_zh: str = "",
                sentence_zh: Text = "") -> list[dict[str, Any]]:
         """Add a step and the facts it produced; returns the new facts (with fid and by)."""
         number = len(self.steps) + 1
         facts = [self.new_fact(kind, fields, number) for kind, fields in outputs]
-        labels = self.labels
         step = object.__new__(TraceStep)  # its __dict__ filled at once: a frozen dataclass's __init__ sets
         step.__dict__.update(  # field by field through object.__setattr__, a tenth of an ask
-            step=number, rule=rule, stage=stage, title=title,
-            inputs=[{"alias": a, "kind": f["kind"], "fid": f["fid"], "label": labels[f["fid"]]} for a, f in inputs.items()],
-            values=values, claims=claims, sources=sources if type(sources) is tuple else tuple(sources),
-            sentence=sentence, produced=[f"{f['fid']} {labels[f['fid']]}" for f in facts], title_zh=title_zh,
-            sentence_zh=sentence_zh)
+            step=number, rule=rule, stage=stage, title=title, inputs=inputs, values=values, claims=claims,
+            sources=sources if type(sources) is tuple else tuple(sources), sentence=sentence, produced=tuple(facts),
+            title_zh=title_zh, sentence_zh=sentence_zh)
         self.steps.append(step)
+        self.matched.append(inputs)
         return facts
 
     def fire(self, compiled: CompiledRule, matched: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
@@ -163,9 +209,8 @@ class Collector:
         if self.firings > MAX_FIRINGS:
             raise EngineError(f"more than {MAX_FIRINGS} rule firings in one ask: rules chain without end "
                               f"(last: {compiled.key})")
-        values: list[Value] = []
+        computed = []  # per output, its expressions and their scope: the step's values, written out when read
         outputs: list[tuple[str, dict[str, Any]]] = []
-        sentence_env = dict(matched)
         for out in compiled.outputs:
             scope = {**matched, **out.literals}  # the output's own fields shadow aliases of the same name
             for name, expression in out.computed:
@@ -176,20 +221,30 @@ class Collector:
                 if value != value:  # NaN (the only value unequal to itself) never enters a fact
                     raise EngineError(f"{compiled.key}: '{name}' evaluated to NaN")
                 scope[name] = value
-                values.append({"name": name, "value": value, "expr": expression.text})  # a Value
-            fields = {k: scope[k] for k in out.field_names}
-            sentence_env.update(fields)
-            sentence_env.update((k, scope[k]) for k in out.local_names)
-            outputs.append((out.kind, fields))
+            outputs.append((out.kind, {k: scope[k] for k in out.field_names}))
+            computed.append((out.computed, scope))
+        sentence_env = (computed[0][1] if len(computed) == 1
+                        else _sentence_env(matched, compiled.outputs, [scope for _, scope in computed]))
         rule = compiled.rule
         try:  # the sentences are rendered when read; a value they lack fails the ask now, as rendering would
             check_values(compiled.explain_needs, sentence_env)
         except TemplateError as err:
             raise EngineError(f"{compiled.key}: explain: {err}") from None
-        return self.record(rule=compiled.key, stage=rule.stage, title=rule.title, inputs=matched, values=values,
+        return self.record(rule=compiled.key, stage=rule.stage, title=rule.title, inputs=matched, values=tuple(computed),
                            claims=compiled.citations, sources=compiled.sources, sentence=(rule.explain, sentence_env),
                            outputs=outputs, title_zh=rule.title_zh, sentence_zh=(rule.explain_zh, sentence_env))
 
     def check(self) -> None:
         if self.errors:
             raise EngineError("; ".join(self.errors))
+
+
+def _sentence_env(matched: dict[str, dict[str, Any]], outputs: tuple[CompiledOutput, ...],
+                  scopes: list[dict[str, Any]]) -> dict[str, Any]:
+    """What a rule's sentences read: the matched facts by alias, then each output's fields and `let`
+    values, a later output's shadowing an earlier's. With one output, that is its scope itself."""
+    env = dict(matched)
+    for out, scope in zip(outputs, scopes, strict=True):
+        env.update((name, scope[name]) for name in out.field_names)
+        env.update((name, scope[name]) for name in out.local_names)
+    return env
