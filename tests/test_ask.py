@@ -205,8 +205,7 @@ def _rss() -> int:
 
 @pytest.mark.skipif(not Path("/proc/self/statm").exists(), reason="resident memory is read from Linux /proc")
 def test_memory_stays_flat_over_thousands_of_asks(kb):
-    """Each ask's rules-engine session is emptied for the next ask (or deleted): resident memory (C heap
-    included) stays flat."""
+    """Each ask's rules-engine session is deleted: resident memory (C heap included) stays flat."""
     workload = {"model": "llama-3-8b", "task": "lora", "gpus": ["h100-sxm-80gb", "rtx-4090-24gb"]}
     for _ in range(300):
         kb.ask(workload)

@@ -1,9 +1,8 @@
-"""The engine's guards: the firing bound, failing actions, and sessions left clean after an ask, failed or not."""
+"""The engine's guards: the firing bound, failing actions, and sessions left clean after a failure."""
 
 import json
 from pathlib import Path
 
-import durable_rules_engine
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -11,7 +10,7 @@ from hypothesis import strategies as st
 import gpukb
 from gpukb import engine
 from gpukb.errors import EngineError
-from gpukb.trace import MAX_FIRINGS, Collector
+from gpukb.trace import MAX_FIRINGS
 
 # remedies fire for the communication wall of PCIe-only cards at short sequences
 WALLED = {"model": "llama-2-7b", "task": "full_finetune", "gpus": ["l40s-48gb"], "gpu_count": 8, "seq_len": 1024}
@@ -54,7 +53,7 @@ def test_a_failed_ask_leaves_nothing_behind(checkout: Path, kb):
     for _ in range(3):
         with pytest.raises(EngineError):
             broken.ask(WALLED)
-    assert _idle(broken) == {}  # a failed ask's session is deleted, never reused
+    assert engine.ENGINE._collectors == {}
     # the next asks, in the same process and the same engine, are unaffected
     first = kb.ask({"model": "llama-2-7b", "task": "full_finetune"}).model_dump_json()
     assert kb.ask({"model": "llama-2-7b", "task": "full_finetune"}).model_dump_json() == first
@@ -84,15 +83,15 @@ def test_matched_fids_are_read_exactly_whatever_the_facts_hold(facts, action):
 
 def test_the_same_fact_twice_is_an_engine_error_not_a_silent_skip(kb):
     kb.ask({"model": "llama-2-7b", "task": "lora"})  # registers the ruleset
-    ruleset = engine.ENGINE._rulesets[engine.ENGINE._ruleset_for(kb)]
+    name = engine.ENGINE._ruleset_for(kb)
+    ruleset = engine.ENGINE._rulesets[name]
     fact = {"kind": "policy", "fid": "f1", "scaling_efficiency_floor": 0.8}
-    # in an ask's session: durable-rules 2.0.28 aborts the process when it deletes a session made while
-    # another was alive, as one made here beside the session the ask left for the next would be
-    with pytest.raises(EngineError, match="durable-rules saw the same policy fact twice"), \
-            engine.ENGINE.session(kb, Collector(kb)) as session:
-        assert ruleset.put(fact, session) is not None
-        ruleset.put(fact, session)
-    assert _idle(kb) == {}  # the session that failed is deleted
+    try:
+        assert ruleset.put(fact, "twice") is not None
+        with pytest.raises(EngineError, match="durable-rules saw the same policy fact twice"):
+            ruleset.put(fact, "twice")
+    finally:
+        engine.ENGINE._host.delete_state(name, "twice")
 
 
 def test_a_message_that_does_not_name_the_rules_aliases_fails_the_ask(kb, monkeypatch):
@@ -106,28 +105,5 @@ def test_a_message_that_does_not_name_the_rules_aliases_fails_the_ask(kb, monkey
     with pytest.raises(EngineError, match=r"durable matched \[.*\], the rule has \[.*\]"):
         kb.ask({"model": "llama-2-7b", "task": "lora"})
     monkeypatch.undo()
+    assert engine.ENGINE._collectors == {}
     kb.ask({"model": "llama-2-7b", "task": "lora"})  # the engine is still usable
-
-
-def _idle(kb) -> dict[str, str]:
-    """The sessions kept for the next asks of this knowledge base, with the facts durable holds in each."""
-    ruleset = engine.ENGINE._rulesets[engine.ENGINE._ruleset_for(kb)]
-    return {sid: durable_rules_engine.get_facts(ruleset.handle, sid) for sid in ruleset.idle}
-
-
-def test_an_ask_leaves_its_session_empty_for_the_next(kb):
-    workload = {"model": "llama-2-7b", "task": "full_finetune", "gpus": ["a100-sxm-80gb", "l40s-48gb"]}
-    first = kb.ask(workload).model_dump_json()
-    idle = _idle(kb)
-    assert idle and set(idle.values()) == {"[]"}
-    assert kb.ask(workload).model_dump_json() == first  # in a reused session
-    assert _idle(kb) == idle
-
-
-def test_a_session_that_durable_did_not_empty_is_deleted(kb, monkeypatch):
-    kb.ask({"model": "llama-2-7b", "task": "lora"})
-    before = _idle(kb)
-    monkeypatch.setattr(engine, "_c_get_facts", lambda handle, sid: '[{"fid":"f1"}]')
-    kb.ask({"model": "llama-2-7b", "task": "lora"})
-    monkeypatch.undo()
-    assert len(_idle(kb)) == len(before) - 1  # the session the ask took was not given back

@@ -6,11 +6,7 @@ durable-rules is a C extension with process-global state, so this module keeps i
 - a ruleset is registered once and named by the KB content hash (names cannot be reused);
 - durable gets JSON text built afresh for every assert, never a dict of ours (its own wrapper would
   add `sid` to the dict it is given, and a later assert would land in an earlier session);
-- every ask starts from an empty session: a fresh one, or the one whose facts the ask before
-  retracted (durable builds a new session's state, for every node of the rete, in a sixth of a
-  single-GPU ask's instructions); a session is reused only when it ended cleanly and durable holds
-  no fact in it, else it is deleted. Asks are serialised, so a ruleset has one session at a time
-  (durable 2.0.28 aborts the process when it deletes a session made while another was alive);
+- every ask has a fresh session id whose state is deleted afterwards;
 - one lock serialises all engine calls, so concurrent asks from several threads are safe;
 - actions never raise into durable (it would swallow the error): failures are kept and re-raised.
 
@@ -33,9 +29,6 @@ from typing import TYPE_CHECKING, Any
 from durable import engine as durable
 from durable_rules_engine import assert_fact as _c_assert_fact
 from durable_rules_engine import complete_and_start_action as _c_complete_and_start_action
-from durable_rules_engine import error as durable_error
-from durable_rules_engine import get_facts as _c_get_facts
-from durable_rules_engine import retract_facts as _c_retract_facts
 from durable_rules_engine import start_action_for_state as _c_start_action_for_state
 
 from .errors import EngineError, KBDefectError
@@ -81,12 +74,11 @@ class Session:
         self._ruleset = ruleset
         self.sid = sid
         self.collector = collector
-        self.asserted: list[str] = []  # the text of every fact asserted, to retract them all at the end
 
     def assert_facts(self, facts: list[dict[str, Any]]) -> None:
         """Assert each fact and run every action it triggers (and they trigger) before the next."""
         for fact in facts:
-            self._engine._assert_and_run(self._ruleset, self, fact)
+            self._engine._assert_and_run(self._ruleset, self.sid, fact)
         self.collector.check()
 
 
@@ -120,7 +112,6 @@ class _Ruleset:
         self.handle = handle
         self.fields = fields
         self.actions: dict[str, Any] = {}  # action name -> (its aliases, the action)
-        self.idle: list[str] = []  # sessions emptied by the ask that used them, for the next asks
 
     def slim(self, fact: dict[str, Any], sid: str) -> str | None:
         """The JSON durable gets for a fact, or None when no rule condition looks at its kind."""
@@ -129,12 +120,11 @@ class _Ruleset:
             return None
         return _encode({"fid": fact["fid"], **{k: fact[k] for k in fields if k in fact}, "sid": sid})
 
-    def put(self, fact: dict[str, Any], session: Session) -> int | None:
+    def put(self, fact: dict[str, Any], sid: str) -> int | None:
         """Assert a fact; the state handle whose agenda may now hold actions, or None."""
-        encoded = self.slim(fact, session.sid)
+        encoded = self.slim(fact, sid)
         if encoded is None:
             return None
-        session.asserted.append(encoded)
         code, state = _c_assert_fact(self.handle, encoded)
         if code == _NOT_HANDLED:  # no rule condition accepts it
             return None
@@ -150,6 +140,7 @@ class Engine:
         self._host = _Host()
         self._lock = threading.RLock()
         self._rulesets: dict[str, _Ruleset] = {}
+        self._collectors: dict[str, Collector] = {}
         self._ids = itertools.count(1)
 
     def _ruleset_for(self, kb: KnowledgeBase) -> str:
@@ -173,22 +164,22 @@ class Engine:
     def _action(self, compiled: CompiledRule, ruleset: _Ruleset) -> Any:
         aliases = [alias for alias, _ in compiled.aliases]
 
-        def action(session: Session, fids: dict[str, str]) -> None:
-            collector = session.collector
+        def action(sid: str, fids: dict[str, str]) -> None:
+            collector = self._collectors[sid]
             if collector.errors:
                 return  # the ask has failed; let durable drain its agenda without doing more work
             try:
                 matched = {alias: collector.facts[fids[alias]] for alias in aliases}
                 for fact in collector.fire(compiled, matched):
-                    ruleset.put(fact, session)  # actions it triggers join the agenda being drained
+                    ruleset.put(fact, sid)  # actions it triggers join the agenda being drained
             except Exception as err:  # keep it for the caller, who re-raises it after the agenda drains
                 collector.errors.append(f"{compiled.key}: {err}")
 
         return action
 
-    def _assert_and_run(self, name: str, session: Session, fact: dict[str, Any]) -> None:
+    def _assert_and_run(self, name: str, sid: str, fact: dict[str, Any]) -> None:
         ruleset = self._rulesets[name]
-        state = ruleset.put(fact, session)
+        state = ruleset.put(fact, sid)
         if state is None:
             return
         started = _c_start_action_for_state(ruleset.handle, state)
@@ -199,40 +190,24 @@ class Engine:
             action_name, fids = read_message(message)
             aliases, action = ruleset.actions[action_name]
             if fids.keys() == aliases:
-                action(session, fids)
+                action(sid, fids)
             else:  # not the text gpukb asserted (another durable version?): fail the ask, never guess
-                session.collector.errors.append(
+                self._collectors[sid].errors.append(
                     f"{action_name}: durable matched {sorted(fids)}, the rule has {sorted(aliases)}")
             message = _c_complete_and_start_action(ruleset.handle, state)
 
     @contextmanager
     def session(self, kb: KnowledgeBase, collector: Collector) -> Iterator[Session]:
         with self._lock:
-            name = self._ruleset_for(kb)
-            ruleset = self._rulesets[name]
-            session = Session(self, name, ruleset.idle.pop() if ruleset.idle else f"ask{next(self._ids)}", collector)
-            ended = False
+            ruleset = self._ruleset_for(kb)
+            sid = f"ask{next(self._ids)}"
+            self._collectors[sid] = collector
             try:
-                yield session
-                ended = True
+                yield Session(self, ruleset, sid, collector)
             finally:
-                if ended and _emptied(ruleset, session):
-                    ruleset.idle.append(session.sid)
-                else:
-                    with suppress(Exception):  # a session that stored no facts has no state to delete
-                        self._host.delete_state(name, session.sid)
-
-
-def _emptied(ruleset: _Ruleset, session: Session) -> bool:
-    """Retract every fact a cleanly ended session asserted; whether durable now holds none in it (its
-    agenda is drained, and gpukb's rules only join facts, so retracting them starts no action)."""
-    if not session.asserted:
-        return False  # nothing to retract: a fresh session has no state, a reused one is deleted
-    try:
-        code, _ = _c_retract_facts(ruleset.handle, "[" + ",".join(session.asserted) + "]")
-        return code in (0, _NOT_HANDLED) and _c_get_facts(ruleset.handle, session.sid) == "[]"
-    except durable_error:  # then it is deleted, as a session that failed
-        return False
+                del self._collectors[sid]
+                with suppress(Exception):  # a session that stored no facts has no state to delete
+                    self._host.delete_state(ruleset, sid)
 
 
 def _never_called(_closure: Any) -> None:
