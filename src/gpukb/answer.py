@@ -202,8 +202,8 @@ def _remedy(c: Collector, fact: dict[str, Any]) -> Remedy:
         effect = f"scaling efficiency {change}" + (f" on {fact['gpu']}" if fact.get("gpu") else "")
         effect_zh = (f"{fact['gpu']} 上" if fact.get("gpu") else "") + f"扩展效率 {change}"
     else:
-        effect = f"saves about {gb(fact.get('effect_bytes', 0))}"
-        effect_zh = f"约节省 {gb(fact.get('effect_bytes', 0))}"
+        saved = gb(fact.get("effect_bytes", 0))
+        effect, effect_zh = f"saves about {saved}", f"约节省 {saved}"
     return Remedy(id=fact["remedy"], title=fact["title"], effect=effect, effect_bytes=round(fact.get("effect_bytes", 0)),
                   rule=step.rule, claims=[cl.id for cl in step.claims], gpu=fact.get("gpu") or None,
                   title_zh=fact.get("title_zh", ""), effect_zh=effect_zh)

@@ -331,6 +331,43 @@ def _arith_name(op: Callable[[Any, Any], Any], left: Evaluator, head: str, tail:
     return arith_name
 
 
+def _name_arith_constant(op: Callable[[Any, Any], Any], head: str, tail: str, b: Any, text: str) -> Evaluator:
+    def name_arith_constant(env: Mapping[str, Any]) -> Any:  # `w.layers * 2`: the name read inline, no call
+        try:
+            a = env[head][tail] if tail else env[head]
+        except (KeyError, TypeError):
+            a = _missing(env, head, tail)
+        if type(a) not in _NUMBER_TYPES:
+            raise ExpressionError(f"'{text}': arithmetic needs numbers")
+        result = op(a, b)
+        if abs(result) > MAX_MAGNITUDE:
+            raise ExpressionError(f"'{text}': a value beyond {MAX_MAGNITUDE:g} in size")
+        return result
+
+    return name_arith_constant
+
+
+def _names_arith(op: Callable[[Any, Any], Any], head: str, tail: str, right_head: str, right_tail: str,
+                 text: str) -> Evaluator:
+    def names_arith(env: Mapping[str, Any]) -> Any:  # `w.params * w.weight_bytes`: both names read inline
+        try:
+            a = env[head][tail] if tail else env[head]
+        except (KeyError, TypeError):
+            a = _missing(env, head, tail)
+        try:
+            b = env[right_head][right_tail] if right_tail else env[right_head]
+        except (KeyError, TypeError):
+            b = _missing(env, right_head, right_tail)
+        if type(a) not in _NUMBER_TYPES or type(b) not in _NUMBER_TYPES:
+            raise ExpressionError(f"'{text}': arithmetic needs numbers")
+        result = op(a, b)
+        if abs(result) > MAX_MAGNITUDE:
+            raise ExpressionError(f"'{text}': a value beyond {MAX_MAGNITUDE:g} in size")
+        return result
+
+    return names_arith
+
+
 def _compare_name(op: Callable[[Any, Any], Any], head: str, tail: str, constant: Any) -> Evaluator:
     def compare_name(env: Mapping[str, Any]) -> bool:  # `zero_stage >= 3`, `g.flops > 0`: the name read inline
         try:
@@ -357,10 +394,17 @@ def _closure(node: ast.AST) -> Callable[[Mapping[str, Any]], Any]:
         left, right, text = _closure(node.left), _closure(node.right), ast.unparse(node)
         if type(node.op) in _FAST_ARITH:  # + - * /: the bulk of every ask's arithmetic
             fast = _FAST_ARITH[type(node.op)]
+            # a name on the left is read inline too when the right is a constant or a name (no call at all)
+            left_name = isinstance(node.left, ast.Name | ast.Attribute)
+            left_head, _, left_tail = (_qualified(node.left) or "").partition(".")
             if isinstance(node.right, ast.Constant) and type(node.right.value) in _NUMBER_TYPES:
+                if left_name:
+                    return _name_arith_constant(fast, left_head, left_tail, node.right.value, text)
                 return _arith_constant(fast, left, node.right.value, text)
             if isinstance(node.right, ast.Name | ast.Attribute):
                 head, _, tail = (_qualified(node.right) or "").partition(".")
+                if left_name:
+                    return _names_arith(fast, left_head, left_tail, head, tail, text)
                 return _arith_name(fast, left, head, tail, text)
             return _arith(fast, left, right, text)
         op = _BINOPS[type(node.op)]
