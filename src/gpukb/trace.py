@@ -45,38 +45,54 @@ class Value(TypedDict):
 Text = str | tuple[str, dict[str, Any]] | Callable[[], str]
 
 
-class _Sentence:
-    """A step's sentence in one language, rendered from its rule's template the first time it is read.
+class _Deferred:
+    """A step field written out the first time it is read, from what the step was given.
 
     Most of an ask's steps are never read as text (an option's trace is read when it is printed or
-    serialized), and rendering every sentence at every firing was a sixth of an ask. A data
+    serialized), and writing out every field at every firing was a large share of an ask. A data
     descriptor, so a step reads and serializes (pydantic gets dataclass fields by attribute) exactly
-    as a step holding the rendered text: the same template, values and formats give the same text.
+    as a step holding the written value: the same inputs give the same value, whenever it is written.
     """
 
-    def __init__(self, lang: Lang) -> None:
-        self.lang: Lang = lang
+    done: type = object  # the type of a written value; anything else is what it is written from
+
+    def __init__(self) -> None:
         self.key = ""
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.key = name
 
+    def write(self, given: Any) -> Any:
+        raise NotImplementedError
+
     def __get__(self, step: Any, owner: type | None = None) -> Any:
         if step is None:
             return self
         state = step.__dict__
-        text = state[self.key]
-        if type(text) is not str:  # not rendered yet; rendering twice gives the same text
-            if type(text) is tuple:
-                template, env = text
-                text = render(template, env, self.lang) if template else ""
-            else:
-                text = text()
-            state[self.key] = text
-        return text
+        value = state[self.key]
+        if type(value) is not self.done:  # not written yet; writing twice gives the same value
+            value = state[self.key] = self.write(value)
+        return value
 
-    def __set__(self, step: Any, value: Text) -> None:
+    def __set__(self, step: Any, value: Any) -> None:
         step.__dict__[self.key] = value
+
+
+class _Sentence(_Deferred):
+    """A step's sentence in one language, rendered from its rule's template (rendering every sentence
+    at every firing was a sixth of an ask)."""
+
+    done = str
+
+    def __init__(self, lang: Lang) -> None:
+        super().__init__()
+        self.lang: Lang = lang
+
+    def write(self, given: Text) -> str:
+        if type(given) is tuple:
+            template, env = given
+            return render(template, env, self.lang) if template else ""
+        return given()  # type: ignore[operator]
 
 
 def label(fact: dict[str, Any]) -> str:
@@ -87,33 +103,18 @@ def label(fact: dict[str, Any]) -> str:
     return kind
 
 
-class _Listed:
-    """A step's list of inputs or of produced facts, written out from the facts the first time it is read.
+class _Listed(_Deferred):
+    """A step's list of inputs, values or produced facts, written out from the facts (which are never
+    changed once made): a line per fact, each with its label, were a twentieth of an ask."""
 
-    The steps of an ask are read (printed, serialized) far less often than they are recorded, and a
-    fact reference per input and a line per produced fact, each with the fact's label, were a twentieth
-    of an ask. A data descriptor, as _Sentence is: a step reads and serializes exactly as a step holding
-    the list, written from the same facts (which are never changed once made).
-    """
+    done = list
 
-    def __init__(self, write: Callable[[Any], list[Any]]) -> None:
-        self.write = write
-        self.key = ""
+    def __init__(self, writer: Callable[[Any], list[Any]]) -> None:
+        super().__init__()
+        self.writer = writer
 
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.key = name
-
-    def __get__(self, step: Any, owner: type | None = None) -> Any:
-        if step is None:
-            return self
-        state = step.__dict__
-        listed = state[self.key]
-        if type(listed) is not list:  # not written yet; writing twice gives the same list
-            listed = state[self.key] = self.write(listed)
-        return listed
-
-    def __set__(self, step: Any, value: Any) -> None:
-        step.__dict__[self.key] = value
+    def write(self, given: Any) -> list[Any]:
+        return self.writer(given)
 
 
 def _fact_refs(inputs: dict[str, dict[str, Any]]) -> list[FactRef]:
