@@ -355,7 +355,7 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
         return (f"; the offloaded state takes {host / 1e9:,.1f} GB of CPU memory per GPU, of the "
                 f"{host_usable / 1e9:,.0f} GB a server has per GPU")
 
-    def sentence() -> str:  # written when the trace is read (trace._Sentence)
+    def sentence() -> str:  # written when the trace is read (trace._Deferred)
         verdict = "fits" if fits else "does not fit"
         text = (f"{gpu['gpu']}: {count} GPU(s) (dp={dp}, tp={s.tp}, pp={s.pp}, {f'ep={s.ep}, ' if s.ep > 1 else ''}"
                 f"ZeRO-{zero}, checkpointing {'on' if s.checkpointing else 'off'}, offload {s.offload}) "

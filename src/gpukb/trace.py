@@ -49,21 +49,19 @@ class _Deferred:
     """A step field written out the first time it is read, from what the step was given.
 
     Most of an ask's steps are never read as text (an option's trace is read when it is printed or
-    serialized), and writing out every field at every firing was a large share of an ask. A data
-    descriptor, so a step reads and serializes (pydantic gets dataclass fields by attribute) exactly
-    as a step holding the written value: the same inputs give the same value, whenever it is written.
+    serialized), and writing out every sentence, input, value and produced fact at every firing was
+    over a fifth of an ask. A data descriptor, so a step reads and serializes (pydantic gets
+    dataclass fields by attribute) exactly as a step holding the written value: the facts are never
+    changed once made, so the same inputs give the same value whenever it is written.
     """
 
-    done: type = object  # the type of a written value; anything else is what it is written from
-
-    def __init__(self) -> None:
+    def __init__(self, done: type, write: Callable[[Any], Any]) -> None:
+        self.done = done  # the type of a written value; anything else is what it is written from
+        self.write = write
         self.key = ""
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.key = name
-
-    def write(self, given: Any) -> Any:
-        raise NotImplementedError
 
     def __get__(self, step: Any, owner: type | None = None) -> Any:
         if step is None:
@@ -78,21 +76,15 @@ class _Deferred:
         step.__dict__[self.key] = value
 
 
-class _Sentence(_Deferred):
-    """A step's sentence in one language, rendered from its rule's template (rendering every sentence
-    at every firing was a sixth of an ask)."""
-
-    done = str
-
-    def __init__(self, lang: Lang) -> None:
-        super().__init__()
-        self.lang: Lang = lang
-
-    def write(self, given: Text) -> str:
+def _sentence(lang: Lang) -> Callable[[Text], str]:
+    """Writes a step's sentence in one language: from its rule's template and values, or its function."""
+    def write(given: Text) -> str:
         if type(given) is tuple:
             template, env = given
-            return render(template, env, self.lang) if template else ""
+            return render(template, env, lang) if template else ""
         return given()  # type: ignore[operator]
+
+    return write
 
 
 def label(fact: dict[str, Any]) -> str:
@@ -101,20 +93,6 @@ def label(fact: dict[str, Any]) -> str:
         if fact.get(key):
             return f"{kind} {fact[key]}"
     return kind
-
-
-class _Listed(_Deferred):
-    """A step's list of inputs, values or produced facts, written out from the facts (which are never
-    changed once made): a line per fact, each with its label, were a twentieth of an ask."""
-
-    done = list
-
-    def __init__(self, writer: Callable[[Any], list[Any]]) -> None:
-        super().__init__()
-        self.writer = writer
-
-    def write(self, given: Any) -> list[Any]:
-        return self.writer(given)
 
 
 def _fact_refs(inputs: dict[str, dict[str, Any]]) -> list[FactRef]:
@@ -146,10 +124,10 @@ class TraceStep:
     stage: str
     title: str
     inputs: list[FactRef]
-    values: list[Value]  # inputs, values and produced: given as facts and scopes, read as lists (see _Listed)
+    values: list[Value]  # inputs, values and produced: given as facts and scopes, read as lists (see _Deferred)
     claims: tuple[CitedClaim, ...]  # tuples: the same citations are shared by every firing of a rule
     sources: tuple[str, ...]
-    sentence: str  # given as Text, read as str: see _Sentence
+    sentence: str  # given as Text, read as str: see _Deferred
     produced: list[str]
     # Chinese renderings for `explain(lang="zh")`; kept out of the JSON, which stays English
     title_zh: Annotated[str, Field(exclude=True)] = ""
@@ -158,8 +136,9 @@ class TraceStep:
 
 # Set after the dataclass is made, so that `dataclass` sees plain fields (a descriptor in the class
 # body would become their default); its __init__ then stores what it is given through them.
-for _name, _descriptor in (("sentence", _Sentence("en")), ("sentence_zh", _Sentence("zh")),
-                           ("inputs", _Listed(_fact_refs)), ("values", _Listed(_values)), ("produced", _Listed(_produced))):
+for _name, _descriptor in (("sentence", _Deferred(str, _sentence("en"))), ("sentence_zh", _Deferred(str, _sentence("zh"))),
+                           ("inputs", _Deferred(list, _fact_refs)), ("values", _Deferred(list, _values)),
+                           ("produced", _Deferred(list, _produced))):
     setattr(TraceStep, _name, _descriptor)
     _descriptor.__set_name__(TraceStep, _name)
 
