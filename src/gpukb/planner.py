@@ -100,6 +100,12 @@ _PART_PLAN = tuple((name, e, itemgetter(*positions) if positions else (lambda sp
                    for positions in [tuple(_SPLIT_NAMES.index(n) for n in _PART_READS[name])])
 
 
+def _linear(one: float, two: float) -> tuple[float, float]:
+    """(A, B) of a quantity A + B/n from its values at n = 1 and n = 2."""
+    b = 2 * (one - two)
+    return one - b, b
+
+
 class PlanCache:
     """What the GPU types of one ask share: the replica and the workload are the same for all of them,
     so the per-GPU memory of a layout, A + B/n, and the parts of a chosen split are computed once."""
@@ -118,8 +124,7 @@ class PlanCache:
             else:
                 one = sum(self.parts_of(layout, 1, base).values())
                 two = sum(self.parts_of(layout, 2, base).values())
-            b = 2 * (one - two)
-            self.splits[key] = (one - b, b)
+            self.splits[key] = _linear(one, two)
         return self.splits[key]
 
     def host_split(self, layout: Layout, base: dict[str, Any]) -> tuple[float, float]:
@@ -128,8 +133,7 @@ class PlanCache:
         if key not in self.splits:
             one = float(HOST.evaluate({**base, **layout.env(1)}))
             two = float(HOST.evaluate({**base, **layout.env(2)}))
-            b = 2 * (one - two)
-            self.splits[key] = (one - b, b)
+            self.splits[key] = _linear(one, two)
         return self.splits[key]
 
     def parts_of(self, layout: Layout, dp: int, base: dict[str, Any]) -> dict[str, float]:
@@ -190,7 +194,7 @@ class Candidate:
 LeastDp = Callable[[Layout], int | None]
 
 
-def least_dp(split: tuple[float, float], usable: float, host: tuple[float, float] | None, host_usable: float) -> int | None:
+def _least_dp(split: tuple[float, float], usable: float, host: tuple[float, float] | None, host_usable: float) -> int | None:
     """The fewest data-parallel ranks at which a layout's GPU memory A + B/dp fits, and, for a layout that
     offloads, its CPU memory A' + B'/dp too; None when no number does."""
     a, b = split
@@ -309,7 +313,7 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
 
             def fewest_dp(layout: Layout) -> int | None:
                 host = cache.host_split(layout, base) if layout.offload != "none" else None
-                return least_dp(cache.split(layout, base, False), usable, host, host_usable)
+                return _least_dp(cache.split(layout, base, False), usable, host, host_usable)
 
             best = (_least_intrusive_at(menu, fewest_dp, limit) if w.placement == "all" else None) \
                 or _fewest_training(menu, fewest_dp, limit, zero_pinned=w.zero_stage is not None)
