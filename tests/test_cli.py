@@ -105,3 +105,11 @@ def test_every_lint_format_has_its_reporter():
     from gpukb.reporters import REPORTERS
 
     assert [f.value for f in Format] == list(REPORTERS)
+
+
+def test_pure_bf16_and_optimizer_in_backward_are_flags_kept_in_the_answer():
+    args = ["ask", "--model", "llama-3-8b", "--task", "full_finetune", "--gpu", "rtx-a6000-48gb", "--json"]
+    answer = json.loads(runner.invoke(app, [*args, "--no-master-weights", "--optimizer-in-backward"]).output)
+    assert answer["workload"]["master_weights"] is False and answer["workload"]["optimizer_in_backward"] is True
+    plain = json.loads(runner.invoke(app, args).output)["workload"]
+    assert "master_weights" not in plain and "optimizer_in_backward" not in plain

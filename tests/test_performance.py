@@ -220,3 +220,51 @@ def test_a_pinned_zero_stage_on_one_rank_does_not_fall_back_to_offload(kb):
 def test_more_pipeline_stages_than_layers_is_an_error_naming_the_field(kb):
     with pytest.raises(WorkloadError, match="pipeline_parallel"):
         kb.ask({"model": "llama-2-7b", "task": "pretrain", "pipeline_parallel": 64, "gpu_count": 64})
+
+
+# Llama 3 8B: 8,030,261,248 parameters, a 128,256 x 4,096 embedding (untied output of the same size)
+N_8B, V_8B, H_8B = 8_030_261_248, 128_256, 4096
+
+
+def test_pure_bf16_training_keeps_no_master_copy_and_its_states_in_bf16(kb):
+    # torchtune: "When dtype=bf16, all activations, gradients and optimizer states are in bfloat16";
+    # torch.optim.AdamW makes both moments with zeros_like(param), 2 + 2 bytes, and no fp32 master
+    workload = {"model": "llama-3-8b", "task": "full_finetune", "gpus": ["h100-sxm-80gb"]}
+    mixed = kb.ask(workload).memory
+    pure = kb.ask({**workload, "master_weights": False}).memory
+    assert mixed.optimizer == N_8B * (4 + 8) and pure.optimizer == N_8B * 4
+    assert pure.weights == mixed.weights == N_8B * 2 and pure.gradients == mixed.gradients == N_8B * 2
+    # 8-bit AdamW's states are 8-bit whatever the weights: only the master copy goes
+    eight = kb.ask({**workload, "master_weights": False, "optimizer": "adamw_8bit"}).memory
+    assert eight.optimizer == N_8B * 2
+    # fp32 training has no master copy to drop
+    fp32 = {**workload, "precision": "fp32"}
+    assert kb.ask({**fp32, "master_weights": False}).memory == kb.ask(fp32).memory
+
+
+def test_the_optimizer_stepped_in_backward_keeps_one_gradient_at_a_time(kb):
+    # torchtune's single-GPU Llama 3.1 8B full fine-tune: pure bf16, 8-bit AdamW, optimizer_in_bwd, bs 2 x 2048
+    workload = {"model": "llama-3-8b", "task": "full_finetune", "master_weights": False, "optimizer": "adamw_8bit",
+                "optimizer_in_backward": True, "seq_len": 2048, "micro_batch_size": 2,
+                "activation_checkpointing": True, "gpus": ["rtx-a6000-48gb"], "gpu_count": 1}
+    answer = kb.ask(workload)
+    assert answer.memory.gradients == V_8B * H_8B * 2  # the largest tensor's gradient: the embedding's
+    (option,) = answer.options
+    plan = values(option, "planner.fewest-gpus")
+    # 16.06 GB of weights + 1.05 GB of one gradient + 16.06 GB of 8-bit states, on the card, no offload
+    assert option.strategy.offload == "none"
+    assert plan["weights"] + plan["gradients"] + plan["optimizer"] == N_8B * 2 + V_8B * H_8B * 2 + N_8B * 2
+    # without it, all 16.06 GB of gradients: the same run no longer fits 48 GB without offloading the states
+    (without,) = kb.ask({**workload, "optimizer_in_backward": False}).options
+    assert without.strategy.offload != "none"
+
+
+@pytest.mark.parametrize(("extra", "field"), [
+    ({"task": "inference", "master_weights": False}, "master_weights"),
+    ({"task": "inference", "optimizer_in_backward": True}, "optimizer_in_backward"),
+    ({"task": "lora", "optimizer_in_backward": True}, "optimizer_in_backward"),
+    ({"task": "full_finetune", "optimizer_in_backward": True, "global_batch_size": 64}, "optimizer_in_backward"),
+])
+def test_pure_bf16_and_optimizer_in_backward_are_full_training_settings(kb, extra, field):
+    with pytest.raises(WorkloadError, match=field):
+        kb.ask({"model": "llama-2-7b", **extra})

@@ -61,6 +61,12 @@ MUTATIONS = [
     Mutation("offload-ignores-host-memory", "src/gpukb/planner.py",
              'host = cache.host_split(layout, base) if layout.offload != "none" else None', "host = None",
              ("tests/test_performance.py",)),
+    # pure 16-bit training and the optimizer stepped in the backward pass (torchtune's memory savings)
+    Mutation("pure-bf16-keeps-master", "src/gpukb/resolve.py", "if (t and training and not pure16)",
+             "if (t and training)", ("tests/test_performance.py",)),
+    Mutation("optimizer-in-backward-keeps-all-gradients", "rules/requirements/memory-full.yaml",
+             "if w.optimizer_in_backward else w.params", "if False else w.params",
+             (RULE_TESTS, "tests/test_performance.py")),
     # serving: capacity, SLA, launch and cost (tests/test_serving.py pins them by hand)
     Mutation("capacity-ignores-overhead", "rules/recommendations/capacity-inference.yaml",
              "free: p.usable_bytes - p.weights - p.overhead", "free: p.usable_bytes - p.weights",

@@ -121,6 +121,12 @@ def ask(
     tp_comm_overlap: Annotated[bool | None, typer.Option(
         "--tp-comm-overlap/--no-tp-comm-overlap",
         help="training: the framework overlaps tensor-parallel traffic with GEMMs (default off)")] = None,
+    master_weights: Annotated[bool | None, typer.Option(
+        "--master-weights/--no-master-weights",
+        help="training in 16 bit: keep an fp32 master copy (default); --no-master-weights: pure bf16 (torchtune)")] = None,
+    optimizer_in_backward: Annotated[bool | None, typer.Option(
+        "--optimizer-in-backward/--no-optimizer-in-backward",
+        help="full training: step each parameter in the backward pass, one gradient alive at a time")] = None,
     offload: Annotated[Offload | None, typer.Option()] = None,
     placement: Annotated[str | None, typer.Option(help="fewest (default) or all: use exactly --gpu-count GPUs")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the whole Answer as JSON")] = False,
@@ -140,6 +146,7 @@ def ask(
         "gpu_count": gpu_count, "gpus": gpu or None, "tokens": tokens, "zero_stage": zero_stage,
         "tensor_parallel": tensor_parallel, "pipeline_parallel": pipeline_parallel, "offload": offload,
         "expert_parallel": expert_parallel, "tp_comm_overlap": tp_comm_overlap,
+        "master_weights": master_weights, "optimizer_in_backward": optimizer_in_backward,
         "mlp": mlp, "global_batch_size": global_batch_size, "prompt_len": prompt_len, "output_len": output_len,
         "kv_cache_precision": kv_cache_precision, "placement": placement, "ttft_ms": ttft_ms, "tpot_ms": tpot_ms,
         "objective": objective,

@@ -200,7 +200,8 @@ def resolve(kb: KnowledgeBase, w: Workload) -> tuple[ResolvedWorkload, dict[str,
         lora_rank=w.lora_rank if w.task in ("lora", "qlora") else None,
         gpu_count=w.gpu_count, gpus=list(gpus), tokens=w.tokens, zero_stage=w.zero_stage,
         tensor_parallel=w.tensor_parallel, pipeline_parallel=w.pipeline_parallel, offload=w.offload,
-        expert_parallel=w.expert_parallel, tp_comm_overlap=w.tp_comm_overlap, **arch,
+        expert_parallel=w.expert_parallel, tp_comm_overlap=w.tp_comm_overlap,
+        master_weights=w.master_weights if training else True, optimizer_in_backward=w.optimizer_in_backward, **arch,
     )
     return resolved, workload_fact(kb, resolved)
 
@@ -208,8 +209,12 @@ def resolve(kb: KnowledgeBase, w: Workload) -> tuple[ResolvedWorkload, dict[str,
 def workload_fact(kb: KnowledgeBase, w: ResolvedWorkload) -> dict[str, Any]:
     dtype = kb.dtypes[w.precision]
     training = w.task in TRAINING_TASKS
-    state = kb.optimizers[w.optimizer].state_bytes if w.optimizer else 0.0
     t = dtype.training
+    optimizer = kb.optimizers[w.optimizer] if w.optimizer else None
+    # pure 16-bit training (no fp32 master copy): torch.optim makes the states in the parameters' dtype
+    pure16 = not w.master_weights and t is not None and t.master_bytes > 0
+    state = 0.0 if optimizer is None else (
+        optimizer.state_bytes_16bit if pure16 and optimizer.state_bytes_16bit is not None else optimizer.state_bytes)
     if w.task == "inference":
         weight_bytes = dtype.bytes
     elif w.task == "qlora":
@@ -236,8 +241,10 @@ def workload_fact(kb: KnowledgeBase, w: ResolvedWorkload) -> dict[str, Any]:
         "embedding_params": embedding_params, "embedding_weight_bytes": embedding_weight_bytes,
         "expert_params": w.expert_params, "moe_layers": w.moe_layers, "expert_parallel": w.expert_parallel or 1,
         "tp_comm_overlap": w.tp_comm_overlap, "placement": w.placement,
+        "master_weights": w.master_weights, "optimizer_in_backward": w.optimizer_in_backward,
         "lora_rank": w.lora_rank or 0, "tokens": w.tokens or 0, "weight_bytes": weight_bytes,
-        "grad_bytes": t.grad_bytes if (t and training) else 0.0, "master_bytes": t.master_bytes if (t and training) else 0.0,
+        "grad_bytes": t.grad_bytes if (t and training) else 0.0,
+        "master_bytes": t.master_bytes if (t and training and not pure16) else 0.0,
         "optimizer_state_bytes": state, "adapter_weight_bytes": t.weight_bytes if t else dtype.bytes,
         "kv_bytes": KV_BYTES.get(w.kv_cache_precision or ("fp32" if w.precision == "fp32" else "bf16"), 2.0),
         "attention": w.attention, "kv_lora_rank": w.kv_lora_rank, "qk_rope_head_dim": w.qk_rope_head_dim,

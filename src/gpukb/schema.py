@@ -257,6 +257,9 @@ class Dtype(Entry):
 class Optimizer(Entry):
     name: str
     state_bytes: Float = Field(ge=0, description="optimizer state bytes per trainable parameter")
+    state_bytes_16bit: Float | None = Field(default=None, ge=0, description=(
+        "state bytes per parameter in pure 16-bit training (workload master_weights: false), where the states "
+        "take the 16-bit parameters' dtype; unset: the same as state_bytes (states with a dtype of their own)"))
     states: str
     sources: list[Slug] = Field(min_length=1)
     notes: str = ""

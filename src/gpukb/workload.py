@@ -109,6 +109,13 @@ class Workload(BaseModel):
     tp_comm_overlap: bool = Field(default=False, description=(
         "training: the framework hides tensor-parallel traffic under the GEMMs it feeds (Megatron-Core "
         "--tp-comm-overlap, torchtitan async TP); default false: the traffic sits between them"))
+    master_weights: bool = Field(default=True, description=(
+        "training in 16 bit: keep an fp32 master copy of the weights (mixed precision, the default); false: pure "
+        "16-bit training, the optimizer updates the 16-bit weights and keeps its states in their dtype (torchtune)"))
+    optimizer_in_backward: bool = Field(default=False, description=(
+        "full training: each parameter is stepped as soon as its gradient is complete and the gradient freed "
+        "(torchtune optimizer_in_bwd, PyTorch post-accumulate-grad hooks): one tensor's gradient at a time, "
+        "and no gradient accumulation"))
     offload: Offload | None = None
     placement: Placement = Field(default="fewest", description="'fewest' GPUs that fit, or 'all' gpu_count GPUs")
 
@@ -119,7 +126,8 @@ class Workload(BaseModel):
             raise ValueError("give either model (a catalog id) or params (with its architecture), not both or neither")
         if self.task == "inference":
             for name in ("optimizer", "activation_checkpointing", "flash_attention", "zero_stage", "offload",
-                         "micro_batch_size", "tokens", "lora_rank", "global_batch_size", "tp_comm_overlap"):
+                         "micro_batch_size", "tokens", "lora_rank", "global_batch_size", "tp_comm_overlap",
+                         "master_weights", "optimizer_in_backward"):
                 if name in given:
                     raise ValueError(f"{name}: not used for inference; remove it")
         else:
@@ -139,6 +147,12 @@ class Workload(BaseModel):
                 raise ValueError("offload: parameter offload needs zero_stage 3 (ZeRO-Infinity)")
             if self.expert_parallel not in (None, 1) and self.offload not in (None, "none"):
                 raise ValueError("expert_parallel: not combined with CPU offload here; drop one of them")
+        if self.optimizer_in_backward and self.task not in ("full_finetune", "pretrain"):
+            raise ValueError("optimizer_in_backward: only for full training (full_finetune or pretrain); an adapter's "
+                             "gradients are too small to matter")
+        if self.optimizer_in_backward and self.global_batch_size is not None:
+            raise ValueError("optimizer_in_backward: every micro-batch is its own optimizer step, so gradients "
+                             "cannot accumulate to a global_batch_size; remove one of them")
         if self.expert_parallel is not None and self.task not in ("full_finetune", "pretrain"):
             raise ValueError("expert_parallel: only for full training (full_finetune or pretrain) of a "
                              "mixture-of-experts model")
@@ -195,6 +209,8 @@ class ResolvedWorkload(BaseModel):
     placement: Placement
     expert_parallel: int | None = Field(default=None, exclude_if=lambda v: v is None)
     tp_comm_overlap: bool = Field(default=False, exclude_if=lambda v: not v)
+    master_weights: bool = Field(default=True, exclude_if=lambda v: v)
+    optimizer_in_backward: bool = Field(default=False, exclude_if=lambda v: not v)
     assumptions: tuple[str, ...] = ()
     # Left out of the JSON when not asked for, so answers to workloads without them keep their shape.
     ttft_ms: float | None = Field(default=None, exclude_if=lambda v: v is None)
