@@ -133,3 +133,33 @@ def test_gpukb_validate_stays_the_function_whatever_was_imported_first():
     import gpukb.validation
 
     assert callable(gpukb.validate) and not hasattr(gpukb.validate, "Validation")
+
+
+def test_flop_figures_are_compared_in_the_sources_own_count(shipped, kb):
+    # torchtitan's MFU counts 6·N + 12·l·h·s per token (attention over the full, unmasked sequence) where
+    # gpukb's model FLOPs count 6·N + 6·l·h·s (causal): the prediction is gpukb's tokens/s in torchtitan's count
+    m = kb.measurements["torchtitan-2024-llama3-8b-a100-64-sel-op-mfu"]
+    assert m.flop_per_token == "6 * params + 12 * layers * hidden_size * seq_len"
+    n, layers, h, s = 8_030_261_248, 32, 4096, 8192
+    (point,) = [p for p in shipped.points if p.id == m.id]
+    answer = kb.ask(gpukb.validation.workload_of(m))
+    option = answer.options[0]
+    tokens_per_gpu = option.tokens_per_s / option.count
+    assert point.predicted == pytest.approx(tokens_per_gpu * (6 * n + 12 * layers * h * s) / 312e12, rel=1e-9)
+    assert point.predicted == pytest.approx(option.mfu * (6 * n + 12 * layers * h * s) / (6 * n + 6 * layers * h * s),
+                                            rel=1e-9)
+
+
+def test_a_flop_formula_reading_no_workload_field_is_a_located_lint_error(checkout: Path):
+    edit_entry(checkout, "torchtitan-2024-llama3-8b-a100-64-sel-op-mfu",
+               lambda m: m.update(flop_per_token="6 * parameters + 12 * layers * hidden_size * seq_len"))
+    (problem,) = [p for p in lint(checkout).problems if p.code == "M003"]
+    assert problem.file == "kb/measurements/torchtitan-performance-2024-04.yaml" and problem.line > 1
+    assert "parameters" in problem.message and problem.field == "flop_per_token"
+
+
+def test_a_flop_formula_that_is_no_expression_is_refused_naming_the_field(checkout: Path):
+    edit_entry(checkout, "torchtitan-2024-llama3-8b-a100-64-sel-op-mfu",
+               lambda m: m.update(flop_per_token="__import__('os').system('true')"))
+    problems = [p for p in lint(checkout).problems if p.field == "flop_per_token"]
+    assert problems and problems[0].file == "kb/measurements/torchtitan-performance-2024-04.yaml"

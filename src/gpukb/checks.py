@@ -509,14 +509,17 @@ def check_languages(kb: KnowledgeBase, allow: Allowances | None = None) -> list[
     return problems
 
 
-# --- M001 / M002: measurements ----------------------------------------------------------------
+# --- M001 / M002 / M003: measurements ---------------------------------------------------------
 
 
 def check_measurements(kb: KnowledgeBase, allow: Allowances | None = None) -> list[Problem]:
     """M001: a measurement's setup must be a workload gpukb can ask (fields, catalog ids, fit of the
     fields together); M002: the quantity needs what the workload must say (one GPU type; tokens for
-    GPU-hours). A point that is askable but does not fit is a miss in `gpukb validate`, not a lint error."""
+    GPU-hours); M003: the source's FLOP formula reads only workload fields. A point that is askable but
+    does not fit is a miss in `gpukb validate`, not a lint error."""
+    from . import expr
     from .errors import WorkloadError
+    from .facts import ENGINE_KINDS
     from .resolve import resolve
     from .validation import workload_of
     from .workload import parse_workload
@@ -536,6 +539,11 @@ def check_measurements(kb: KnowledgeBase, allow: Allowances | None = None) -> li
             field = error.field.split(".")[0]
             loc: Loc = ("workload", field) if field in m.workload else ("workload",)
             problems.append(kb.problem("measurements", mid, loc, "M001", f"not a workload gpukb can ask: {error}"))
+        unknown = sorted(expr.parse(m.flop_per_token).names - ENGINE_KINDS["workload"]) if m.flop_per_token else []
+        if unknown:
+            problems.append(kb.problem("measurements", mid, ("flop_per_token",), "M003",
+                                       f"flop_per_token reads {', '.join(unknown)}, not workload fields "
+                                       "(params, layers, hidden_size, seq_len, vocab_size, ...)"))
     return problems
 
 

@@ -69,6 +69,7 @@ CODES: dict[str, Code] = {
                  "lint"),
     "M002": Code("a measurement's workload lacks what its quantity needs (exactly one GPU type; tokens for GPU-hours)",
                  "lint"),
+    "M003": Code("a measurement's `flop_per_token` reads a name that is not a workload field", "lint"),
     "T001": Code("a rule's test failed: it did (not) fire, or computed another value", "lint"),
     "A101": Code("`kb/lint.yaml` is invalid, allows a code that cannot be allowed, or allows the same thing twice", "lint"),
     "L101": Code("an entry lacks one of its two languages: a claim's `title`, `title_zh` or `reason_zh`, a rule's "

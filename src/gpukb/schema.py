@@ -9,9 +9,10 @@ from __future__ import annotations
 import datetime as dt
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, HttpUrl, WithJsonSchema, model_validator
+from pydantic import BaseModel, ConfigDict, Field, HttpUrl, WithJsonSchema, field_validator, model_validator
 from pydantic import Strict as NoCoercion
 
+from . import expr
 from .units import Bandwidth, Bytes, Flops, Watts, parse_quantity
 
 Slug = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._\-]*$", max_length=80)]
@@ -333,6 +334,10 @@ class Measurement(Entry):
     setup: str = Field(min_length=10, description="what the source states: GPUs, layout, batch, framework, precision")
     framework: str
     flop_accounting: str | None = Field(default=None, description="for FLOP/s and MFU: what the FLOP count includes")
+    flop_per_token: str | None = Field(default=None, description=(
+        "for FLOP/s and MFU: the source's own FLOPs per trained token, as an expression over the workload's fields "
+        "(params, layers, hidden_size, seq_len, vocab_size, intermediate_size, heads, kv_heads, mlp_matrices); "
+        "validate turns gpukb's tokens/s into the quantity with it, so both sides count FLOPs the same way"))
     source: Slug
     locator: str = Field(min_length=3, description="where in the source: table, figure, row, section")
     quote: str = Field(min_length=3, description="the source's words or table row, verbatim")
@@ -347,7 +352,17 @@ class Measurement(Entry):
                              f"(units for it: {', '.join(u for u, (q, _, _) in UNITS.items() if self.quantity in q)})")
         if self.quantity in ("model_tflops_per_gpu", "hardware_tflops_per_gpu", "mfu") and not self.flop_accounting:
             raise ValueError("flop_accounting: say what the published FLOP count includes (recomputation, attention)")
+        if self.flop_per_token is not None and self.quantity not in ("model_tflops_per_gpu", "hardware_tflops_per_gpu",
+                                                                      "mfu"):
+            raise ValueError("flop_per_token: only for FLOP/s and MFU measurements")
         return self
+
+    @field_validator("flop_per_token")
+    @classmethod
+    def _an_expression(cls, text: str | None) -> str | None:
+        if text is not None:
+            expr.parse(text)  # the rules' safe expression language: refused here, at the field, if it is not one
+        return text
 
     @property
     def canonical(self) -> float:

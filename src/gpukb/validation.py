@@ -12,9 +12,11 @@ from dataclasses import asdict, dataclass, field
 from statistics import median
 from typing import Any
 
+from . import expr
 from .answer import Answer, Option
 from .errors import ASK_ERRORS
 from .kb import KnowledgeBase
+from .resolve import workload_fact
 from .schema import Measurement
 
 THRESHOLD_POLICIES = {"median_error": "validation-median-error", "within_25": "validation-within-25"}
@@ -121,8 +123,10 @@ def _traced(option: Option, name: str) -> float | None:
     return None
 
 
-def predict(m: Measurement, answer: Answer) -> tuple[float, Option]:
-    """The prediction for a measurement, in the canonical unit of its quantity."""
+def predict(m: Measurement, answer: Answer, kb: KnowledgeBase | None = None) -> tuple[float, Option]:
+    """The prediction for a measurement, in the canonical unit of its quantity. FLOP/s and MFU are gpukb's
+    tokens/s times the source's own FLOPs per token where the measurement states them (with kb given):
+    sources count attention and the logits their own ways, and a figure is only comparable in its own count."""
     if not answer.options:
         why = "; ".join(f.message for o in answer.rejected for f in o.findings)[:300]
         raise LookupError(f"no option fits{': ' + why if why else ''}")
@@ -144,10 +148,15 @@ def predict(m: Measurement, answer: Answer) -> tuple[float, Option]:
         return tokens_per_s / option.count, option
     if q == "gpu_hours":
         return _need(option.time_to_train_s, "time to train (give tokens)") * option.count / 3600, option
+    counted = "flop_per_token" if q == "hardware_tflops_per_gpu" else "model_flop_per_token"
+    per_token = _need(_traced(option, counted), "FLOP per token")
+    if m.flop_per_token and kb is not None:
+        per_token_as_published = float(expr.parse(m.flop_per_token).evaluate(workload_fact(kb, answer.workload)))
+    else:
+        per_token_as_published = per_token
     if q == "mfu":
-        return _need(option.mfu, "model FLOPs utilisation"), option
-    per_token = _traced(option, "model_flop_per_token" if q == "model_tflops_per_gpu" else "flop_per_token")
-    return tokens_per_s / option.count * _need(per_token, "FLOP per token"), option
+        return _need(option.mfu, "model FLOPs utilisation") * per_token_as_published / per_token, option
+    return tokens_per_s / option.count * per_token_as_published, option
 
 
 def _need(value: float | None, what: str) -> float:
@@ -166,8 +175,8 @@ def check_point(kb: KnowledgeBase, m: Measurement) -> Point:
     measured = m.canonical
     try:
         answer = kb.ask(workload_of(m))
-        predicted, option = predict(m, answer)
-    except (*ASK_ERRORS, LookupError, ZeroDivisionError) as err:
+        predicted, option = predict(m, answer, kb)
+    except (*ASK_ERRORS, LookupError, ZeroDivisionError, expr.ExpressionError) as err:
         return Point(m.id, m.quantity, measured, None, None, m.source, gpu, reason=str(err))
     return Point(m.id, m.quantity, measured, predicted, predicted / measured, m.source, gpu,
                  _rules(option, KIND_OF[m.quantity]))
