@@ -127,7 +127,12 @@ class _Ruleset:
         fields = self.fields.get(fact["kind"])
         if fields is None:
             return None
-        return _encode_fact({"fid": fact["fid"], **{k: fact[k] for k in fields if k in fact}, "sid": sid})
+        slim = {"fid": fact["fid"]}  # filled in place: a comprehension unpacked into it was a second dict
+        for k in fields:
+            if k in fact:
+                slim[k] = fact[k]
+        slim["sid"] = sid
+        return _encode_fact(slim)
 
     def put(self, fact: dict[str, Any], sid: str) -> int | None:
         """Assert a fact; the state handle whose agenda may now hold actions, or None."""
