@@ -11,7 +11,7 @@ from .answer import Answer, build_answer
 from .engine import ENGINE
 from .errors import EngineError
 from .launch import launch_commands, model_reference
-from .planner import PlanCache, Raise, plan_gpu
+from .planner import Raise, plan_gpu, replica_cache
 from .resolve import gpu_fact, policy_fact, resolve
 from .sla import fewest_meeting, has_targets
 from .trace import Collector, Value
@@ -81,7 +81,7 @@ def _ask_once(kb: KnowledgeBase, resolved: ResolvedWorkload, wfields: dict[str, 
         memory = memories[0]
         # Stage 2: the planner places the replica on each candidate GPU type; later rules diagnose
         # the plans, propose remedies and estimate throughput.
-        plan_cache = PlanCache()
+        plan_cache = replica_cache(memory, wfact)
         plans = [plan_gpu(c, resolved, wfact, policy, memory, g, plan_cache, raised.get(g["gpu"])) for g in gpus]
         fleet = _fleet(c, plans)
         session.assert_facts([*plans, fleet])

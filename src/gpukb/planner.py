@@ -155,6 +155,26 @@ class PlanCache:
         return parts
 
 
+# The replica (m) and workload (w) fields that the planner's expressions read. A PlanCache's figures
+# depend on their values and the layouts alone, so asks that give them the same values share one.
+_REPLICA_READS = tuple(sorted({name.partition(".")[::2] for e in (*PARTS.values(), HOST) for name in e.names
+                               if "." in name}))
+
+
+def replica_cache(memory: dict[str, Any], wfact: dict[str, Any]) -> PlanCache:
+    """The PlanCache of asks with this replica: the per-GPU memory of a layout was an eighth of a warm ask
+    on one GPU type, and sweeps, latency targets (which re-run the session) and asks over other GPU types
+    repeat a replica. Keyed by the repr of each field read (or its absence), which tells 1 from 1.0 and
+    True and 0.0 from -0.0, so a shared figure is the one the expressions would give."""
+    base = {"m": memory, "w": wfact}
+    return _replica_cache(repr([(tail in base[head], base[head].get(tail)) for head, tail in _REPLICA_READS]))
+
+
+@lru_cache(maxsize=64)
+def _replica_cache(_key: str) -> PlanCache:
+    return PlanCache()
+
+
 def _menu(w: ResolvedWorkload, scale_up_domain: int, offloads: tuple[str, ...]) -> tuple[Layout, ...]:
     """The training strategies for GPUs with this scale-up domain, least intrusive first. Their
     (A, B) are computed when a search reaches them (PlanCache.split): most searches stop or prune early."""
