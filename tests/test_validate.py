@@ -163,3 +163,12 @@ def test_a_flop_formula_that_is_no_expression_is_refused_naming_the_field(checko
                lambda m: m.update(flop_per_token="__import__('os').system('true')"))
     problems = [p for p in lint(checkout).problems if p.field == "flop_per_token"]
     assert problems and problems[0].file == "kb/measurements/torchtitan-performance-2024-04.yaml"
+
+
+def test_a_flop_formula_that_cannot_be_computed_is_a_miss_with_its_reason(checkout: Path):
+    edit_entry(checkout, "torchtitan-2024-llama3-8b-a100-64-sel-op-mfu",
+               lambda m: m.update(flop_per_token="6 * params / (layers - layers)"))
+    result = runner.invoke(app, ["validate", "--root", str(checkout), "--format", "json"])
+    assert "Traceback" not in result.output
+    (point,) = [p for p in json.loads(result.output)["points"] if p["id"].endswith("sel-op-mfu")]
+    assert point["predicted"] is None and "division by zero" in point["reason"]
