@@ -113,3 +113,12 @@ def test_pure_bf16_and_optimizer_in_backward_are_flags_kept_in_the_answer():
     assert answer["workload"]["master_weights"] is False and answer["workload"]["optimizer_in_backward"] is True
     plain = json.loads(runner.invoke(app, args).output)["workload"]
     assert "master_weights" not in plain and "optimizer_in_backward" not in plain
+
+
+def test_virtual_pipeline_stages_is_an_option_checked_against_the_layers():
+    args = ["ask", "--model", "llama-2-13b", "--task", "pretrain", "--gpu", "h100-sxm-80gb", "--gpu-count", "16",
+            "--pipeline-parallel", "4", "--json"]
+    answer = json.loads(runner.invoke(app, [*args, "--virtual-pipeline-stages", "2"]).output)
+    assert answer["workload"]["virtual_pipeline_stages"] == 2
+    refused = runner.invoke(app, [*args, "--virtual-pipeline-stages", "3"])
+    assert refused.exit_code == 2 and "virtual_pipeline_stages" in refused.output and "Traceback" not in refused.output

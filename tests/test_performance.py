@@ -103,6 +103,30 @@ def test_the_pipeline_bubble_is_p_minus_1_over_m(kb):
     assert step["bubble_time_s"] / total < 3 / 11 + 1e-12
 
 
+def test_the_interleaved_schedule_divides_the_bubble_and_holds_more_activations(kb):
+    # Narayanan et al. 2021: v model chunks per pipeline rank idle (p-1)/(v·m) of the compute; Korthikanti et
+    # al. 2022 §4.2.3: the first stage then holds 1 + (p-1)/(p·v) times the activations of plain 1F1B
+    workload = {"model": "llama-2-13b", "task": "pretrain", "gpus": ["h100-sxm-80gb"], "gpu_count": 8,
+                "tensor_parallel": 2, "pipeline_parallel": 4, "global_batch_size": 8, "activation_checkpointing": True}
+    (plain,) = kb.ask(workload).options
+    (interleaved,) = kb.ask({**workload, "virtual_pipeline_stages": 2}).options
+    step = values(interleaved, "bottleneck.interconnect.step")
+    assert step["bubble_time_s"] == pytest.approx(step["compute_time_s"] * 3 / (8 * 2), rel=1e-12)
+    plan, plain_plan = values(interleaved, "planner.fewest-gpus"), values(plain, "planner.fewest-gpus")
+    assert plan["activations"] == pytest.approx(plain_plan["activations"] * (1 + 3 / (4 * 2)), rel=1e-12)
+    assert interleaved.tokens_per_s > plain.tokens_per_s
+
+
+@pytest.mark.parametrize(("extra", "field"), [
+    ({"virtual_pipeline_stages": 2}, "virtual_pipeline_stages"),  # no pipeline to interleave
+    ({"pipeline_parallel": 4, "virtual_pipeline_stages": 3}, "virtual_pipeline_stages"),  # 40 layers, 4 x 3 chunks
+    ({"task": "inference", "pipeline_parallel": 2, "virtual_pipeline_stages": 2}, "virtual_pipeline_stages"),
+])
+def test_virtual_pipeline_stages_must_split_the_layers_of_a_training_pipeline(kb, extra, field):
+    with pytest.raises(WorkloadError, match=field):
+        kb.ask({"model": "llama-2-13b", "task": "pretrain", "gpu_count": 16, **extra})
+
+
 def test_tensor_parallel_traffic_is_exposed_unless_the_framework_overlaps_it(kb):
     # Llama-2-13B, TP 8 on one H100 node, one 4096-token micro-batch: 16 x 40 layers x 4096 tokens x 5120 x 7/8 bytes
     def step(overlap: bool):

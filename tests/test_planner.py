@@ -59,7 +59,7 @@ SPLITS = {
 def test_each_memory_part_is_divided_as_the_strategy_says(split, expected):
     tp, pp, dp, zero_stage, checkpointing, offload = split
     layout = planner.Layout(tp, pp, zero_stage, checkpointing, offload)
-    dense = {"layers": 32, "params": N, "experts": 1, "expert_params": 0}
+    dense = {"layers": 32, "params": N, "experts": 1, "expert_params": 0, "virtual_pipeline_stages": 1}
     parts = planner.PlanCache().parts_of(layout, dp, {"m": MEMORY, "w": dense})
     assert set(parts) == {*planner.PARTS} == {"weights", "gradients", "optimizer", "activations", "kv_cache", "overhead"}
     got = tuple(parts[p] for p in ("weights", "gradients", "optimizer", "activations", "kv_cache"))
@@ -71,7 +71,7 @@ def test_each_memory_part_is_divided_as_the_strategy_says(split, expected):
 P_MOE, E_MOE = 46_702_792_704, 8 * 5_637_144_576
 D_MOE = P_MOE - E_MOE  # 1,605,636,096
 MOE_MEMORY = {**MEMORY, "weights": 2 * P_MOE, "gradients": 2 * P_MOE, "optimizer": 12 * P_MOE}
-MOE_ARCH = {"layers": 32, "params": P_MOE, "experts": 8, "expert_params": E_MOE // 8}
+MOE_ARCH = {"layers": 32, "params": P_MOE, "experts": 8, "expert_params": E_MOE // 8, "virtual_pipeline_stages": 1}
 # (tp, dp, zero_stage, ep) -> per-GPU (weights, gradients, optimizer)
 MOE_SPLITS = {
     "ep 8 without ZeRO: each GPU keeps the dense part and 1/8 of the experts":

@@ -67,6 +67,9 @@ MUTATIONS = [
     Mutation("optimizer-in-backward-keeps-all-gradients", "rules/requirements/memory-full.yaml",
              "if w.optimizer_in_backward else w.params", "if False else w.params",
              (RULE_TESTS, "tests/test_performance.py")),
+    # the interleaved pipeline schedule
+    Mutation("interleaving-keeps-the-bubble", "rules/bottlenecks/interconnect-step.yaml",
+             "(p.pp - 1) / (ga * w.virtual_pipeline_stages)", "(p.pp - 1) / ga", ("tests/test_performance.py",)),
     # validate: FLOP/s and MFU in the source's own count
     Mutation("validate-in-gpukbs-flop-count", "src/gpukb/validation.py", "if m.flop_per_token and kb is not None:",
              "if False:", ("tests/test_validate.py",)),

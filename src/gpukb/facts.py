@@ -16,7 +16,7 @@ ENGINE_KINDS: dict[str, frozenset[str]] = {
         "adapter_weight_bytes", "kv_bytes", "attention", "kv_lora_rank", "qk_rope_head_dim", "sliding_window",
         "sliding_layers", "activation_checkpointing", "flash_attention", "gpu_count", "dp_hint",
         "global_batch_size", "prompt_len", "output_len", "decode_context", "embedding_params", "embedding_weight_bytes",
-        "expert_params", "moe_layers", "expert_parallel", "tp_comm_overlap", "master_weights",
+        "expert_params", "moe_layers", "expert_parallel", "tp_comm_overlap", "master_weights", "virtual_pipeline_stages",
         "optimizer_in_backward", "placement", "ttft_ms", "tpot_ms",
         "objective", "kv_cache_precision",
         "context_length",

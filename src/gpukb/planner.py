@@ -47,8 +47,10 @@ PARTS: dict[str, ex.Expr] = {name: ex.parse(text) for name, text in {
                  f"else m.optimizer * (1 if zero_stage >= 1 or ep == 1 else {_UNSHARDED}) "
                  "/ (tp * pp) / (dp if zero_stage >= 1 else 1)",
     # Korthikanti et al. 2022: tensor + sequence parallelism divide activations by tp; with 1F1B
-    # pipelining the first stage still holds pp micro-batches of L/pp layers, i.e. all L layers.
-    "activations": "(m.activations_checkpointed if checkpointing else m.activations) / tp",
+    # pipelining the first stage still holds pp micro-batches of L/pp layers, i.e. all L layers, and with
+    # the interleaved schedule (v chunks per rank) 1 + (pp-1)/(pp·v) times that (§4.2.3).
+    "activations": "(m.activations_checkpointed if checkpointing else m.activations) / tp"
+                   " * (1 + (pp - 1) / (pp * w.virtual_pipeline_stages) if w.virtual_pipeline_stages > 1 else 1)",
     "kv_cache": "m.kv_cache / (tp * pp)",
     "overhead": "m.overhead",
 }.items()}

@@ -173,6 +173,9 @@ def resolve(kb: KnowledgeBase, w: Workload) -> tuple[ResolvedWorkload, dict[str,
     if w.pipeline_parallel and w.pipeline_parallel > arch["layers"]:
         raise WorkloadError("pipeline_parallel", f"{w.pipeline_parallel} stages for {arch['layers']} layers: "
                                                  "a stage needs at least one layer")
+    if w.virtual_pipeline_stages and arch["layers"] % (w.virtual_pipeline_stages * (w.pipeline_parallel or 1)):
+        raise WorkloadError("virtual_pipeline_stages", f"{arch['layers']} layers do not split into "
+                            f"{w.pipeline_parallel} stages x {w.virtual_pipeline_stages} chunks of whole layers")
     if w.task in ("lora", "qlora") and w.lora_rank > arch["hidden_size"]:
         raise WorkloadError("lora_rank", f"{w.lora_rank} exceeds the hidden size {arch['hidden_size']}: "
                                          "an adapter's rank is at most the width it adapts")
@@ -201,7 +204,8 @@ def resolve(kb: KnowledgeBase, w: Workload) -> tuple[ResolvedWorkload, dict[str,
         gpu_count=w.gpu_count, gpus=list(gpus), tokens=w.tokens, zero_stage=w.zero_stage,
         tensor_parallel=w.tensor_parallel, pipeline_parallel=w.pipeline_parallel, offload=w.offload,
         expert_parallel=w.expert_parallel, tp_comm_overlap=w.tp_comm_overlap,
-        master_weights=w.master_weights if training else True, optimizer_in_backward=w.optimizer_in_backward, **arch,
+        master_weights=w.master_weights if training else True, optimizer_in_backward=w.optimizer_in_backward,
+        virtual_pipeline_stages=w.virtual_pipeline_stages, **arch,
     )
     return resolved, workload_fact(kb, resolved)
 
@@ -242,6 +246,7 @@ def workload_fact(kb: KnowledgeBase, w: ResolvedWorkload) -> dict[str, Any]:
         "expert_params": w.expert_params, "moe_layers": w.moe_layers, "expert_parallel": w.expert_parallel or 1,
         "tp_comm_overlap": w.tp_comm_overlap, "placement": w.placement,
         "master_weights": w.master_weights, "optimizer_in_backward": w.optimizer_in_backward,
+        "virtual_pipeline_stages": w.virtual_pipeline_stages or 1,
         "lora_rank": w.lora_rank or 0, "tokens": w.tokens or 0, "weight_bytes": weight_bytes,
         "grad_bytes": t.grad_bytes if (t and training) else 0.0,
         "master_bytes": t.master_bytes if (t and training and not pure16) else 0.0,

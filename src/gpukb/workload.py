@@ -106,6 +106,9 @@ class Workload(BaseModel):
     expert_parallel: Int | None = Field(default=None, gt=0, le=1024, description=(
         "full training of a mixture-of-experts model: its routed experts split over this many data-parallel "
         "GPUs (expert parallelism, a divisor of the experts), tokens sent to them by all-to-all"))
+    virtual_pipeline_stages: Int | None = Field(default=None, gt=0, le=128, description=(
+        "training with pipeline_parallel: model chunks per pipeline rank in the interleaved 1F1B schedule "
+        "(Megatron's virtual pipeline, NeMo's VP); the bubble shrinks by this factor"))
     tp_comm_overlap: bool = Field(default=False, description=(
         "training: the framework hides tensor-parallel traffic under the GEMMs it feeds (Megatron-Core "
         "--tp-comm-overlap, torchtitan async TP); default false: the traffic sits between them"))
@@ -127,7 +130,7 @@ class Workload(BaseModel):
         if self.task == "inference":
             for name in ("optimizer", "activation_checkpointing", "flash_attention", "zero_stage", "offload",
                          "micro_batch_size", "tokens", "lora_rank", "global_batch_size", "tp_comm_overlap",
-                         "master_weights", "optimizer_in_backward"):
+                         "master_weights", "optimizer_in_backward", "virtual_pipeline_stages"):
                 if name in given:
                     raise ValueError(f"{name}: not used for inference; remove it")
         else:
@@ -147,6 +150,9 @@ class Workload(BaseModel):
                 raise ValueError("offload: parameter offload needs zero_stage 3 (ZeRO-Infinity)")
             if self.expert_parallel not in (None, 1) and self.offload not in (None, "none"):
                 raise ValueError("expert_parallel: not combined with CPU offload here; drop one of them")
+        if (self.virtual_pipeline_stages or 1) > 1 and (self.pipeline_parallel or 1) < 2:
+            raise ValueError("virtual_pipeline_stages: interleaves the stages of a pipeline; give "
+                             "pipeline_parallel of 2 or more with it")
         if self.optimizer_in_backward and self.task not in ("full_finetune", "pretrain"):
             raise ValueError("optimizer_in_backward: only for full training (full_finetune or pretrain); an adapter's "
                              "gradients are too small to matter")
@@ -210,6 +216,7 @@ class ResolvedWorkload(BaseModel):
     expert_parallel: int | None = Field(default=None, exclude_if=lambda v: v is None)
     tp_comm_overlap: bool = Field(default=False, exclude_if=lambda v: not v)
     master_weights: bool = Field(default=True, exclude_if=lambda v: v)
+    virtual_pipeline_stages: int | None = Field(default=None, exclude_if=lambda v: v is None)
     optimizer_in_backward: bool = Field(default=False, exclude_if=lambda v: not v)
     assumptions: tuple[str, ...] = ()
     # Left out of the JSON when not asked for, so answers to workloads without them keep their shape.
