@@ -122,3 +122,10 @@ def test_virtual_pipeline_stages_is_an_option_checked_against_the_layers():
     assert answer["workload"]["virtual_pipeline_stages"] == 2
     refused = runner.invoke(app, [*args, "--virtual-pipeline-stages", "3"])
     assert refused.exit_code == 2 and "virtual_pipeline_stages" in refused.output and "Traceback" not in refused.output
+
+
+def test_context_parallel_is_an_option_shown_in_the_strategy():
+    result = runner.invoke(app, ["ask", "--model", "llama-3-8b", "--task", "pretrain", "--seq-len", "32768",
+                                 "--gpu", "h100-sxm-80gb", "--gpu-count", "16", "--context-parallel", "4"])
+    assert result.exit_code == 0, result.output
+    assert "cp4" in result.output

@@ -45,7 +45,7 @@ def test_zero_paper_model_states_7_5b_on_64_gpus(zero_stage, expected_gb):
     psi = 7.5e9
     env = {"m": {"weights": 2 * psi, "gradients": 2 * psi, "optimizer": 12 * psi},
            "w": {"layers": 32, "params": psi, "experts": 1, "expert_params": 0},
-           "dp": 64, "tp": 1, "pp": 1, "zero_stage": zero_stage, "offload": "none", "ep": 1}
+           "dp": 64, "tp": 1, "pp": 1, "zero_stage": zero_stage, "offload": "none", "ep": 1, "cp": 1}
     states = sum(planner.PARTS[p].evaluate(env) for p in ("weights", "gradients", "optimizer"))
     assert states / 1e9 == pytest.approx(expected_gb, abs=0.05)
 

@@ -292,3 +292,42 @@ def test_the_optimizer_stepped_in_backward_keeps_one_gradient_at_a_time(kb):
 def test_pure_bf16_and_optimizer_in_backward_are_full_training_settings(kb, extra, field):
     with pytest.raises(WorkloadError, match=field):
         kb.ask({"model": "llama-2-7b", **extra})
+
+
+def test_context_parallelism_splits_each_sequence_and_passes_its_keys_and_values(kb):
+    # Llama 3 8B on 16 H100s, 32k-token sequences: TP 2 x CP 4 per data-parallel rank, 2 ranks, ZeRO-1
+    workload = {"model": "llama-3-8b", "task": "pretrain", "seq_len": 32768, "gpus": ["h100-sxm-80gb"],
+                "gpu_count": 16, "placement": "all", "tensor_parallel": 2, "context_parallel": 4, "zero_stage": 1,
+                "activation_checkpointing": True}
+    answer = kb.ask(workload)
+    (option,) = answer.options
+    s = option.strategy
+    assert (s.data_parallel, s.tensor_parallel, s.context_parallel, option.count) == (2, 2, 4, 16)
+    assert "cp4" in s.tag() and answer.model_dump(mode="json")["options"][0]["strategy"]["context_parallel"] == 4
+    plan = values(option, "planner.fewest-gpus")
+    # activations: 1/(tp·cp) of the replica's; optimizer states: ZeRO-1 over the 2 x 4 data x context ranks
+    replica = values(option, "req.memory.full-training")
+    assert plan["activations"] == pytest.approx(replica["activations_checkpointed"] / 8, rel=1e-12)
+    assert plan["optimizer"] == pytest.approx(answer.memory.optimizer / 2 / 8, rel=1e-12)
+    step = values(option, "bottleneck.interconnect.step")
+    # keys and values of 8 KV heads x 128 dims in 16 bits (4,096 bytes a token, half per TP rank), 3/4 of the
+    # 32,768 tokens to pass, three times per layer (forward K,V; backward K,V and their gradients), 32 layers
+    assert step["cp_bytes"] == pytest.approx(3 * 32 * 32768 * 3 / 4 * 4096 / 2, rel=1e-12)
+    assert step["cp_bandwidth"] == 450e9  # TP 2 x CP 4 inside the 8-GPU NVLink domain
+    # hidden behind the attention compute (L·s·h of N + L·s·h per token): nothing exposed here
+    share = 32 * 32768 * 4096 / (8_030_261_248 + 32 * 32768 * 4096)
+    assert step["attention_share"] == pytest.approx(share, rel=1e-12)
+    assert step["exposed_cp_s"] == max(0, step["cp_time_s"] - step["compute_time_s"] * share) == 0
+    # gradients are reduced over the 8 data x context ranks
+    assert step["reducers"] == 8
+
+
+@pytest.mark.parametrize(("extra", "field"), [
+    ({"task": "inference", "context_parallel": 2}, "context_parallel"),
+    ({"context_parallel": 3, "seq_len": 4096}, "context_parallel"),  # does not divide the sequence
+    ({"context_parallel": 2, "offload": "optimizer"}, "context_parallel"),
+    ({"context_parallel": 4, "tensor_parallel": 4, "gpu_count": 8}, "gpu_count"),
+])
+def test_context_parallelism_is_a_training_pin_that_fits_the_workload(kb, extra, field):
+    with pytest.raises(WorkloadError, match=field):
+        kb.ask({"model": "llama-3-8b", "task": "pretrain", **extra})

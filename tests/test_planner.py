@@ -117,7 +117,7 @@ def test_an_expert_parallel_plan_keeps_whole_groups_and_names_them(kb):
     ({"model": "mixtral-8x7b", "task": "lora", "expert_parallel": 2}, "only for full training"),
     ({"model": "mixtral-8x7b", "task": "inference", "expert_parallel": 2}, "only for full training"),
     ({"model": "mixtral-8x7b", "task": "full_finetune", "expert_parallel": 2, "offload": "optimizer"}, "offload"),
-    ({"model": "mixtral-8x7b", "task": "full_finetune", "expert_parallel": 8, "gpu_count": 4}, "x expert_parallel = 8"),
+    ({"model": "mixtral-8x7b", "task": "full_finetune", "expert_parallel": 8, "gpu_count": 4}, "context_parallel = 8"),
 ])
 def test_expert_parallelism_that_cannot_apply_is_an_error_naming_the_field(kb, workload, says):
     with pytest.raises(gpukb.WorkloadError) as caught:

@@ -44,6 +44,8 @@ class Strategy(BaseModel):
     nodes: int
     # expert parallelism, where a mixture-of-experts run asks for it; left out of the JSON otherwise
     expert_parallel: int = Field(default=1, exclude_if=lambda v: v == 1)
+    # context parallelism, where a long-sequence run asks for it; left out of the JSON otherwise
+    context_parallel: int = Field(default=1, exclude_if=lambda v: v == 1)
 
     def describe(self, lang: Lang = "en") -> str:
         """'data parallel 2, tensor parallel 1, ZeRO-1, activation checkpointing' in the language asked."""
@@ -52,6 +54,8 @@ class Strategy(BaseModel):
             parts.append(say(lang, "pipeline_parallel", n=self.pipeline_parallel))
         if self.expert_parallel > 1:
             parts.append(say(lang, "expert_parallel", n=self.expert_parallel))
+        if self.context_parallel > 1:
+            parts.append(say(lang, "context_parallel", n=self.context_parallel))
         parts.append(say(lang, "zero", n=self.zero_stage))
         parts.append(say(lang, "checkpointing" if self.activation_checkpointing else "no_recomputation"))
         if self.offload != "none":
@@ -63,7 +67,8 @@ class Strategy(BaseModel):
     def tag(self) -> str:
         """'dp8 ZeRO-3 ckpt': the strategy in a table cell, only what differs from one plain GPU."""
         parts = [f"{name}{n}" for name, n in (("dp", self.data_parallel), ("tp", self.tensor_parallel),
-                                             ("pp", self.pipeline_parallel), ("ep", self.expert_parallel)) if n > 1]
+                                             ("pp", self.pipeline_parallel), ("ep", self.expert_parallel),
+                                             ("cp", self.context_parallel)) if n > 1]
         parts += [f"ZeRO-{self.zero_stage}"] if self.zero_stage else []
         parts += ["ckpt"] if self.activation_checkpointing else []
         parts += [f"offload {self.offload}"] if self.offload != "none" else []
@@ -262,7 +267,8 @@ def build_answer(c: Collector, kb_version: str, kb_hash: str, workload: Resolved
                                  for f in facts.get(kind, []))]
         strategy = Strategy(data_parallel=plan["dp"], tensor_parallel=plan["tp"], pipeline_parallel=plan["pp"],
                             zero_stage=plan["zero_stage"], activation_checkpointing=plan["checkpointing"],
-                            offload=plan["offload"], nodes=plan["nodes"], expert_parallel=plan["ep"])
+                            offload=plan["offload"], nodes=plan["nodes"], expert_parallel=plan["ep"],
+                            context_parallel=plan["cp"])
         option = Option(
             gpu=gpu, count=plan["count"], fits=fits, per_gpu_bytes=round(plan["per_gpu_bytes"]),
             usable_bytes=round(plan["usable_bytes"]), memory=_memory(plan, plan["per_gpu_bytes"]),

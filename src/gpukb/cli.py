@@ -118,6 +118,8 @@ def ask(
     pipeline_parallel: Annotated[int | None, typer.Option()] = None,
     expert_parallel: Annotated[int | None, typer.Option(
         help="full training of a mixture of experts: GPUs its routed experts are split over")] = None,
+    context_parallel: Annotated[int | None, typer.Option(
+        help="training: GPUs each sequence is split over (context parallelism, ring attention)")] = None,
     virtual_pipeline_stages: Annotated[int | None, typer.Option(
         help="training with --pipeline-parallel: model chunks per pipeline rank (interleaved 1F1B)")] = None,
     tp_comm_overlap: Annotated[bool | None, typer.Option(
@@ -148,7 +150,7 @@ def ask(
         "gpu_count": gpu_count, "gpus": gpu or None, "tokens": tokens, "zero_stage": zero_stage,
         "tensor_parallel": tensor_parallel, "pipeline_parallel": pipeline_parallel, "offload": offload,
         "expert_parallel": expert_parallel, "tp_comm_overlap": tp_comm_overlap,
-        "virtual_pipeline_stages": virtual_pipeline_stages,
+        "virtual_pipeline_stages": virtual_pipeline_stages, "context_parallel": context_parallel,
         "master_weights": master_weights, "optimizer_in_backward": optimizer_in_backward,
         "mlp": mlp, "global_batch_size": global_batch_size, "prompt_len": prompt_len, "output_len": output_len,
         "kv_cache_precision": kv_cache_precision, "placement": placement, "ttft_ms": ttft_ms, "tpot_ms": tpot_ms,

@@ -17,6 +17,7 @@ ENGINE_KINDS: dict[str, frozenset[str]] = {
         "sliding_layers", "activation_checkpointing", "flash_attention", "gpu_count", "dp_hint",
         "global_batch_size", "prompt_len", "output_len", "decode_context", "embedding_params", "embedding_weight_bytes",
         "expert_params", "moe_layers", "expert_parallel", "tp_comm_overlap", "master_weights", "virtual_pipeline_stages",
+        "context_parallel",
         "optimizer_in_backward", "placement", "ttft_ms", "tpot_ms",
         "objective", "kv_cache_precision",
         "context_length",
@@ -34,7 +35,7 @@ ENGINE_KINDS: dict[str, frozenset[str]] = {
         "utilisation", "node_network_bandwidth", "utilisation_policy", "node_network_bandwidth_policy",
     }),
     "plan": frozenset({
-        "gpu", "count", "dp", "tp", "pp", "ep", "zero_stage", "checkpointing", "offload", "weights",
+        "gpu", "count", "dp", "tp", "pp", "ep", "cp", "zero_stage", "checkpointing", "offload", "weights",
         "gradients", "optimizer", "activations", "kv_cache", "overhead", "per_gpu_bytes",
         "usable_bytes", "capacity_bytes", "fits", "fill", "nodes", "tp_over_pcie", "limit", "host_bytes", "short_of",
     }),
@@ -62,7 +63,7 @@ RULE_KINDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
              frozenset({"gpu", "dp_bytes", "tp_bytes", "offload_bytes", "link_bandwidth", "tp_bandwidth", "comm_time_s",
                         "compute_time_s", "efficiency", "link", "microbatches", "dp_time_s", "exposed_dp_s",
                         "tp_time_s", "exposed_tp_s", "ep_bytes", "ep_bandwidth", "ep_time_s", "offload_time_s",
-                        "bubble_time_s"})),
+                        "bubble_time_s", "cp_bytes", "cp_bandwidth", "cp_time_s", "exposed_cp_s"})),
     # what ranks an option: effective throughput after communication, and its time to train
     "rank": (frozenset({"gpu", "score", "tokens_per_s"}),
              frozenset({"gpu", "score", "tokens_per_s", "time_to_train_s", "efficiency", "tokens_per_dollar", "mfu",

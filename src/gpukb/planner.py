@@ -37,19 +37,20 @@ PARTS: dict[str, ex.Expr] = {name: ex.parse(text) for name, text in {
     # Parameter offload (ZeRO-Infinity) keeps about two layers' weights resident for prefetching.
     "weights": "m.weights / w.layers * 2 / tp if offload == 'optimizer+params' "
                f"else m.weights * (1 if zero_stage >= 3 or ep == 1 else {_UNSHARDED}) "
-               "/ (tp * pp) / (dp if zero_stage >= 3 else 1)",
+               "/ (tp * pp) / (dp * cp if zero_stage >= 3 else 1)",
     # ZeRO-Offload (Ren et al. 2021) streams gradients to CPU memory as the backward pass makes them:
     # about two layers' worth (the buckets in flight) stay on the GPU
     "gradients": "m.gradients / w.layers * 2 / tp if offload != 'none' "
                  f"else m.gradients * (1 if zero_stage >= 2 or ep == 1 else {_UNSHARDED}) "
-                 "/ (tp * pp) / (dp if zero_stage >= 2 else 1)",
+                 "/ (tp * pp) / (dp * cp if zero_stage >= 2 else 1)",
     "optimizer": "0 if offload != 'none' "
                  f"else m.optimizer * (1 if zero_stage >= 1 or ep == 1 else {_UNSHARDED}) "
-                 "/ (tp * pp) / (dp if zero_stage >= 1 else 1)",
+                 "/ (tp * pp) / (dp * cp if zero_stage >= 1 else 1)",
     # Korthikanti et al. 2022: tensor + sequence parallelism divide activations by tp; with 1F1B
     # pipelining the first stage still holds pp micro-batches of L/pp layers, i.e. all L layers, and with
-    # the interleaved schedule (v chunks per rank) 1 + (pp-1)/(pp·v) times that (§4.2.3).
-    "activations": "(m.activations_checkpointed if checkpointing else m.activations) / tp"
+    # the interleaved schedule (v chunks per rank) 1 + (pp-1)/(pp·v) times that (§4.2.3). Context
+    # parallelism gives each of cp GPUs 1/cp of every sequence's tokens (Megatron-Core; Llama 3 §3.3.2).
+    "activations": "(m.activations_checkpointed if checkpointing else m.activations) / (tp * cp)"
                    " * (1 + (pp - 1) / (pp * w.virtual_pipeline_stages) if w.virtual_pipeline_stages > 1 else 1)",
     "kv_cache": "m.kv_cache / (tp * pp)",
     "overhead": "m.overhead",
@@ -59,7 +60,7 @@ PER_GPU = ex.parse("weights + gradients + optimizer + activations + kv_cache + o
 # optimizer states and the streamed gradients there, ZeRO-Infinity also the 16-bit weights; with ZeRO each
 # data-parallel rank holds its shard. A server has only so much of it (policy host-memory-per-gpu).
 HOST = ex.parse("(m.optimizer + m.gradients + (m.weights if offload == 'optimizer+params' else 0)) / (tp * pp) "
-                "/ (dp if zero_stage >= 1 else 1) if offload != 'none' else 0")
+                "/ (dp * cp if zero_stage >= 1 else 1) if offload != 'none' else 0")
 # The runtime overhead (CUDA context, workspaces, NCCL buffers; counted in every plan's memory) lives
 # inside the reserve, as in vLLM's gpu_memory_utilization: the headroom is the larger of the two, not
 # their sum. So usable = capacity − reserve + the part of the overhead the reserve already holds.
@@ -86,15 +87,21 @@ class Layout(NamedTuple):
     checkpointing: bool
     offload: str
     ep: int = 1  # expert parallelism: a divisor of dp (and of the experts)
+    cp: int = 1  # context parallelism: GPUs that share each sequence
+
+    @property
+    def group(self) -> int:
+        """GPUs per data-parallel rank: one replica's tensor, pipeline and context-parallel shards."""
+        return self.tp * self.pp * self.cp
 
     def env(self, dp: int) -> dict[str, Any]:
         return {"dp": dp, "tp": self.tp, "pp": self.pp, "zero_stage": self.zero_stage,
-                "checkpointing": self.checkpointing, "offload": self.offload, "ep": self.ep}
+                "checkpointing": self.checkpointing, "offload": self.offload, "ep": self.ep, "cp": self.cp}
 
 
 # The layout names each part's expression reads: a part's value depends on the replica (the same
 # for a whole ask) and on these alone, so it is computed once per combination of their values.
-_SPLIT_NAMES = ("dp", "tp", "pp", "zero_stage", "checkpointing", "offload", "ep")
+_SPLIT_NAMES = ("dp", "tp", "pp", "zero_stage", "checkpointing", "offload", "ep", "cp")
 _PART_READS = {name: tuple(n for n in _SPLIT_NAMES if n in e.names) for name, e in PARTS.items()}
 # (name, expression, the values it reads from a split tuple as a dict key), for parts_of's inner loop
 _PART_PLAN = tuple((name, e, itemgetter(*positions) if positions else (lambda split: ()))
@@ -181,24 +188,25 @@ def _menu(w: ResolvedWorkload, scale_up_domain: int, offloads: tuple[str, ...]) 
     """The training strategies for GPUs with this scale-up domain, least intrusive first. Their
     (A, B) are computed when a search reaches them (PlanCache.split): most searches stop or prune early."""
     return _layouts(w.heads, w.tensor_parallel, w.pipeline_parallel, w.expert_parallel, w.activation_checkpointing,
-                    w.zero_stage, scale_up_domain, offloads)
+                    w.zero_stage, scale_up_domain, offloads, w.context_parallel)
 
 
 # The same for every ask with these pins, so made once: the 32 named tuples of a menu were 1.3% of an ask.
 @lru_cache(maxsize=256)
 def _layouts(heads: int, tensor_parallel: int | None, pipeline_parallel: int | None, expert_parallel: int | None,
              activation_checkpointing: bool | None, zero_stage: int | None, scale_up_domain: int,
-             offloads: tuple[str, ...]) -> tuple[Layout, ...]:
+             offloads: tuple[str, ...], context_parallel: int | None = None) -> tuple[Layout, ...]:
     max_tp = scale_up_domain if tensor_parallel is None else tensor_parallel
     tps = [tensor_parallel] if tensor_parallel else [t for t in (1, 2, 4, 8) if t <= max_tp and heads % t == 0]
     ckpts = [activation_checkpointing] if activation_checkpointing is not None else [False, True]
     zeros = [zero_stage] if zero_stage is not None else [0, 1, 2, 3]
     # expert parallelism only where the workload pins it: it shards nothing ZeRO-3 does not, so the search
     # for the fewest GPUs never needs it, and it takes a framework with MoE layers (Megatron-Core, DeepSpeed)
-    ep = expert_parallel or 1
-    return tuple(Layout(tp, pipeline_parallel or 1, zero, ckpt, off, ep)
+    # context parallelism, too, only as a pin: it is how long sequences are trained, not a way to need fewer GPUs
+    ep, cp = expert_parallel or 1, context_parallel or 1
+    return tuple(Layout(tp, pipeline_parallel or 1, zero, ckpt, off, ep, cp)
                  for off in offloads for tp in tps for ckpt in ckpts for zero in zeros
-                 if not (off == "optimizer+params" and zero != 3) and not (ep > 1 and off != "none"))
+                 if not (off == "optimizer+params" and zero != 3) and not ((ep > 1 or cp > 1) and off != "none"))
 
 
 def _round_count(n: int) -> int:
@@ -236,13 +244,13 @@ def _fewest_training(menu: tuple[Layout, ...], fewest_dp: LeastDp, limit: int,
     """The layout needing the fewest GPUs (the first, least intrusive, among equals)."""
     best: tuple[int, Layout, int] | None = None
     for layout in menu:
-        if best is not None and layout.tp * layout.pp * layout.ep >= best[0]:
-            continue  # it needs at least tp*pp*ep GPUs, so it cannot need fewer than the best so far
+        if best is not None and layout.group * layout.ep >= best[0]:
+            continue  # it needs at least tp*pp*cp*ep GPUs, so it cannot need fewer than the best so far
         dp = fewest_dp(layout)
         if dp is None:
             continue
         dp = -(-dp // layout.ep) * layout.ep  # a whole number of expert-parallel groups
-        group = layout.tp * layout.pp
+        group = layout.group
         count = _round_count(dp * group)
         dp = count // group
         if dp % layout.ep:
@@ -257,7 +265,7 @@ def _fewest_training(menu: tuple[Layout, ...], fewest_dp: LeastDp, limit: int,
 def _least_intrusive_at(menu: tuple[Layout, ...], fewest_dp: LeastDp, count: int) -> Candidate | None:
     """placement 'all': the first (least intrusive) layout that fits on exactly `count` GPUs."""
     for layout in menu:
-        group = layout.tp * layout.pp
+        group = layout.group
         dp = count // group
         if dp < 1 or dp % layout.ep:
             continue
@@ -353,7 +361,7 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
     host = float(HOST.evaluate({**base, **s.env(chosen.dp)}))
     fits = chosen.fits and per_gpu <= usable and host <= host_usable
     fields = {
-        "gpu": gpu["gpu"], "count": chosen.count, "dp": chosen.dp, "tp": s.tp, "pp": s.pp, "ep": s.ep,
+        "gpu": gpu["gpu"], "count": chosen.count, "dp": chosen.dp, "tp": s.tp, "pp": s.pp, "ep": s.ep, "cp": s.cp,
         "zero_stage": s.zero_stage if chosen.dp > 1 or s.offload != "none" or w.zero_stage is not None else 0,
         "checkpointing": s.checkpointing,
         "offload": s.offload, **parts, "per_gpu_bytes": per_gpu, "usable_bytes": usable,
@@ -384,6 +392,7 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
     def sentence() -> str:  # written when the trace is read (trace._Deferred)
         verdict = "fits" if fits else "does not fit"
         text = (f"{gpu['gpu']}: {count} GPU(s) (dp={dp}, tp={s.tp}, pp={s.pp}, {f'ep={s.ep}, ' if s.ep > 1 else ''}"
+                f"{f'cp={s.cp}, ' if s.cp > 1 else ''}"
                 f"ZeRO-{zero}, checkpointing {'on' if s.checkpointing else 'off'}, offload {s.offload}) "
                 f"need {per_gpu / 1e9:,.1f} GB per GPU against {usable / 1e9:,.1f} GB usable "
                 f"({gpu['memory_bytes'] / 1e9:,.1f} GB less the {policy['reserve_fraction']:.0%} reserve, which holds "
@@ -397,6 +406,7 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
 
     def sentence_zh() -> str:
         text = (f"{gpu['gpu']}：{count} 块 GPU（dp={dp}、tp={s.tp}、pp={s.pp}、{f'ep={s.ep}、' if s.ep > 1 else ''}"
+                f"{f'cp={s.cp}、' if s.cp > 1 else ''}"
                 f"ZeRO-{zero}、激活重计算{'开' if s.checkpointing else '关'}、卸载 {s.offload}），"
                 f"每块 GPU 需要 {per_gpu / 1e9:,.1f} GB，可用 {usable / 1e9:,.1f} GB"
                 f"（{gpu['memory_bytes'] / 1e9:,.1f} GB 减去 {policy['reserve_fraction']:.0%} 的预留，"
@@ -420,7 +430,7 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
 
 def _use_all(chosen: Candidate, gpu_count: int) -> Candidate:
     """placement 'all': the extra GPUs of gpu_count become data-parallel replicas of the plan."""
-    group, ep = chosen.layout.tp * chosen.layout.pp, chosen.layout.ep
+    group, ep = chosen.layout.group, chosen.layout.ep
     dp = max(chosen.dp, gpu_count // group // ep * ep)
     return Candidate(chosen.layout, dp, dp * group, chosen.fits)
 
@@ -435,11 +445,11 @@ def _closest_miss(w: ResolvedWorkload, base: dict[str, Any], tried: list[Layout]
             layout = Layout(tp, pp, 0, False, "none")
             dp = 1
         else:  # whole expert-parallel groups; without a gpu_count, as many GPUs as one group needs
-            dp = max(limit // (layout.tp * layout.pp) // layout.ep, 1) * layout.ep
-        if dp * layout.tp * layout.pp > limit and (w.gpu_count or layout.ep == 1):
+            dp = max(limit // layout.group // layout.ep, 1) * layout.ep
+        if dp * layout.group > limit and (w.gpu_count or layout.ep == 1):
             continue
         per_gpu = sum(cache.parts_of(layout, dp, base).values())
-        cand = Candidate(layout, dp, dp * layout.tp * layout.pp, False)
+        cand = Candidate(layout, dp, dp * layout.group, False)
         if best is None or per_gpu < best[0]:
             best = (per_gpu, cand)
     if best is None:

@@ -205,7 +205,7 @@ def resolve(kb: KnowledgeBase, w: Workload) -> tuple[ResolvedWorkload, dict[str,
         tensor_parallel=w.tensor_parallel, pipeline_parallel=w.pipeline_parallel, offload=w.offload,
         expert_parallel=w.expert_parallel, tp_comm_overlap=w.tp_comm_overlap,
         master_weights=w.master_weights if training else True, optimizer_in_backward=w.optimizer_in_backward,
-        virtual_pipeline_stages=w.virtual_pipeline_stages, **arch,
+        virtual_pipeline_stages=w.virtual_pipeline_stages, context_parallel=w.context_parallel, **arch,
     )
     return resolved, workload_fact(kb, resolved)
 
@@ -246,7 +246,7 @@ def workload_fact(kb: KnowledgeBase, w: ResolvedWorkload) -> dict[str, Any]:
         "expert_params": w.expert_params, "moe_layers": w.moe_layers, "expert_parallel": w.expert_parallel or 1,
         "tp_comm_overlap": w.tp_comm_overlap, "placement": w.placement,
         "master_weights": w.master_weights, "optimizer_in_backward": w.optimizer_in_backward,
-        "virtual_pipeline_stages": w.virtual_pipeline_stages or 1,
+        "virtual_pipeline_stages": w.virtual_pipeline_stages or 1, "context_parallel": w.context_parallel or 1,
         "lora_rank": w.lora_rank or 0, "tokens": w.tokens or 0, "weight_bytes": weight_bytes,
         "grad_bytes": t.grad_bytes if (t and training) else 0.0,
         "master_bytes": t.master_bytes if (t and training and not pure16) else 0.0,

@@ -94,7 +94,8 @@ def record(index: int, workload: dict[str, Any], answer: Any) -> dict[str, Any]:
             "gpu": best.gpu, "count": best.count,
             "strategy": {"dp": s.data_parallel, "tp": s.tensor_parallel, "pp": s.pipeline_parallel, "zero": s.zero_stage,
                          "checkpointing": s.activation_checkpointing, "offload": s.offload, "nodes": s.nodes,
-                         **({"ep": s.expert_parallel} if s.expert_parallel > 1 else {})},
+                         **({"ep": s.expert_parallel} if s.expert_parallel > 1 else {}),
+                         **({"cp": s.context_parallel} if s.context_parallel > 1 else {})},
             "per_gpu_bytes": best.per_gpu_bytes, "tokens_per_s": best.tokens_per_s,
             **{name: value for name in ("time_to_train_s", "ttft_s", "tpot_s", "usd_per_hour", "cost_usd",
                                         "usd_per_million_tokens", "max_concurrency")

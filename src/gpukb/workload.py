@@ -106,6 +106,9 @@ class Workload(BaseModel):
     expert_parallel: Int | None = Field(default=None, gt=0, le=1024, description=(
         "full training of a mixture-of-experts model: its routed experts split over this many data-parallel "
         "GPUs (expert parallelism, a divisor of the experts), tokens sent to them by all-to-all"))
+    context_parallel: Int | None = Field(default=None, gt=0, le=1024, description=(
+        "training: GPUs each sequence is split over (context parallelism: ring attention passes the keys and "
+        "values around them); activations divide by it, ZeRO shards over data x context ranks"))
     virtual_pipeline_stages: Int | None = Field(default=None, gt=0, le=128, description=(
         "training with pipeline_parallel: model chunks per pipeline rank in the interleaved 1F1B schedule "
         "(Megatron's virtual pipeline, NeMo's VP); the bubble shrinks by this factor"))
@@ -130,7 +133,7 @@ class Workload(BaseModel):
         if self.task == "inference":
             for name in ("optimizer", "activation_checkpointing", "flash_attention", "zero_stage", "offload",
                          "micro_batch_size", "tokens", "lora_rank", "global_batch_size", "tp_comm_overlap",
-                         "master_weights", "optimizer_in_backward", "virtual_pipeline_stages"):
+                         "master_weights", "optimizer_in_backward", "virtual_pipeline_stages", "context_parallel"):
                 if name in given:
                     raise ValueError(f"{name}: not used for inference; remove it")
         else:
@@ -148,6 +151,10 @@ class Workload(BaseModel):
                 raise ValueError("lora_rank: only for task lora or qlora")
             if self.offload == "optimizer+params" and self.zero_stage not in (None, 3):
                 raise ValueError("offload: parameter offload needs zero_stage 3 (ZeRO-Infinity)")
+            if self.context_parallel not in (None, 1) and self.offload not in (None, "none"):
+                raise ValueError("context_parallel: not combined with CPU offload here; drop one of them")
+            if self.context_parallel and self.seq_len % self.context_parallel:
+                raise ValueError(f"context_parallel: {self.context_parallel} does not divide seq_len {self.seq_len}")
             if self.expert_parallel not in (None, 1) and self.offload not in (None, "none"):
                 raise ValueError("expert_parallel: not combined with CPU offload here; drop one of them")
         if (self.virtual_pipeline_stages or 1) > 1 and (self.pipeline_parallel or 1) < 2:
@@ -167,10 +174,11 @@ class Workload(BaseModel):
         if self.placement == "all" and self.gpu_count is None:
             raise ValueError("placement: 'all' uses exactly gpu_count GPUs; give gpu_count")
         if self.gpu_count is not None:
-            needed = (self.tensor_parallel or 1) * (self.pipeline_parallel or 1) * (self.expert_parallel or 1)
+            needed = ((self.tensor_parallel or 1) * (self.pipeline_parallel or 1) * (self.expert_parallel or 1)
+                      * (self.context_parallel or 1))
             if needed > self.gpu_count:
                 raise ValueError(f"gpu_count: {self.gpu_count} is fewer than tensor_parallel x pipeline_parallel "
-                                 f"x expert_parallel = {needed}")
+                                 f"x expert_parallel x context_parallel = {needed}")
         return self
 
 
@@ -217,6 +225,7 @@ class ResolvedWorkload(BaseModel):
     tp_comm_overlap: bool = Field(default=False, exclude_if=lambda v: not v)
     master_weights: bool = Field(default=True, exclude_if=lambda v: v)
     virtual_pipeline_stages: int | None = Field(default=None, exclude_if=lambda v: v is None)
+    context_parallel: int | None = Field(default=None, exclude_if=lambda v: v is None)
     optimizer_in_backward: bool = Field(default=False, exclude_if=lambda v: not v)
     assumptions: tuple[str, ...] = ()
     # Left out of the JSON when not asked for, so answers to workloads without them keep their shape.
