@@ -1,6 +1,6 @@
 """Invariants of ask() over many generated workloads."""
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import gpukb
@@ -105,3 +105,34 @@ def test_expert_parallel_plans_keep_whole_groups(model, task, ep, gpus, gpu_coun
         assert option.count == s.data_parallel * s.tensor_parallel * s.pipeline_parallel
     for option in answer.options:
         assert option.count <= (gpu_count or 10**9)
+
+
+@settings(max_examples=25, deadline=None)
+@given(tp=st.sampled_from([1, 2, 4, 8]), cp=st.sampled_from([1, 2, 4, 8]), zero=st.integers(0, 3),
+       pp=st.sampled_from([1, 2, 4]), vp=st.sampled_from([1, 2]))
+def test_context_and_pipeline_pins_divide_the_work_as_their_formulas_say(tp, cp, zero, pp, vp):
+    """Every GPU of a pinned layout is one of dp x tp x pp x cp; each holds 1/(tp·cp) of the activations
+    (times the interleaved schedule's 1 + (pp-1)/(pp·v)) and its ZeRO share over data x context ranks."""
+    assume(tp * cp * pp <= 128)  # more is an error naming gpu_count (tests/test_performance.py)
+    workload = {"model": "llama-3-8b", "task": "pretrain", "seq_len": 16384, "gpus": ["h100-sxm-80gb"],
+                "gpu_count": 128, "placement": "all", "tensor_parallel": tp, "context_parallel": cp,
+                "pipeline_parallel": pp, "zero_stage": zero, "activation_checkpointing": True}
+    if pp > 1:
+        workload["virtual_pipeline_stages"] = vp
+    answer = KB.ask(workload)
+    if not answer.options:
+        return  # a layout that does not fit 80 GB is a rejection with its reason, not a plan
+    (option,) = answer.options
+    s = option.strategy
+    assert s.data_parallel * s.tensor_parallel * s.pipeline_parallel * s.context_parallel == option.count == 128
+    plan = next({v["name"]: v["value"] for v in st_.values} for st_ in option.trace if st_.rule.startswith("planner."))
+    replica = next({v["name"]: v["value"] for v in st_.values} for st_ in option.trace
+                   if st_.rule.startswith("req.memory."))
+    v = vp if pp > 1 else 1
+    interleave = 1 + (pp - 1) / (pp * v) if v > 1 else 1
+    assert abs(plan["activations"] - replica["activations_checkpointed"] / (tp * cp) * interleave) <= 1e-6 * plan["activations"]
+    if s.offload == "none":  # what does not fit without sharding is offloaded (only without context parallelism)
+        shards = s.data_parallel * cp if zero >= 1 else 1
+        assert abs(plan["optimizer"] - replica["optimizer"] / (tp * pp) / shards) <= 1e-6 * plan["optimizer"]
+    else:
+        assert cp == 1
