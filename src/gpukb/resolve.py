@@ -204,7 +204,7 @@ def resolve(kb: KnowledgeBase, w: Workload) -> tuple[ResolvedWorkload, dict[str,
         gpu_count=w.gpu_count, gpus=list(gpus), tokens=w.tokens, zero_stage=w.zero_stage,
         tensor_parallel=w.tensor_parallel, pipeline_parallel=w.pipeline_parallel, offload=w.offload,
         expert_parallel=w.expert_parallel, tp_comm_overlap=w.tp_comm_overlap,
-        master_weights=w.master_weights if training else True, optimizer_in_backward=w.optimizer_in_backward,
+        master_weights=w.master_weights, optimizer_in_backward=w.optimizer_in_backward,
         virtual_pipeline_stages=w.virtual_pipeline_stages, context_parallel=w.context_parallel, **arch,
     )
     return resolved, workload_fact(kb, resolved)

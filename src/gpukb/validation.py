@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
+from functools import lru_cache
 from statistics import median
 from typing import Any
 
@@ -151,12 +152,15 @@ def predict(m: Measurement, answer: Answer, kb: KnowledgeBase | None = None) -> 
     counted = "flop_per_token" if q == "hardware_tflops_per_gpu" else "model_flop_per_token"
     per_token = _need(_traced(option, counted), "FLOP per token")
     if m.flop_per_token and kb is not None:
-        per_token_as_published = float(expr.parse(m.flop_per_token).evaluate(workload_fact(kb, answer.workload)))
+        per_token_as_published = float(_parsed(m.flop_per_token).evaluate(workload_fact(kb, answer.workload)))
     else:
         per_token_as_published = per_token
     if q == "mfu":
         return _need(option.mfu, "model FLOPs utilisation") * per_token_as_published / per_token, option
     return tokens_per_s / option.count * per_token_as_published, option
+
+
+_parsed = lru_cache(maxsize=256)(expr.parse)  # a measurement's FLOP formula, checked when its file loaded
 
 
 def _need(value: float | None, what: str) -> float:

@@ -151,12 +151,11 @@ class Workload(BaseModel):
                 raise ValueError("lora_rank: only for task lora or qlora")
             if self.offload == "optimizer+params" and self.zero_stage not in (None, 3):
                 raise ValueError("offload: parameter offload needs zero_stage 3 (ZeRO-Infinity)")
-            if self.context_parallel not in (None, 1) and self.offload not in (None, "none"):
-                raise ValueError("context_parallel: not combined with CPU offload here; drop one of them")
+            for name in ("context_parallel", "expert_parallel"):  # the planner offers no offload layout with them
+                if getattr(self, name) not in (None, 1) and self.offload not in (None, "none"):
+                    raise ValueError(f"{name}: not combined with CPU offload here; drop one of them")
             if self.context_parallel and self.seq_len % self.context_parallel:
                 raise ValueError(f"context_parallel: {self.context_parallel} does not divide seq_len {self.seq_len}")
-            if self.expert_parallel not in (None, 1) and self.offload not in (None, "none"):
-                raise ValueError("expert_parallel: not combined with CPU offload here; drop one of them")
         if (self.virtual_pipeline_stages or 1) > 1 and (self.pipeline_parallel or 1) < 2:
             raise ValueError("virtual_pipeline_stages: interleaves the stages of a pipeline; give "
                              "pipeline_parallel of 2 or more with it")
