@@ -9,6 +9,8 @@ A100_BF16, H100_BF16, L40S_BF16 = 312e12, 989.4e12, 362.05e12  # dense tensor FL
 A100_BW = 2039e9  # A100 SXM 80 GB memory bandwidth
 A100_NVLINK = 300e9  # NVLink 3: 600 GB/s both directions
 UTIL = {"ampere": 0.57, "hopper": 0.46, "default": 0.40}  # kb/policies: mfu-ampere, mfu-hopper, mfu
+H100_BW = 3.35e12  # H100 SXM memory bandwidth
+ELEMENTWISE, UTIL_WIDTH = 4.4, 4096  # kb/policies: elementwise-work, utilisation-hidden-size
 DECODE_BW = 0.69  # decode-bandwidth-utilisation
 HOST_PER_GPU = 256e9  # host-memory-per-gpu: 2 TB in an 8 x H100 server
 NODE_NET_A100 = 200e9  # node-network-bandwidth-ampere: 8 x 200 Gb/s per node
@@ -36,6 +38,41 @@ def test_one_gpu_trains_at_its_generations_utilisation(kb, gpu, peak, util):
     # a frozen base: forward + activation gradients, no weight gradients
     assert option.tokens_per_s == pytest.approx(peak * util / (2 * fwd), rel=1e-9)
     assert option.efficiency == 1 and option.mfu == pytest.approx(util, rel=1e-9)
+
+
+def width_factor(peak: float, bandwidth: float, hidden: int, measured_at: int = UTIL_WIDTH) -> float:
+    """Element-wise time over matrix-multiply time is k·ridge/d: the utilisation measured at one width,
+    carried to another."""
+    ridge = peak / bandwidth
+    return (1 + ELEMENTWISE * ridge / measured_at) / (1 + ELEMENTWISE * ridge / hidden)
+
+
+@pytest.mark.parametrize(("model", "hidden", "layers", "params", "gpu", "peak", "bandwidth", "util"), [
+    # Llama 2 70B, d = 8,192: a wider model spends less of its step on element-wise work
+    ("llama-2-70b", 8192, 80, 68_976_648_192, "h100-sxm-80gb", H100_BF16, H100_BW, UTIL["hopper"]),
+    # Phi-3-mini, d = 3,072: a narrower one more (the A100's ridge is 153 FLOP/byte, the H100's 295)
+    ("phi-3-mini", 3072, 32, 3_821_079_552, "a100-sxm-80gb", A100_BF16, A100_BW, UTIL["ampere"]),
+])
+def test_utilisation_is_carried_to_the_models_width(kb, model, hidden, layers, params, gpu, peak, bandwidth, util):
+    (option,) = kb.ask({"model": model, "task": "lora", "gpus": [gpu], "gpu_count": 8, "placement": "all",
+                        "activation_checkpointing": False}).options
+    step = values(option, "rec.throughput.training")
+    factor = width_factor(peak, bandwidth, hidden)
+    assert step["width_factor"] == pytest.approx(factor, rel=1e-9)
+    assert (factor > 1) == (hidden > UTIL_WIDTH)
+    assert step["utilisation"] == pytest.approx(util * factor, rel=1e-9)
+    fwd = forward(params, layers, 4096, hidden)
+    assert step["tokens_per_s"] == pytest.approx(8 * peak * util * factor / (2 * fwd), rel=1e-9)
+
+
+def test_a_generation_measured_at_another_width_is_carried_from_there(kb):
+    """CDNA 2's utilisation is Dash et al.'s 175B figure (d = 12,288): a 7B model on MI250X runs below it."""
+    (option,) = kb.ask({"model": "llama-2-7b", "task": "lora", "gpus": ["mi250x-128gb"],
+                        "activation_checkpointing": False}).options
+    step = values(option, "rec.throughput.training")
+    gpu = kb.gpus["mi250x-128gb"]
+    factor = width_factor(gpu.bf16_flops, gpu.memory_bandwidth, H_7B, measured_at=12288)
+    assert step["utilisation"] == pytest.approx(0.36 * factor, rel=1e-9) and factor < 1
 
 
 def test_recomputation_is_work_the_gpu_does_not_model_flops(kb):

@@ -33,6 +33,7 @@ ENGINE_KINDS: dict[str, frozenset[str]] = {
         "scale_up_domain", "pcie_bandwidth", "tdp", "liquid_only", "air_cooled", "consumer", "segment",
         "price_usd", "usd_per_gpu_hour", "price_source", "price_as_of", "price_instance",
         "utilisation", "node_network_bandwidth", "utilisation_policy", "node_network_bandwidth_policy",
+        "elementwise_work", "elementwise_work_policy", "utilisation_hidden_size", "utilisation_hidden_size_policy",
     }),
     "plan": frozenset({
         "gpu", "count", "dp", "tp", "pp", "ep", "cp", "zero_stage", "checkpointing", "offload", "weights",

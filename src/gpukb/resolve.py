@@ -26,7 +26,8 @@ POLICY_IDS = {"reserve_fraction": "reserve-fraction", "runtime_overhead": "runti
               "host_memory_per_gpu": "host-memory-per-gpu"}
 # Policies whose value depends on the GPU generation: the entry listing the GPU's architecture, else
 # the default (the entry of this id, which lists none). They become fields of the gpu fact.
-GPU_POLICIES = {"utilisation": "mfu", "node_network_bandwidth": "node-network-bandwidth"}
+GPU_POLICIES = {"utilisation": "mfu", "node_network_bandwidth": "node-network-bandwidth",
+                "elementwise_work": "elementwise-work", "utilisation_hidden_size": "utilisation-hidden-size"}
 QUANTIZED = ("int8", "int4")  # weight-only formats: embeddings and the output layer stay in 16 bit
 KV_BYTES = {"fp32": 4.0, "fp8": 1.0, "int8": 1.0}  # by kv_cache_precision, else the weights' (fp32 only) or 16-bit
 QLORA_BASE = "nf4"

@@ -273,7 +273,7 @@ class Policy(Entry):
     value: Annotated[float, NoCoercion(), WithJsonSchema({
         "anyOf": [{"type": "number", "minimum": 0}, {"type": "string"}],
         "description": "a number, or a quantity with a unit matching `unit` ('2 GB', '50 GB/s')"})] = Field(ge=0)
-    unit: Literal["fraction", "bytes", "bandwidth", "ratio", "tokens", "seconds"]
+    unit: Literal["fraction", "bytes", "bandwidth", "ratio", "tokens", "seconds", "count"]
     architectures: list[str] = Field(default=[], description=(
         "GPU architectures (as in kb/gpus) this value is for; a policy with the same id prefix and no "
         "architectures is the default for the others"))
