@@ -6,10 +6,10 @@ from __future__ import annotations
 import dataclasses
 import re
 import shutil
-import time
 from pathlib import Path
 
 import pytest
+from cpu_budget import within_cpu_seconds
 from typer.testing import CliRunner
 
 import gpukb
@@ -39,11 +39,9 @@ runner = CliRunner()
     ({"model": "x" * 1_000_000, "task": "lora"}, "model"),
 ])
 def test_hostile_workloads_are_workload_errors(kb, workload, field):
-    started = time.process_time()
-    with pytest.raises(WorkloadError) as info:
+    with within_cpu_seconds(5, field), pytest.raises(WorkloadError) as info:
         kb.ask(workload)
     assert info.value.field == field
-    assert time.process_time() - started < 2
 
 
 def test_a_custom_model_matching_its_architecture_is_answered(kb):
@@ -89,10 +87,8 @@ def test_a_value_beyond_the_bound_at_run_time_names_the_rule(tmp_path):
     assert per_token
     path.write_text(text.replace(per_token[0], per_token[1] + "(w.params * w.params * w.params) ** 2"), encoding="utf-8")
     kb = gpukb.load_kb(tmp_path)
-    started = time.process_time()
-    with pytest.raises(EngineError, match=r"req\.[a-z.-]+@\d+: .*beyond 1e\+60"):
+    with within_cpu_seconds(5, "the ask"), pytest.raises(EngineError, match=r"req\.[a-z.-]+@\d+: .*beyond 1e\+60"):
         kb.ask({"model": "llama-2-70b", "task": "inference"})
-    assert time.process_time() - started < 2
 
 
 def test_hostile_text_and_links_in_every_field_stay_text_on_the_site(kb):
