@@ -14,7 +14,8 @@ ELEMENTWISE, UTIL_WIDTH = 4.4, 4096  # kb/policies: elementwise-work, utilisatio
 DECODE_BW = 0.69  # decode-bandwidth-utilisation
 HOST_PER_GPU = 256e9  # host-memory-per-gpu: 2 TB in an 8 x H100 server
 NODE_NET_A100 = 200e9  # node-network-bandwidth-ampere: 8 x 200 Gb/s per node
-BASE_LAT, HOP_NVLINK = 6.6e-6, 0.6e-6  # NCCL 2.18-2.20 ring / LL latency model
+BASE_LAT, HOP_NVLINK, HOP_PCIE = 5.6e-6, 2.0e-6, 2.7e-6  # nccl-tests: ring / LL on a DGX A100, 8 x RTX 4090
+PCIE4 = 31.5e9  # PCIe 4.0 x16, one direction
 N_7B, L_7B, H_7B, V_7B = 6_738_415_616, 32, 4096, 32000  # llama-2-7b
 
 
@@ -220,6 +221,15 @@ def test_tensor_parallel_decode_pays_two_all_reduces_per_layer(kb):
     prefill = answer.memory.weights / (8 * A100_BW * DECODE_BW) + 2 * 80 * per_all_reduce
     assert decode["batch_prefill_s"] == pytest.approx(prefill, rel=1e-9)
     assert option.tokens_per_s == pytest.approx(128 / (decode["batch_prefill_s"] + 128 * option.tpot_s), rel=1e-9)
+
+
+def test_tensor_parallel_decode_over_pcie_pays_its_slower_ring_steps(kb):
+    answer = kb.ask({"model": "llama-2-13b", "task": "inference", "gpus": ["l40s-48gb"], "tensor_parallel": 4})
+    (option,) = answer.options
+    assert option.count == 4
+    # L40S has no NVLink: each of the ring's 2 x 3 steps crosses PCIe 4.0 (hidden size 5,120, 40 layers)
+    per_all_reduce = BASE_LAT + 2 * 3 * HOP_PCIE + 5120 * 2 * 2 * (3 / 4) / PCIE4
+    assert values(option, "rec.throughput.decode")["tp_latency_s"] == pytest.approx(2 * 40 * per_all_reduce, rel=1e-9)
 
 
 def test_time_to_first_token_is_the_prefill_roofline(kb):

@@ -53,6 +53,11 @@ MUTATIONS = [
              (RULE_TESTS, "tests/test_performance.py")),
     Mutation("cdna2-measured-at-4096", "kb/policies/policies.yaml", "  value: 12288\n", "  value: 4096\n",
              ("tests/test_performance.py",)),
+    # tensor parallelism's small all-reduces: the measured ring-step latencies over NVLink and PCIe
+    Mutation("policy-hop-nvlink-0.6us", "kb/policies/policies.yaml", "  value: 2.0e-6\n", "  value: 0.6e-6\n",
+             ("tests/test_performance.py",)),
+    Mutation("policy-hop-pcie-1us", "kb/policies/policies.yaml", "  value: 2.7e-6\n", "  value: 1.0e-6\n",
+             ("tests/test_performance.py",)),
     Mutation("policy-overhead-1gb", "kb/policies/policies.yaml", "  value: 2 GB\n", "  value: 1 GB\n",
              ("tests/test_planner.py", RULE_TESTS)),
     Mutation("policy-reserve-0.12", "kb/policies/policies.yaml", "  value: 0.10\n", "  value: 0.12\n",
