@@ -5,6 +5,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 import gpukb
 
@@ -12,6 +13,11 @@ REPO = Path(__file__).resolve().parent.parent
 # tests load the knowledge base from its files and leave the user's cache folder alone (kbcache
 # has tests of its own, in folders of theirs)
 os.environ["GPUKB_NO_CACHE"] = "1"
+
+# Property tests judge answers, never time: no per-example deadline and no health check that times
+# data generation, so a loaded CI machine cannot fail them (a test that needs a bound states it).
+settings.register_profile("gpukb", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("gpukb")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
