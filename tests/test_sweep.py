@@ -122,3 +122,24 @@ def test_a_workload_that_is_not_json_data_is_an_error_record_across_processes() 
     records = list(gpukb.sweep([GRID[0], {"model": {"llama-2-7b"}, "task": "lora"}, GRID[1]], processes=2))
     assert [r["index"] for r in records] == [0, 1, 2]
     assert "error" in records[1] and records[0]["best"] and records[2]["best"]
+
+
+def test_worker_processes_keep_freed_memory_unless_the_caller_says_otherwise(monkeypatch) -> None:
+    """glibc reads these at start-up: the workers keep durable-rules' freed session tables in the heap
+    rather than page-fault them back in for every ask; a value in the caller's environment wins."""
+    import subprocess
+
+    seen: list[dict[str, str]] = []
+    popen = subprocess.Popen
+
+    def recording(*args, **kwargs):
+        seen.append(kwargs["env"])
+        return popen(*args, **kwargs)
+
+    monkeypatch.setattr(subprocess, "Popen", recording)
+    monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "131072")
+    records = list(gpukb.sweep(GRID[:2], processes=2))
+    assert [r["index"] for r in records] == [0, 1] and len(seen) == 2
+    for env in seen:
+        assert env["MALLOC_MMAP_THRESHOLD_"] == str(32 << 20)
+        assert env["MALLOC_TRIM_THRESHOLD_"] == "131072"

@@ -53,6 +53,10 @@ MUTATIONS = [
              (RULE_TESTS, "tests/test_performance.py")),
     Mutation("cdna2-measured-at-4096", "kb/policies/policies.yaml", "  value: 12288\n", "  value: 4096\n",
              ("tests/test_performance.py",)),
+    # sweep workers keep freed memory (their environment)
+    Mutation("sweep-workers-default-allocator", "src/gpukb/sweeps.py",
+             '_WORKER_ALLOCATOR = {"MALLOC_TRIM_THRESHOLD_": str(64 << 20), "MALLOC_MMAP_THRESHOLD_": str(32 << 20)}',
+             "_WORKER_ALLOCATOR: dict[str, str] = {}", ("tests/test_sweep.py",)),
     # tensor parallelism's small all-reduces: the measured ring-step latencies over NVLink and PCIe
     Mutation("policy-hop-nvlink-0.6us", "kb/policies/policies.yaml", "  value: 2.0e-6\n", "  value: 0.6e-6\n",
              ("tests/test_performance.py",)),
