@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -127,8 +128,6 @@ def test_a_workload_that_is_not_json_data_is_an_error_record_across_processes() 
 def test_worker_processes_keep_freed_memory_unless_the_caller_says_otherwise(monkeypatch) -> None:
     """glibc reads these at start-up: the workers keep durable-rules' freed session tables in the heap
     rather than page-fault them back in for every ask; a value in the caller's environment wins."""
-    import subprocess
-
     seen: list[dict[str, str]] = []
     popen = subprocess.Popen
 
