@@ -20,8 +20,8 @@ def test_kv_cache_per_token_llama3_8b_grouped_query(kb):
 
 
 def test_kv_cache_is_linear_in_sequence_length(kb):
-    short = kb.ask({"model": "llama-3-8b", "task": "inference", "seq_len": 8192, "gpus": ["h200-sxm-141gb"]})
-    long = kb.ask({"model": "llama-3-8b", "task": "inference", "seq_len": 65536, "gpus": ["h200-sxm-141gb"]})
+    short = kb.ask({"model": "llama-3.1-8b", "task": "inference", "seq_len": 8192, "gpus": ["h200-sxm-141gb"]})
+    long = kb.ask({"model": "llama-3.1-8b", "task": "inference", "seq_len": 65536, "gpus": ["h200-sxm-141gb"]})
     assert long.memory.kv_cache == 8 * short.memory.kv_cache
 
 

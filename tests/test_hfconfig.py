@@ -162,6 +162,10 @@ def write(tmp_path, **changes):
     ({"model_type": ...}, "model_type", "missing; supported: llama"),
     ({"tie_word_embeddings": "no"}, "tie_word_embeddings", "true or false"),
     ({"attention_bias": True}, "attention_bias", "not supported"),
+    ({"rope_scaling": {"rope_type": "linear", "factor": "4"}}, "rope_scaling", "factor must be a number"),
+    ({"rope_scaling": {"type": "yarn", "factor": 4, "original_max_position_embeddings": 0}}, "rope_scaling",
+     "original_max_position_embeddings must be an integer"),
+    ({"rope_scaling": [8]}, "rope_scaling", "must be an object"),
 ])
 def test_bad_configs_name_the_key_and_the_file(tmp_path, changes, key, says):
     path = write(tmp_path, **changes)
@@ -169,6 +173,20 @@ def test_bad_configs_name_the_key_and_the_file(tmp_path, changes, key, says):
         load_model(path)
     assert (caught.value.key, caught.value.path) == (key, str(path))
     assert says in str(caught.value) and str(path) in str(caught.value)
+
+
+@pytest.mark.parametrize(("folder", "changes", "context"), [
+    ("llama-3.1-8b", {}, 131072),  # rope_type llama3: max_position_embeddings already is the extended length
+    ("deepseek-v3", {}, 163840),  # YaRN: original_max_position_embeddings 4096 x factor 40
+    ("qwen2.5-7b", {"max_position_embeddings": 32768, "rope_scaling": {"type": "yarn", "factor": 4.0,
+                                                                         "original_max_position_embeddings": 32768}}, 131072),
+    ("qwen2.5-7b", {"max_position_embeddings": 4096, "rope_scaling": {"type": "linear", "factor": 2.0}}, 8192),
+    ("qwen3-8b", {}, 40960),
+])
+def test_the_context_length_is_the_one_a_serving_engine_derives(tmp_path, folder, changes, context):
+    config = json.loads((HF / folder / "config.json").read_text()) | changes
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    assert load_model(tmp_path / "config.json").context_length == context
 
 
 def test_bad_files_are_errors_not_tracebacks(tmp_path):

@@ -82,6 +82,6 @@ def test_dense_consumer_builds_get_a_thermal_warning(kb):
 
 
 def test_long_context_kv_cache_outgrows_the_weights(kb):
-    answer = kb.ask({"model": "llama-3-8b", "task": "inference", "seq_len": 131072})
+    answer = kb.ask({"model": "llama-3.1-8b", "task": "inference", "seq_len": 131072})
     assert answer.memory.kv_cache == 131072 * 131072  # 131,072 bytes per token
     assert any(f.rule.startswith("bottleneck.capacity.kv-dominates@") for f in answer.findings)

@@ -5,6 +5,8 @@ from pathlib import Path
 
 import pytest
 
+from gpukb import WorkloadError
+
 REPO = Path(__file__).resolve().parent.parent
 
 H100_MEM = 85_520_809_984  # h100-sxm-80gb as the driver reports it (kb/gpus)
@@ -36,7 +38,7 @@ def test_capacity_on_one_gpu_by_hand(kb):
 
 def test_capacity_is_consistent_with_the_fit(kb):
     """The requested batch and context fit, one more sequence does not, and the capacity is tight."""
-    w = {"model": "llama-3-8b", "task": "inference", "gpus": ["l40s-48gb", "a100-sxm-80gb"], "seq_len": 8192,
+    w = {"model": "llama-3.1-8b", "task": "inference", "gpus": ["l40s-48gb", "a100-sxm-80gb"], "seq_len": 8192,
          "batch_size": 4}
     for option in kb.ask(w).options:
         assert option.max_concurrency >= 4 and option.max_context >= 8192
@@ -47,7 +49,8 @@ def test_capacity_is_consistent_with_the_fit(kb):
                        "tensor_parallel": option.strategy.tensor_parallel, "gpu_count": option.count})
         assert not over.options, option.gpu
         longest = by_memory(option)
-        assert option.max_context == min(longest, kb.models["llama-3-8b"].context_length)
+        assert longest < kb.models["llama-3.1-8b"].context_length  # so memory, not the model, bounds it
+        assert option.max_context == longest
         ctx = kb.ask({**w, "gpus": [option.gpu], "seq_len": longest,
                       "tensor_parallel": option.strategy.tensor_parallel, "gpu_count": option.count})
         assert ctx.options and not kb.ask({**w, "gpus": [option.gpu], "seq_len": longest + 1,
@@ -250,17 +253,17 @@ def test_an_unknown_kv_cache_precision_is_an_error_naming_the_field(kb):
 def test_the_vllm_command_line_follows_the_plan_and_the_formats(kb):
     # an fp8 KV cache needs FP8 in hardware (bottleneck.precision.kv-cache): an H100, not an A100
     w = {"model": "llama-2-70b", "task": "inference", "gpus": ["h100-sxm-80gb"], "precision": "fp8",
-         "kv_cache_precision": "fp8", "batch_size": 8, "seq_len": 8192}
+         "kv_cache_precision": "fp8", "batch_size": 16, "seq_len": 4096}
     (option,) = kb.ask(w).options
     assert option.launch["vllm"] == (
         "vllm serve meta-llama/Llama-2-70b-hf --tensor-parallel-size 2 --pipeline-parallel-size 1 "
-        "--gpu-memory-utilization 0.9 --max-model-len 8192 --max-num-seqs 8 --kv-cache-dtype fp8 --quantization fp8")
+        "--gpu-memory-utilization 0.9 --max-model-len 4096 --max-num-seqs 16 --kv-cache-dtype fp8 --quantization fp8")
     (option,) = kb.ask({**w, "gpus": ["a100-sxm-80gb"], "precision": "int4", "kv_cache_precision": None,
                         "placement": "all", "gpu_count": 4}).options
     assert option.strategy.data_parallel == 4
     assert option.launch["vllm"] == (
         "vllm serve meta-llama/Llama-2-70b-hf --tensor-parallel-size 1 --pipeline-parallel-size 1 "
-        "--data-parallel-size 4 --gpu-memory-utilization 0.9 --max-model-len 8192 --max-num-seqs 8 "
+        "--data-parallel-size 4 --gpu-memory-utilization 0.9 --max-model-len 4096 --max-num-seqs 16 "
         "--kv-cache-dtype auto --quantization bitsandbytes")
 
 
@@ -372,10 +375,11 @@ def test_gpukb_ask_sla_flags_reject_with_the_figures():
 
 @pytest.mark.parametrize("config", ["gemma-2-9b", "mistral-7b-v0.1"])
 def test_capacity_with_sliding_windows_is_tight(kb, config):
-    """Half of Gemma 2's layers slide a 4096-token window; all of Mistral 7B v0.1's do, so past the window
-    its memory stops growing and only the model's own context length (32,768) bounds it."""
+    """Half of Gemma 2's layers slide a 4096-token window (at 32 sequences memory runs out between the
+    window and the model's 8,192-token context); all of Mistral 7B v0.1's do, so past the window its
+    memory stops growing and only the model's own context length (32,768) bounds it."""
     w = {"model": str(REPO / "tests" / "fixtures" / "hf" / config / "config.json"), "task": "inference",
-         "gpus": ["a100-sxm-80gb"], "batch_size": 2}
+         "gpus": ["a100-sxm-80gb"], "batch_size": 32 if config == "gemma-2-9b" else 2}
     option = kb.ask(w).options[0]
     pin = {**w, "tensor_parallel": option.strategy.tensor_parallel, "gpu_count": option.count}
     assert kb.ask({**pin, "batch_size": option.max_concurrency}).options
@@ -384,6 +388,19 @@ def test_capacity_with_sliding_windows_is_tight(kb, config):
         assert option.max_context == 32768
         assert kb.ask({**pin, "seq_len": option.max_context}).options
     else:
+        assert 4096 < by_memory(option) < 8192
         assert kb.ask({**pin, "seq_len": by_memory(option)}).options
         assert not kb.ask({**pin, "seq_len": by_memory(option) + 1}).options
-        assert option.max_context == min(by_memory(option), 8192)  # Gemma 2's context length
+        assert option.max_context == by_memory(option)
+
+
+def test_a_served_context_longer_than_the_model_s_is_refused_naming_the_field(kb):
+    """vLLM refuses a max_model_len beyond what the config derives; training past it is context extension."""
+    with pytest.raises(WorkloadError, match=r"seq_len: a 200,000-token context is longer than llama-2-7b's 4,096"):
+        kb.ask({"model": "llama-2-7b", "task": "inference", "seq_len": 200_000})
+    with pytest.raises(WorkloadError) as caught:
+        kb.ask({"model": "llama-2-7b", "task": "inference", "prompt_len": 4000, "output_len": 200})
+    assert caught.value.field == "prompt_len" and "4,200-token" in str(caught.value)
+    assert kb.ask({"model": "llama-2-7b", "task": "inference", "prompt_len": 3896, "output_len": 200}).options
+    assert kb.ask({"model": "llama-3.1-8b", "task": "inference", "seq_len": 131_072}).options
+    assert kb.ask({"model": "llama-2-7b", "task": "lora", "seq_len": 16_384, "gpus": ["h100-sxm-80gb"]}).options

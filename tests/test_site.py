@@ -89,7 +89,7 @@ def test_the_scenario_file_holds_the_canonical_workloads():
         {"model": "llama-2-70b", "task": "pretrain", "tokens": "2T"},
         {"model": "gpt3-175b", "task": "pretrain", "tokens": "300B"},
         {"model": "llama-2-70b", "task": "inference"},
-        {"model": "llama-3-8b", "task": "inference", "seq_len": 131072},
+        {"model": "llama-3.1-8b", "task": "inference", "seq_len": 131072},
     ):
         assert expected in workloads
 

@@ -80,10 +80,36 @@ def _common(r: _Reader, *, tied: bool) -> dict[str, Any]:
     return {
         "layers": r.int("num_hidden_layers"), "hidden_size": hidden, "heads": heads, "kv_heads": kv_heads,
         "head_dim": head_dim, "intermediate_size": r.int("intermediate_size"), "vocab_size": r.int("vocab_size"),
-        "context_length": r.int("max_position_embeddings"), "mlp": "gated", "norm": "rmsnorm",
+        "context_length": _context_length(r), "mlp": "gated", "norm": "rmsnorm",
         "tied_embeddings": r.bool("tie_word_embeddings", tied), "qkv_bias": False, "linear_bias": False,
         "position_embeddings": "rope",
     }
+
+
+def _context_length(r: _Reader) -> int:
+    """The longest context a serving engine accepts for this config, derived as vLLM derives it
+    (`_get_and_verify_max_len` in vllm/config.py): max_position_embeddings, times a RoPE scaling
+    factor unless the scaling type already states the extended length (llama3, longrope, su); YaRN
+    scales `original_max_position_embeddings`."""
+    length = r.int("max_position_embeddings")
+    scaling = r.config.get("rope_scaling")
+    if scaling is None:
+        return length
+    if not isinstance(scaling, dict):
+        raise r.error("rope_scaling", f"must be an object, got {scaling!r}")
+    kind = scaling.get("rope_type", scaling.get("type"))
+    factor = scaling.get("factor", 1.0)
+    if kind in ("llama3", "longrope", "su") or factor is None:
+        return length
+    if isinstance(factor, bool) or not isinstance(factor, int | float) or not 1 <= factor <= 1024:
+        raise r.error("rope_scaling", f"factor must be a number from 1 to 1024, got {factor!r}")
+    if kind == "yarn" and scaling.get("original_max_position_embeddings") is not None:
+        original = scaling["original_max_position_embeddings"]
+        if isinstance(original, bool) or not isinstance(original, int) or not 1 <= original <= MAX_DIMENSION:
+            raise r.error("rope_scaling", f"original_max_position_embeddings must be an integer from 1 to "
+                                          f"{MAX_DIMENSION:,}, got {original!r}")
+        length = original
+    return min(int(length * factor), MAX_DIMENSION)
 
 
 def _biases(r: _Reader, arch: dict[str, Any], mlp_bias: bool = False) -> None:

@@ -194,6 +194,13 @@ def resolve(kb: KnowledgeBase, w: Workload) -> tuple[ResolvedWorkload, dict[str,
         seq_len = (w.prompt_len or 0) + (w.output_len or 0)  # the context a request reaches
     elif not training and (w.prompt_len or 0) + (w.output_len or 0) > w.seq_len:
         raise WorkloadError("seq_len", f"{w.seq_len} is shorter than prompt_len + output_len")
+    given = [name for name in ("seq_len", "prompt_len", "output_len") if name in w.model_fields_set]
+    if not training and given and 0 < arch.get("context_length", 0) < seq_len:
+        # serving engines refuse a context beyond the model's (vLLM's _get_and_verify_max_len: "may lead
+        # to incorrect model outputs"); training past it is context extension, and stays allowed
+        raise WorkloadError(given[0], f"a {seq_len:,}-token context is longer than {arch['model']}'s "
+                            f"{arch['context_length']:,} (max_position_embeddings, with any RoPE scaling): "
+                            "serving engines refuse it; for a RoPE-scaled model give its config.json")
     resolved = ResolvedWorkload(
         task=w.task, precision=w.precision, optimizer=optimizer, seq_len=seq_len,
         micro_batch_size=w.micro_batch_size if training else 0, batch_size=w.batch_size if not training else 0,
