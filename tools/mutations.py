@@ -53,6 +53,18 @@ MUTATIONS = [
              (RULE_TESTS, "tests/test_performance.py")),
     Mutation("cdna2-measured-at-4096", "kb/policies/policies.yaml", "  value: 12288\n", "  value: 4096\n",
              ("tests/test_performance.py",)),
+    # a served context beyond the model's is refused; a config's context includes YaRN's scaling
+    Mutation("serving-past-the-context", "src/gpukb/resolve.py",
+             'if not training and given and 0 < arch.get("context_length", 0) < seq_len:',
+             'if not training and given and 0 < arch.get("context_length", 0) < seq_len // 2:',
+             ("tests/test_serving.py",)),
+    Mutation("yarn-scales-max-position", "src/gpukb/hfconfig.py",
+             'if kind == "yarn" and scaling.get("original_max_position_embeddings") is not None:',
+             'if False:', ("tests/test_hfconfig.py",)),
+    # the share of a served batch's time that prefill takes, which the bandwidth finding states
+    Mutation("prefill-share-of-decode-only", "rules/recommendations/throughput-decode.yaml",
+             'prefill_share: "batch_prefill_s / (batch_prefill_s + w.output_len * step_time_s)',
+             'prefill_share: "batch_prefill_s / (w.output_len * step_time_s)', (RULE_TESTS,)),
     # sweep workers keep freed memory (their environment)
     Mutation("sweep-workers-default-allocator", "src/gpukb/sweeps.py",
              '_WORKER_ALLOCATOR = {"MALLOC_TRIM_THRESHOLD_": str(64 << 20), "MALLOC_MMAP_THRESHOLD_": str(32 << 20)}',
