@@ -47,6 +47,20 @@ def test_an_action_that_fails_is_reported_with_its_rule(checkout: Path):
         kb.ask({"model": "llama-2-7b", "task": "full_finetune"})
 
 
+def test_one_finished_state_is_kept_until_the_next_ask_ends(kb):
+    """A state is deleted when the next ask ends (so its heap pages go to that ask's successor rather
+    than back to the system): never more than one is left in durable-rules."""
+    workload = {"model": "llama-2-7b", "task": "lora", "gpus": ["h100-sxm-80gb"]}
+    kb.ask(workload)
+    first = engine.ENGINE._finished
+    kb.ask(workload)
+    second = engine.ENGINE._finished
+    assert first is not None and second is not None and first != second
+    assert engine.ENGINE._host.get_state(*second)["sid"] == second[1]
+    with pytest.raises(Exception, match="Could not get state"):
+        engine.ENGINE._host.get_state(*first)
+
+
 def test_a_failed_ask_leaves_nothing_behind(checkout: Path, kb):
     (checkout / "rules/remedies/echo.yaml").write_text(ECHO_RULE, encoding="utf-8")
     broken = gpukb.load_kb(checkout)
