@@ -233,6 +233,18 @@ def test_packaged_kb_is_used_by_gpukb_ask():
     assert answer.options and answer.kb_version == gpukb.load_kb(root).version
 
 
+def test_the_packaged_kb_once_loaded_is_not_looked_for_again(monkeypatch):
+    """gpukb.ask() goes through load_kb() every time: after the first, no file is resolved or read."""
+    loaded = gpukb.load_kb()
+
+    def no_files() -> Path:
+        raise AssertionError("load_kb() looked for the packaged files again")
+
+    monkeypatch.setattr(gpukb, "packaged_root", no_files)
+    assert gpukb.load_kb() is loaded
+    assert gpukb.ask({"model": "llama-2-7b", "task": "lora", "gpus": ["h100-sxm-80gb"]}).options
+
+
 def test_attention_without_flash_costs_memory_and_time(kb):
     """Without fused attention the s×s scores are stored (Korthikanti's 5·a·s/h term) and cross memory."""
     workload = {"model": "llama-2-7b", "task": "full_finetune", "gpus": ["a100-sxm-80gb"], "seq_len": 4096,
