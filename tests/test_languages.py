@@ -96,3 +96,14 @@ def test_the_chinese_site_shows_findings_and_trace_sentences_in_chinese():
     assert finding.message_zh in page and finding.message not in page
     step = next(s for s in answer.trace if s.sentence_zh and s.rule.startswith("req."))
     assert step.sentence_zh in page
+
+
+def test_a_finding_s_chinese_message_is_written_when_read(kb):
+    """ask() writes each finding's English message (it is in the JSON); the Chinese one is written
+    from the same step and values the first time it is read, and is the same text from then on."""
+    finding = kb.ask({"model": "llama-2-7b", "task": "full_finetune", "gpus": ["t4-16gb"]}).findings[0]
+    step = finding._step
+    assert type(step.__dict__["sentence_zh"]) is tuple  # its template and values, not yet a sentence
+    message = finding.message_zh
+    assert HAN.search(message) and message == finding.text("zh") == step.sentence_zh
+    assert step.__dict__["sentence_zh"] == message

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from functools import cached_property
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from .fmt import Lang, gb
 from .trace import Collector, TraceStep
@@ -88,7 +88,13 @@ class Finding(BaseModel):
     gpu: str | None = None
     title: str = Field(default="", exclude=True)
     title_zh: str = Field(default="", exclude=True)
-    message_zh: str = Field(default="", exclude=True)
+    # the step that wrote the message: its Chinese sentence is written when read (explain(lang="zh")),
+    # not for every finding of every ask; kept out of the JSON like the other Chinese texts
+    _step: TraceStep | None = PrivateAttr(default=None)
+
+    @property
+    def message_zh(self) -> str:
+        return self._step.sentence_zh if self._step is not None else ""
 
     def text(self, lang: Lang = "en") -> str:
         return (self.message_zh or self.message) if lang == "zh" else self.message
@@ -178,9 +184,11 @@ def _memory(fields: dict[str, Any], total: float | None = None) -> Memory:
 def _finding(c: Collector, fact: dict[str, Any]) -> Finding:
     step = c.step_of(fact)
     assert step is not None
-    return Finding(kind=fact["finding"], severity=fact["severity"], message=step.sentence, rule=step.rule,
-                   claims=[cl.id for cl in step.claims], gpu=fact.get("gpu") or None,
-                   title=step.title, title_zh=step.title_zh, message_zh=step.sentence_zh)
+    finding = Finding(kind=fact["finding"], severity=fact["severity"], message=step.sentence, rule=step.rule,
+                      claims=[cl.id for cl in step.claims], gpu=fact.get("gpu") or None,
+                      title=step.title, title_zh=step.title_zh)
+    finding._step = step
+    return finding
 
 
 def _lineage(c: Collector, facts: list[dict[str, Any]]) -> list[TraceStep]:
