@@ -53,6 +53,9 @@ MUTATIONS = [
              (RULE_TESTS, "tests/test_performance.py")),
     Mutation("cdna2-measured-at-4096", "kb/policies/policies.yaml", "  value: 12288\n", "  value: 4096\n",
              ("tests/test_performance.py",)),
+    # a decode step is never shorter than the engine's host takes to issue it
+    Mutation("policy-decode-step-floor-0.5ms", "kb/policies/policies.yaml", "  value: 1.56e-3\n", "  value: 0.5e-3\n",
+             (RULE_TESTS,)),
     # a served context beyond the model's is refused; a config's context includes YaRN's scaling
     Mutation("serving-past-the-context", "src/gpukb/resolve.py",
              'if not training and given and 0 < arch.get("context_length", 0) < seq_len:',

@@ -23,8 +23,8 @@ ENGINE_KINDS: dict[str, frozenset[str]] = {
         "context_length",
     }),
     "policy": frozenset({"reserve_fraction", "runtime_overhead", "prefill_chunk", "scaling_efficiency_floor",
-                         "decode_bandwidth_utilisation", "allreduce_base_latency", "allreduce_hop_latency_nvlink",
-                         "allreduce_hop_latency_pcie", "pipeline_microbatches_per_stage",
+                         "decode_bandwidth_utilisation", "decode_step_floor", "allreduce_base_latency",
+                         "allreduce_hop_latency_nvlink", "allreduce_hop_latency_pcie", "pipeline_microbatches_per_stage",
                          "host_memory_per_gpu"}),
     "gpu": frozenset({
         "gpu", "name", "vendor", "form_factor", "memory_bytes", "memory_bandwidth",

@@ -19,6 +19,7 @@ ARCHITECTURE = ("layers", "hidden_size", "heads", "kv_heads", "vocab_size", "int
 POLICY_IDS = {"reserve_fraction": "reserve-fraction", "runtime_overhead": "runtime-overhead",
               "prefill_chunk": "prefill-chunk", "scaling_efficiency_floor": "scaling-efficiency-floor",
               "decode_bandwidth_utilisation": "decode-bandwidth-utilisation",
+              "decode_step_floor": "decode-step-floor",
               "allreduce_base_latency": "allreduce-base-latency",
               "allreduce_hop_latency_nvlink": "allreduce-hop-latency-nvlink",
               "allreduce_hop_latency_pcie": "allreduce-hop-latency-pcie",
