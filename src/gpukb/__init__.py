@@ -30,11 +30,11 @@ __all__ = [
 ]
 __version__ = "0.1.0"
 
-_cache: dict[Path, KnowledgeBase] = {}
-_cache_lock = threading.Lock()
-# load_kb()'s packaged knowledge base once loaded: finding its files again (resolving this module's path,
-# two stats) took ~50 µs, a twentieth of a single-GPU `gpukb.ask()`
+# The packaged knowledge base once loaded (one per process: its root never changes). Returned as is
+# afterwards: finding its files again (resolving this module's path, two stats) took ~50 µs, a
+# twentieth of a single-GPU `gpukb.ask()`.
 _packaged: KnowledgeBase | None = None
+_packaged_lock = threading.Lock()
 
 
 def packaged_root() -> Path:
@@ -54,23 +54,21 @@ def load_kb(path: str | Path | None = None) -> KnowledgeBase:
 
     Raises KBError listing every problem as file:line:column.
     """
-    global _packaged
-    if path is None and _packaged is not None:
-        return _packaged
-    root = Path(path).resolve() if path is not None else packaged_root()
     if path is not None:
         from .loader import read_checkout
 
-        return read_checkout(root)
-    with _cache_lock:
-        if root not in _cache:
-            _cache[root] = _load_packaged(root)
-            # Kept for the life of the process, so Python's full collections need never walk it again:
-            # they took ~30 ms each, one in ~150 asks. (gc.freeze() moves every object tracked now to
-            # the permanent generation, the application's too; gc.unfreeze() undoes it.)
-            gc.freeze()
-        _packaged = _cache[root]
-        return _packaged
+        return read_checkout(Path(path).resolve())
+    global _packaged
+    if _packaged is None:
+        with _packaged_lock:
+            if _packaged is None:
+                kb = _load_packaged(packaged_root())
+                # Kept for the life of the process, so Python's full collections need never walk it again:
+                # they took ~30 ms each, one in ~150 asks. (gc.freeze() moves every object tracked now to
+                # the permanent generation, the application's too; gc.unfreeze() undoes it.)
+                gc.freeze()
+                _packaged = kb
+    return _packaged
 
 
 def _load_packaged(root: Path) -> KnowledgeBase:
