@@ -1,8 +1,10 @@
 """ask() end to end: every task, the API contract, pins, bad input, determinism, threads."""
 
+import copy
 import dataclasses
 import json
 import os
+import pickle
 import threading
 from pathlib import Path
 
@@ -162,6 +164,15 @@ def test_same_workload_gives_byte_identical_json(kb):
     for _ in range(3):
         assert kb.ask(workload).model_dump_json() == first
     assert json.loads(first)["workload"]["tokens"] == 10**12
+
+
+def test_an_answer_pickles_and_copies_with_its_trace(kb):
+    """A multiprocessing pool hands answers back pickled; the planner's steps are written by functions."""
+    answer = kb.ask({"model": "llama-2-7b", "task": "full_finetune", "gpus": ["a100-sxm-80gb"]})
+    assert any(s.rule.startswith("planner.") for s in answer.trace)
+    for copied in (pickle.loads(pickle.dumps(answer)), copy.deepcopy(answer)):
+        assert copied.model_dump_json() == answer.model_dump_json()
+        assert copied.explain(lang="zh") == answer.explain(lang="zh")
 
 
 def test_an_answer_cannot_be_changed_behind_the_next_one(kb):

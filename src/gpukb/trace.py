@@ -133,6 +133,11 @@ class TraceStep:
     title_zh: Annotated[str, Field(exclude=True)] = ""
     sentence_zh: Annotated[str, Field(exclude=True)] = ""
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled and copied as written: what a step is given (a planner's sentence function, a rule's
+        expressions) may not pickle, and the written fields are the same values."""
+        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+
 
 # Set after the dataclass is made, so that `dataclass` sees plain fields (a descriptor in the class
 # body would become their default); its __init__ then stores what it is given through them.
