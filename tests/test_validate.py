@@ -172,3 +172,30 @@ def test_a_flop_formula_that_cannot_be_computed_is_a_miss_with_its_reason(checko
     assert "Traceback" not in result.output
     (point,) = [p for p in json.loads(result.output)["points"] if p["id"].endswith("sel-op-mfu")]
     assert point["predicted"] is None and "division by zero" in point["reason"]
+
+
+def test_an_allocator_peak_is_compared_without_the_runtime_overhead(shipped, kb):
+    # torchtune logs PyTorch's caching-allocator peaks, which never hold the CUDA context or NCCL's buffers
+    m = kb.measurements["torchtune-2024-llama-3.1-8b-qlora-rtx4090"]
+    assert m.memory_counter == "allocator"
+    option = kb.ask(gpukb.validation.workload_of(m)).options[0]
+    assert option.memory.overhead == 2e9
+    (point,) = [p for p in shipped.points if p.id == m.id]
+    assert point.predicted == option.per_gpu_bytes - 2e9
+    assert point.ratio == pytest.approx((option.per_gpu_bytes - 2e9) / (7.4 * 2**30), rel=1e-12)
+
+
+def test_a_device_peak_is_compared_with_everything_the_gpu_holds(checkout: Path):
+    edit_entry(checkout, "torchtune-2024-llama-3.1-8b-qlora-rtx4090", lambda m: m.pop("memory_counter"))
+    kb = gpukb.load_kb(checkout)
+    m = kb.measurements["torchtune-2024-llama-3.1-8b-qlora-rtx4090"]
+    assert m.memory_counter == "device"  # the default: nvidia-smi's view, or the card a run fits
+    (point,) = [p for p in validate(kb).points if p.id == m.id]
+    assert point.predicted == kb.ask(gpukb.validation.workload_of(m)).options[0].per_gpu_bytes
+
+
+def test_a_memory_counter_on_another_quantity_is_a_located_error(checkout: Path):
+    edit_entry(checkout, "torchtitan-2024-llama3-8b-a100-64-sel-op-mfu", lambda m: m.update(memory_counter="allocator"))
+    problems = [p for p in lint(checkout).problems if p.field == "memory_counter"]
+    assert problems and problems[0].file == "kb/measurements/torchtitan-performance-2024-04.yaml"
+    assert "only for peak_memory_per_gpu" in problems[0].message and problems[0].line > 1

@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, HttpUrl, WithJsonSchema, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, HttpUrl, ValidationInfo, WithJsonSchema, field_validator, model_validator
 from pydantic import Strict as NoCoercion
 
 from . import expr
@@ -338,6 +338,11 @@ class Measurement(Entry):
         "for FLOP/s and MFU: the source's own FLOPs per trained token, as an expression over the workload's fields "
         "(params, layers, hidden_size, seq_len, vocab_size, intermediate_size, heads, kv_heads, mlp_matrices); "
         "validate turns gpukb's tokens/s into the quantity with it, so both sides count FLOPs the same way"))
+    memory_counter: Literal["device", "allocator"] = Field(default="device", description=(
+        "for peak memory, what the published figure counts: 'device', all the GPU holds (nvidia-smi, a card it "
+        "fits); 'allocator', PyTorch's caching-allocator peak (torch.cuda.max_memory_allocated or "
+        "max_memory_reserved, as torchtune and torchtitan log it), which leaves out the CUDA context and NCCL's "
+        "buffers, so validate compares it with the plan's memory less the runtime overhead"))
     source: Slug
     locator: str = Field(min_length=3, description="where in the source: table, figure, row, section")
     quote: str = Field(min_length=3, description="the source's words or table row, verbatim")
@@ -356,6 +361,13 @@ class Measurement(Entry):
                                                                       "mfu"):
             raise ValueError("flop_per_token: only for FLOP/s and MFU measurements")
         return self
+
+    @field_validator("memory_counter")
+    @classmethod
+    def _a_memory_figure(cls, counter: str, info: ValidationInfo) -> str:
+        if counter != "device" and info.data.get("quantity") != "peak_memory_per_gpu":
+            raise ValueError("only for peak_memory_per_gpu measurements")
+        return counter
 
     @field_validator("flop_per_token")
     @classmethod

@@ -135,8 +135,9 @@ def predict(m: Measurement, answer: Answer, kb: KnowledgeBase | None = None) -> 
     q = m.quantity
     if q == "fewest_gpus":
         return float(option.count), option
-    if q == "peak_memory_per_gpu":
-        return float(option.per_gpu_bytes), option
+    if q == "peak_memory_per_gpu":  # an allocator's peak holds no CUDA context or NCCL buffers: the runtime overhead
+        allocator = m.memory_counter == "allocator"
+        return float(option.per_gpu_bytes - (option.memory.overhead if allocator else 0)), option
     if q == "ttft_s":
         return _need(option.ttft_s, "time to first token"), option
     if q == "decode_tokens_per_s":
