@@ -72,6 +72,13 @@ MUTATIONS = [
     Mutation("load-kb-looks-again", "src/gpukb/__init__.py",
              "    if _packaged is None:\n        with _packaged_lock:\n            if _packaged is None:",
              "    if True:\n        with _packaged_lock:\n            if True:", ("tests/test_ask.py",)),
+    # an allocator-counted peak is compared without the runtime overhead (CUDA context, NCCL buffers)
+    Mutation("allocator-peak-keeps-overhead", "src/gpukb/validation.py",
+             'allocator = m.memory_counter == "allocator"', "allocator = False", ("tests/test_validate.py",)),
+    # an answer pickles as written (a planner step's sentence is a function)
+    Mutation("step-pickles-unwritten", "src/gpukb/trace.py",
+             "return {name: getattr(self, name) for name in self.__dataclass_fields__}",
+             "return dict(self.__dict__)", ("tests/test_ask.py",)),
     # sweep workers keep freed memory (their environment)
     Mutation("sweep-workers-default-allocator", "src/gpukb/sweeps.py",
              '_WORKER_ALLOCATOR = {"MALLOC_TRIM_THRESHOLD_": str(64 << 20), "MALLOC_MMAP_THRESHOLD_": str(32 << 20)}',
