@@ -74,7 +74,7 @@ def test_training_options_have_no_serving_capacity(kb):
     assert option.max_concurrency is None and option.max_context is None
 
 
-L4_TTFT, L4_TPOT = 1.45004, 0.0751049  # llama-3-8b on an L4 (rec.rank.inference's test, by hand there)
+L4_TTFT, L4_TPOT = 1.52763, 0.0751049  # llama-3-8b on an L4 (rec.rank.inference's test, by hand there)
 
 
 def test_an_option_missing_the_tpot_target_is_rejected_with_its_figure(kb):
@@ -91,9 +91,9 @@ def test_an_option_missing_the_tpot_target_is_rejected_with_its_figure(kb):
 def test_an_option_missing_the_ttft_target_is_rejected(kb):
     answer = kb.ask({"model": "llama-3-8b", "task": "inference", "gpus": ["l4-24gb"], "ttft_ms": 1000, "gpu_count": 1})
     (l4,) = answer.rejected
-    assert not answer.options and l4.deciding_finding.rule == "bottleneck.sla.ttft@2"
-    assert "1,450.0 ms" in l4.deciding_finding.message and l4.ttft_s == pytest.approx(L4_TTFT, rel=1e-5)
-    assert kb.ask({"model": "llama-3-8b", "task": "inference", "gpus": ["l4-24gb"], "ttft_ms": 1500,
+    assert not answer.options and l4.deciding_finding.rule == "bottleneck.sla.ttft@3"
+    assert "1,527.6 ms" in l4.deciding_finding.message and l4.ttft_s == pytest.approx(L4_TTFT, rel=1e-5)
+    assert kb.ask({"model": "llama-3-8b", "task": "inference", "gpus": ["l4-24gb"], "ttft_ms": 1600,
                    "gpu_count": 1}).options
 
 
@@ -103,7 +103,7 @@ def test_when_no_option_meets_the_targets_the_answer_shows_what_each_reaches(kb)
     assert not answer.options and len(answer.rejected) == 2
     for option in answer.rejected:
         rules = {f.rule for f in option.findings if f.severity == "error"}
-        assert "bottleneck.sla.ttft@2" in rules and rules <= {"bottleneck.sla.tpot@2", "bottleneck.sla.ttft@2"}
+        assert "bottleneck.sla.ttft@3" in rules and rules <= {"bottleneck.sla.tpot@2", "bottleneck.sla.ttft@3"}
         assert option.tpot_s and option.ttft_s
         assert option.strategy.tensor_parallel == 8  # raised as far as one node allows
     assert "target (ttft_ms)" in answer.explain()
@@ -138,11 +138,12 @@ def test_latency_targets_get_the_fewest_gpus_that_meet_them(kb):
 
 def test_with_latency_targets_the_fewest_gpus_rank_first(kb):
     """Mixtral from its config.json: eight A100s meet a 60 ms time to first token and decode faster in
-    aggregate, but one H100 meets it too: with targets the fewest GPUs that meet them come first."""
+    aggregate, but two H100s meet it too (one takes 79 ms: 20 of them reading the 47 GB of FP8 weights once):
+    with targets the fewest GPUs that meet them come first."""
     w = {"model": str(REPO / "tests" / "fixtures" / "hf" / "mixtral-8x7b-v0.1" / "config.json"), "task": "inference",
          "precision": "fp8", "gpus": ["h100-sxm-80gb", "a100-sxm-80gb"], "prompt_len": 2048, "output_len": 128}
     answer = kb.ask({**w, "ttft_ms": 60, "batch_size": 4})
-    assert [(o.gpu, o.count) for o in answer.options] == [("h100-sxm-80gb", 1), ("a100-sxm-80gb", 8)]
+    assert [(o.gpu, o.count) for o in answer.options] == [("h100-sxm-80gb", 2), ("a100-sxm-80gb", 8)]
     assert answer.options[1].tokens_per_s > answer.options[0].tokens_per_s
     assert all(o.ttft_s <= 0.06 for o in answer.options)
     # without targets the order is by speed: the memory plans (one H100, one A100) decode at their own rates

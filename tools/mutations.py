@@ -75,6 +75,12 @@ MUTATIONS = [
     # an allocator-counted peak is compared without the runtime overhead (CUDA context, NCCL buffers)
     Mutation("allocator-peak-keeps-overhead", "src/gpukb/validation.py",
              'allocator = m.memory_counter == "allocator"', "allocator = False", ("tests/test_validate.py",)),
+    # a prompt's prefill is a weight read plus its arithmetic, not the larger of the two (Splitwise, DistServe)
+    Mutation("prefill-takes-the-larger-roof", "rules/recommendations/throughput-decode.yaml",
+             'ttft_s: "max(prefill_flops / (p.tp * g.flops * utilisation) + m.weights / (p.tp * g.memory_bandwidth '
+             '* q.decode_bandwidth_utilisation)',
+             'ttft_s: "max(max(prefill_flops / (p.tp * g.flops * utilisation), m.weights / (p.tp * g.memory_bandwidth '
+             '* q.decode_bandwidth_utilisation))', ("tests/test_performance.py",)),
     # an answer pickles as written (a planner step's sentence is a function)
     Mutation("step-pickles-unwritten", "src/gpukb/trace.py",
              "return {name: getattr(self, name) for name in self.__dataclass_fields__}",
