@@ -136,6 +136,9 @@ def test_custom_model_by_parameter_count(kb):
     ({"model": "llama-9-7b", "task": "lora"}, "model", "unknown model 'llama-9-7b'; did you mean"),
     ({"model": "~gpukb-no-such-user", "task": "lora"}, "model", "unknown model '~gpukb-no-such-user'"),  # no home
     ({"model": "llama-2-7b", "task": "lora", "gpus": ["h100"]}, "gpus.0", "unknown GPU 'h100'"),
+    ({"model": "llama-2-7b", "task": "inference", "gpus": ["l4-24gb", "a100-sxm-80gb", "a100-sxm-80gb", "a100-sxm-80gb"]},
+     "gpus.2", "'a100-sxm-80gb' is listed 3 times: gpus names the GPU types to compare, each once; for 3 GPUs of one "
+     "type give gpu_count: 3"),
     ({"model": "llama-2-7b", "task": "finetune"}, "task", "Input should be"),
     ({"model": "llama-2-7b", "task": "lora", "precision": "fp4"}, "precision", "Input should be"),
     ({"model": "llama-2-7b", "task": "full_finetune", "precision": "int4"}, "precision", "inference only"),
