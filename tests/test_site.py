@@ -754,3 +754,11 @@ def test_the_language_switch_keeps_the_page(browser, served, kb):
         assert browser.find_element(By.CSS_SELECTOR, "article h1").text == kb.gpus[gpu].name
         assert browser.find_element(By.TAG_NAME, "html").get_attribute("lang") == lang
     assert _errors(browser) == []
+
+
+def test_the_accuracy_page_gives_the_count_within_the_band(site, site_zh):
+    """79.8% rounds to 80%, the goal: the page gives the count and one decimal instead."""
+    v = gpukb.validate(site.kb)
+    inside = round(v.overall.within_25 * v.overall.points)
+    assert f"**{inside} of {v.overall.points}** points ({v.overall.within_25:.1%}) within ±25%" in site.pages[P.VALIDATION]
+    assert f"**{inside} 个**（{v.overall.within_25:.1%}）" in site_zh.pages[P.VALIDATION]

@@ -77,6 +77,9 @@ def test_the_command_prints_a_table_and_json_and_exits_by_the_thresholds(shipped
     text = runner.invoke(app, ["validate"])
     assert text.exit_code == 0, text.output
     assert "median error" in text.output and "within ±25%" in text.output and "passed" in text.output
+    # the share with its count and one decimal, so 79.8% never reads as an 80% goal met
+    o = shipped.overall
+    assert f"{round(o.within_25 * o.points)} ({o.within_25:.1%})" in text.output
     data = json.loads(runner.invoke(app, ["validate", "--format", "json"]).output)
     assert set(data) >= {"points", "median_error", "within_25", "by_quantity", "thresholds", "passed"}
     assert {"id", "measured", "predicted", "ratio", "rules"} <= set(data["points"][0])
