@@ -81,6 +81,12 @@ MUTATIONS = [
              '* q.decode_bandwidth_utilisation)',
              'ttft_s: "max(max(prefill_flops / (p.tp * g.flops * utilisation), m.weights / (p.tp * g.memory_bandwidth '
              '* q.decode_bandwidth_utilisation))', ("tests/test_performance.py",)),
+    # a decode step's matrix multiplies and attention add, each at its own roof (a roofline per operator)
+    Mutation("decode-step-takes-the-larger-total", "rules/recommendations/throughput-decode.yaml",
+             'step_time_s: "max(matmul_s + attention_s + tp_latency_s, q.decode_step_floor)"',
+             'step_time_s: "max(max(bytes_per_step / (p.tp * g.memory_bandwidth * q.decode_bandwidth_utilisation), '
+             'flops_per_step / (p.tp * g.flops * utilisation)) + tp_latency_s, q.decode_step_floor)"',
+             ("tests/test_rule_tests.py",)),
     # an answer pickles as written (a planner step's sentence is a function)
     Mutation("step-pickles-unwritten", "src/gpukb/trace.py",
              "return {name: getattr(self, name) for name in self.__dataclass_fields__}",
