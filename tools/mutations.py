@@ -77,10 +77,10 @@ MUTATIONS = [
              'allocator = m.memory_counter == "allocator"', "allocator = False", ("tests/test_validate.py",)),
     # a prompt's prefill is a weight read plus its arithmetic, not the larger of the two (Splitwise, DistServe)
     Mutation("prefill-takes-the-larger-roof", "rules/recommendations/throughput-decode.yaml",
-             'ttft_s: "max(prefill_flops / (p.tp * g.flops * utilisation) + m.weights / (p.tp * g.memory_bandwidth '
-             '* q.decode_bandwidth_utilisation)',
-             'ttft_s: "max(max(prefill_flops / (p.tp * g.flops * utilisation), m.weights / (p.tp * g.memory_bandwidth '
-             '* q.decode_bandwidth_utilisation))', ("tests/test_performance.py",)),
+             'ttft_s: "max(prefill_flops / (p.tp * g.flops * utilisation) + prefill_weight_bytes / (p.tp * '
+             'g.memory_bandwidth * q.decode_bandwidth_utilisation)',
+             'ttft_s: "max(max(prefill_flops / (p.tp * g.flops * utilisation), prefill_weight_bytes / (p.tp * '
+             'g.memory_bandwidth * q.decode_bandwidth_utilisation))', ("tests/test_performance.py",)),
     # a decode step's matrix multiplies and attention add, each at its own roof (a roofline per operator)
     Mutation("decode-step-takes-the-larger-total", "rules/recommendations/throughput-decode.yaml",
              'step_time_s: "max(matmul_s + attention_s + tp_latency_s, q.decode_step_floor)"',
