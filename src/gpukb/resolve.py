@@ -172,9 +172,9 @@ def resolve(kb: KnowledgeBase, w: Workload) -> tuple[ResolvedWorkload, dict[str,
             raise WorkloadError(f"gpus.{i}", f"unknown GPU '{gpu_id}'{suggest(gpu_id, kb.gpus)}")
     if len(set(gpus)) != len(gpus):  # a list of types to compare, not of cards: a repeat usually means a count
         twice = next(i for i, gpu_id in enumerate(gpus) if gpu_id in gpus[:i])
-        raise WorkloadError(f"gpus.{twice}", f"'{gpus[twice]}' is listed {gpus.count(gpus[twice])} times: gpus names "
-                            f"the GPU types to compare, each once; for {gpus.count(gpus[twice])} GPUs of one type give "
-                            f"gpu_count: {gpus.count(gpus[twice])}")
+        times = gpus.count(gpus[twice])
+        raise WorkloadError(f"gpus.{twice}", f"'{gpus[twice]}' is listed {times} times: gpus names the GPU types to "
+                            f"compare, each once; for {times} GPUs of one type give gpu_count: {times}")
     if w.pipeline_parallel and w.pipeline_parallel > arch["layers"]:
         raise WorkloadError("pipeline_parallel", f"{w.pipeline_parallel} stages for {arch['layers']} layers: "
                                                  "a stage needs at least one layer")

@@ -64,6 +64,11 @@ class Summary:
     median_error: float  # exp(median |ln ratio|) - 1; inf when most points miss
     within_25: float  # share of points with |ratio - 1| <= 0.25
 
+    @property
+    def inside(self) -> int:
+        """How many points are within ±25%: printed with the share, since 79.8% rounds to an 80% goal."""
+        return round(self.within_25 * self.points)
+
     @staticmethod
     def of(points: list[Point]) -> Summary:
         if not points:
@@ -259,8 +264,8 @@ def render_text(v: Validation, regression: Regression | None = None) -> str:
     console = Console(width=200, record=True, file=__import__("io").StringIO())
     console.print(table)
     lines = [console.export_text(), "", "quantity                           points   median error      within ±25%"]
-    for q, s in [*v.by_quantity.items(), ("all", v.overall)]:  # a count and one decimal: 79.8% is not 80%
-        within = f"{round(s.within_25 * s.points)} ({s.within_25:.1%})"
+    for q, s in [*v.by_quantity.items(), ("all", v.overall)]:
+        within = f"{s.inside} ({s.within_25:.1%})"
         lines.append(f"{q:34s} {s.points:6d}   {_pct(s.median_error):>12s}   {within:>14s}")
     t = v.thresholds
     lines.append(f"thresholds (kb/policies/): median error ≤ {t.get('median_error', math.inf):.0%}, "

@@ -79,12 +79,11 @@ def validation(ctx: Context, v: Validation) -> str:
     o = v.overall
     verdict = t("passes", "通过") if v.passed else t("fails", "未通过")
     out = h1(t("Accuracy against published measurements", "与公开实测数据的对比"))
-    inside = round(o.within_25 * o.points)  # a count and one decimal: 79.8% is not an 80% goal met
     out += [t(f"Every point below is a published measurement of a real run (kb/measurements/), predicted by "
-              f"`ask()` with the run's setup. Median error **{o.median_error:.1%}**, **{inside} of {o.points}** "
+              f"`ask()` with the run's setup. Median error **{o.median_error:.1%}**, **{o.inside} of {o.points}** "
               f"points ({o.within_25:.1%}) within ±25%; the gate in the policies {verdict}.",
               f"下列每个点都是真实运行的公开实测值（kb/measurements/），由 `ask()` 按其配置预测。中位误差 "
-              f"**{o.median_error:.1%}**，{o.points} 个点中 **{inside} 个**（{o.within_25:.1%}）落在 ±25% 以内；"
+              f"**{o.median_error:.1%}**，{o.points} 个点中 **{o.inside} 个**（{o.within_25:.1%}）落在 ±25% 以内；"
               f"策略中的门槛{verdict}。"),
             "", accuracy_svg(v, title=t("Predicted against measured", "预测值与实测值"),
                              x_label=t("measured ÷ median of its quantity", "实测值 ÷ 同类量的中位数"),
@@ -92,7 +91,7 @@ def validation(ctx: Context, v: Validation) -> str:
             t("The shaded band is ±25%; the dashed line is predicted = measured.",
               "阴影带为 ±25%，虚线表示预测值等于实测值。"), ""]
     rows = [[code(q), str(s.points), f"{s.median_error:.1%}" if math.isfinite(s.median_error) else "∞",
-             f"{round(s.within_25 * s.points)} ({s.within_25:.1%})"] for q, s in v.by_quantity.items()]
+             f"{s.inside} ({s.within_25:.1%})"] for q, s in v.by_quantity.items()]
     out += [table([t("quantity", "量"), t("points", "点数"), t("median error", "中位误差"), t("within ±25%", "±25% 以内")],
                   rows, "lrrr"), ""]
     point_rows = []
