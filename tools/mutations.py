@@ -87,6 +87,11 @@ MUTATIONS = [
              'step_time_s: "max(max(bytes_per_step / (p.tp * g.memory_bandwidth * q.decode_bandwidth_utilisation), '
              'flops_per_step / (p.tp * g.flops * utilisation)) + tp_latency_s, q.decode_step_floor)"',
              ("tests/test_rule_tests.py",)),
+    # a decode step is memory-bound while its weight reads outlast the multiplies' arithmetic, not by total intensity
+    Mutation("decode-bound-by-total-intensity", "rules/recommendations/throughput-decode.yaml",
+             "('memory' if weight_bytes_read / (p.tp * g.memory_bandwidth * q.decode_bandwidth_utilisation) >= "
+             "matmul_flops / (p.tp * g.flops * utilisation) else 'compute')",
+             "('memory' if intensity < ridge else 'compute')", ("tests/test_rule_tests.py",)),
     # an answer pickles as written (a planner step's sentence is a function)
     Mutation("step-pickles-unwritten", "src/gpukb/trace.py",
              "return {name: getattr(self, name) for name in self.__dataclass_fields__}",
