@@ -77,20 +77,17 @@ MUTATIONS = [
              'allocator = m.memory_counter == "allocator"', "allocator = False", ("tests/test_validate.py",)),
     # a prompt's prefill is a weight read plus its arithmetic, not the larger of the two (Splitwise, DistServe)
     Mutation("prefill-takes-the-larger-roof", "rules/recommendations/throughput-decode.yaml",
-             'ttft_s: "max(prefill_flops / (p.tp * g.flops * utilisation) + prefill_weight_bytes / (p.tp * '
-             'g.memory_bandwidth * q.decode_bandwidth_utilisation)',
-             'ttft_s: "max(max(prefill_flops / (p.tp * g.flops * utilisation), prefill_weight_bytes / (p.tp * '
-             'g.memory_bandwidth * q.decode_bandwidth_utilisation))', ("tests/test_performance.py",)),
+             'ttft_s: "max(prefill_flops / compute_rate + prefill_weight_bytes / read_rate',
+             'ttft_s: "max(max(prefill_flops / compute_rate, prefill_weight_bytes / read_rate)', ("tests/test_performance.py",)),
     # a decode step's matrix multiplies and attention add, each at its own roof (a roofline per operator)
     Mutation("decode-step-takes-the-larger-total", "rules/recommendations/throughput-decode.yaml",
              'step_time_s: "max(matmul_s + attention_s + tp_latency_s, q.decode_step_floor)"',
-             'step_time_s: "max(max(bytes_per_step / (p.tp * g.memory_bandwidth * q.decode_bandwidth_utilisation), '
-             'flops_per_step / (p.tp * g.flops * utilisation)) + tp_latency_s, q.decode_step_floor)"',
+             'step_time_s: "max(max(bytes_per_step / read_rate, flops_per_step / compute_rate) + tp_latency_s, '
+             'q.decode_step_floor)"',
              ("tests/test_rule_tests.py",)),
     # a decode step is memory-bound while its weight reads outlast the multiplies' arithmetic, not by total intensity
     Mutation("decode-bound-by-total-intensity", "rules/recommendations/throughput-decode.yaml",
-             "('memory' if weight_bytes_read / (p.tp * g.memory_bandwidth * q.decode_bandwidth_utilisation) >= "
-             "matmul_flops / (p.tp * g.flops * utilisation) else 'compute')",
+             "('memory' if weight_bytes_read / read_rate >= matmul_flops / compute_rate else 'compute')",
              "('memory' if intensity < ridge else 'compute')", ("tests/test_rule_tests.py",)),
     # an answer pickles as written (a planner step's sentence is a function)
     Mutation("step-pickles-unwritten", "src/gpukb/trace.py",
