@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 import gpukb
 from gpukb import engine
 from gpukb.errors import EngineError
+from gpukb.reachable import reachable_rules
 from gpukb.trace import MAX_FIRINGS
 
 # remedies fire for the communication wall of PCIe-only cards at short sequences
@@ -97,7 +98,7 @@ def test_matched_fids_are_read_exactly_whatever_the_facts_hold(facts, action):
 
 def test_the_same_fact_twice_is_an_engine_error_not_a_silent_skip(kb):
     kb.ask({"model": "llama-2-7b", "task": "lora"})  # registers the ruleset
-    name = engine.ENGINE._ruleset_for(kb)
+    name = engine.ENGINE._ruleset_for(kb, {"task": "lora", "training": True})
     ruleset = engine.ENGINE._rulesets[name]
     fact = {"kind": "policy", "fid": "f1", "scaling_efficiency_floor": 0.8}
     try:
@@ -121,3 +122,36 @@ def test_a_message_that_does_not_name_the_rules_aliases_fails_the_ask(kb, monkey
     monkeypatch.undo()
     assert engine.ENGINE._collectors == {}
     kb.ask({"model": "llama-2-7b", "task": "lora"})  # the engine is still usable
+
+
+# --- rulesets of the rules a task can fire -------------------------------------------------------
+
+def test_a_rule_the_task_rules_out_is_not_registered_and_one_that_reads_more_stays(kb):
+    training = {r.key for r in reachable_rules(kb, {"task": "full_finetune", "training": True})}
+    serving = {r.key for r in reachable_rules(kb, {"task": "inference", "training": False})}
+    decode, train = kb.rules["rec.throughput.decode"], kb.rules["rec.throughput.training"]
+    assert f"rec.throughput.decode@{decode.version}" in serving - training
+    assert f"rec.throughput.training@{train.version}" in training - serving
+    # bottleneck.capacity.no-fit matches plans whatever the task: both rulesets hold it
+    no_fit = kb.rules["bottleneck.capacity.no-fit"]
+    assert f"bottleneck.capacity.no-fit@{no_fit.version}" in training & serving
+
+
+def test_a_rule_that_matches_a_kind_nothing_produces_is_left_out(kb):
+    """kv_cache facts come only from inference rules: a rule that needs one cannot fire in a training ask."""
+    training = reachable_rules(kb, {"task": "lora", "training": True})
+    assert training and all(kind != "kv_cache" for rule in training for _alias, kind in rule.aliases)
+    assert any(kind == "kv_cache" for rule in kb.active_rules for _alias, kind in rule.aliases)
+
+
+@pytest.mark.parametrize("workload", [
+    {"model": "llama-2-7b", "task": "full_finetune"},
+    {"model": "llama-3-8b", "task": "qlora", "gpus": ["rtx-4090-24gb", "a100-sxm-80gb"]},
+    {"model": "llama-3-70b", "task": "inference", "batch_size": 8, "ttft_ms": 400},
+    {"model": "mixtral-8x7b", "task": "pretrain", "gpu_count": 64, "expert_parallel": 8},
+])
+def test_answers_from_the_task_s_rules_equal_answers_from_every_rule(kb, monkeypatch, workload):
+    pruned = kb.ask(workload).model_dump_json()
+    monkeypatch.setattr(engine, "reachable_rules", lambda kb, known: kb.active_rules)
+    monkeypatch.setattr(engine.ENGINE, "_names", {})
+    assert kb.ask(workload).model_dump_json() == pruned

@@ -20,6 +20,7 @@ alternating A/B rounds per workload).
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import threading
@@ -33,6 +34,7 @@ from durable_rules_engine import complete_and_start_action as _c_complete_and_st
 from durable_rules_engine import start_action_for_state as _c_start_action_for_state
 
 from .errors import EngineError, KBDefectError
+from .reachable import reachable_rules, task_fields
 from .rules import CompiledRule
 from .trace import Collector
 
@@ -45,7 +47,7 @@ class _Host(durable.Host):
         return None
 
 
-def _condition_fields(kb: KnowledgeBase) -> dict[str, tuple[str, ...]]:
+def _condition_fields(rules: tuple[CompiledRule, ...]) -> dict[str, tuple[str, ...]]:
     """Per fact kind, the fields some rule condition reads (directly or through a join), and kind.
 
     durable-rules only sees these (and fid): the action looks the full fact up by fid, which keeps
@@ -54,7 +56,7 @@ def _condition_fields(kb: KnowledgeBase) -> dict[str, tuple[str, ...]]:
     testing each of its fields (a workload fact has 52, rules read 14).
     """
     needed: dict[str, set[str]] = {}
-    for compiled in kb.active_rules:
+    for compiled in rules:
         kinds = dict(compiled.aliases)
         for (_alias, kind), cond in zip(compiled.aliases, compiled.conditions, strict=True):
             needed.setdefault(kind, set())
@@ -155,26 +157,35 @@ class Engine:
         self._host = _Host()
         self._lock = threading.RLock()
         self._rulesets: dict[str, _Ruleset] = {}
+        self._names: dict[tuple[Any, ...], str] = {}  # (KB hash, the task's fields) -> its ruleset's name
         self._collectors: dict[str, Collector] = {}
         self._ids = itertools.count(1)
         self._finished: tuple[str, str] | None = None  # the last ask's (ruleset, session id), kept until the next ends
 
-    def _ruleset_for(self, kb: KnowledgeBase) -> str:
-        name = f"gpukb_{kb.content_hash[:24]}"
-        if name not in self._rulesets:
+    def _ruleset_for(self, kb: KnowledgeBase, known: dict[str, Any]) -> str:
+        """The registered ruleset of the rules that asks with these workload fields can fire (reachable)."""
+        asked = (kb.content_hash, *known.items())
+        name = self._names.get(asked)
+        if name is not None:
+            return name
+        rules = reachable_rules(kb, known)
+        keys = [compiled.key for compiled in rules]
+        name = f"gpukb_{kb.content_hash[:24]}_{hashlib.sha256(' '.join(keys).encode()).hexdigest()[:12]}"
+        if name not in self._rulesets:  # tasks that can fire the same rules share one ruleset
             definition = {}
-            for compiled in kb.active_rules:
+            for compiled in rules:
                 rule = compiled.durable_definition()
                 rule["run"] = _never_called
                 definition[compiled.key.replace("@", "_v")] = rule
             if not definition:
                 raise KBDefectError("rules/ has no active rules")
             self._host.register_rulesets({name: definition})
-            ruleset = _Ruleset(self._host.get_ruleset(name)._handle, _condition_fields(kb))
-            for compiled in kb.active_rules:
+            ruleset = _Ruleset(self._host.get_ruleset(name)._handle, _condition_fields(rules))
+            for compiled in rules:
                 aliases = frozenset(alias for alias, _ in compiled.aliases)
                 ruleset.actions[compiled.key.replace("@", "_v")] = (aliases, self._action(compiled, ruleset))
             self._rulesets[name] = ruleset
+        self._names[asked] = name
         return name
 
     def _action(self, compiled: CompiledRule, ruleset: _Ruleset) -> Any:
@@ -213,9 +224,10 @@ class Engine:
             message = _c_complete_and_start_action(ruleset.handle, state)
 
     @contextmanager
-    def session(self, kb: KnowledgeBase, collector: Collector) -> Iterator[Session]:
+    def session(self, kb: KnowledgeBase, collector: Collector, workload: dict[str, Any]) -> Iterator[Session]:
+        """A session for asks about this workload fact (its task decides the ruleset: reachable)."""
         with self._lock:
-            ruleset = self._ruleset_for(kb)
+            ruleset = self._ruleset_for(kb, task_fields(workload))
             sid = f"ask{next(self._ids)}"
             self._collectors[sid] = collector
             try:

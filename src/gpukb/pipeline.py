@@ -70,7 +70,7 @@ def _ask_once(kb: KnowledgeBase, resolved: ResolvedWorkload, wfields: dict[str, 
     training = resolved.task != "inference"
     gpus = [c.new_fact("gpu", gpu_fact(kb, kb.gpus[g], resolved.precision, training,
                                                resolved.kv_cache_precision), 0) for g in resolved.gpus]
-    with ENGINE.session(kb, c) as session:
+    with ENGINE.session(kb, c, wfact) as session:
         # Stage 1: requirement rules derive one replica's memory from the workload.
         session.assert_facts([policy, wfact, *gpus])
         memories = c.of_kind("memory")
