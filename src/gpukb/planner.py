@@ -371,14 +371,15 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
         # what a plan that does not fit is short of: GPU memory, or CPU memory for its offloaded state
         "short_of": "" if fits else ("host" if per_gpu <= usable and host > host_usable else "gpu"),
     }
-    env = {**base, **s.env(chosen.dp)}
-    values = [Value(name="usable_bytes", value=usable, expr=USABLE.text)]
-    values += [Value(name=n, value=v, expr=PARTS[n].text) for n, v in parts.items()]
-    values.append(Value(name="per_gpu_bytes", value=per_gpu, expr=PER_GPU.text))
-    if s.offload != "none":
-        values.append(Value(name="host_bytes", value=host, expr=HOST.text))
-        values.append(Value(name="host_usable", value=host_usable, expr="p.host_memory_per_gpu"))
-    values += [Value(name=k, value=v, expr=None) for k, v in env.items() if k not in ("m", "w")]
+    def values() -> list[Value]:  # written when the trace is read (trace._Deferred), as the sentences are
+        listed = [Value(name="usable_bytes", value=usable, expr=USABLE.text)]
+        listed += [Value(name=n, value=v, expr=PARTS[n].text) for n, v in parts.items()]
+        listed.append(Value(name="per_gpu_bytes", value=per_gpu, expr=PER_GPU.text))
+        if s.offload != "none":
+            listed.append(Value(name="host_bytes", value=host, expr=HOST.text))
+            listed.append(Value(name="host_usable", value=host_usable, expr="p.host_memory_per_gpu"))
+        return listed + [Value(name=k, value=v, expr=None) for k, v in s.env(chosen.dp).items()]
+
     zero, count, dp, strategies = fields["zero_stage"], chosen.count, chosen.dp, len(tried)
 
     def offloaded(zh: bool = False) -> str:

@@ -109,8 +109,10 @@ def _produced(facts: tuple[dict[str, Any], ...]) -> list[str]:
 Computed = tuple[tuple[tuple[tuple[str, Expr], ...], dict[str, Any]], ...]
 
 
-def _values(computed: Computed) -> list[Value]:
-    """Each value a rule computed, with the expression that computed it."""
+def _values(computed: Computed | Callable[[], list[Value]]) -> list[Value]:
+    """Each value a rule computed, with the expression that computed it (or a step's own list of them)."""
+    if callable(computed):
+        return computed()
     return [{"name": name, "value": scope[name], "expr": expression.text}
             for expressions, scope in computed for name, expression in expressions]
 
@@ -173,7 +175,8 @@ class Collector:
         return self.steps[by - 1] if by else None
 
     def record(self, *, rule: str, stage: str, title: str, inputs: dict[str, dict[str, Any]],
-               values: list[Value] | Computed, claims: tuple[CitedClaim, ...], sources: list[str] | tuple[str, ...],
+               values: list[Value] | Computed | Callable[[], list[Value]], claims: tuple[CitedClaim, ...],
+               sources: list[str] | tuple[str, ...],
                sentence: Text, outputs: list[tuple[str, dict[str, Any]]], title_zh: str = "",
                sentence_zh: Text = "") -> list[dict[str, Any]]:
         """Add a step and the facts it produced; returns the new facts (with fid and by)."""
