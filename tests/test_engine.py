@@ -11,6 +11,7 @@ import gpukb
 from gpukb import engine
 from gpukb.errors import EngineError
 from gpukb.reachable import reachable_rules
+from gpukb.rules import Rule, compile_rule
 from gpukb.trace import MAX_FIRINGS
 
 # remedies fire for the communication wall of PCIe-only cards at short sequences
@@ -151,7 +152,30 @@ def test_a_rule_that_matches_a_kind_nothing_produces_is_left_out(kb):
     {"model": "mixtral-8x7b", "task": "pretrain", "gpu_count": 64, "expert_parallel": 8},
 ])
 def test_answers_from_the_task_s_rules_equal_answers_from_every_rule(kb, monkeypatch, workload):
+    """Leaving out the rules a task cannot fire, and the facts no pattern accepts, changes no answer."""
     pruned = kb.ask(workload).model_dump_json()
     monkeypatch.setattr(engine, "reachable_rules", lambda kb, known: kb.active_rules)
+    monkeypatch.setattr(engine, "_text_gates", lambda rules: {})
     monkeypatch.setattr(engine.ENGINE, "_names", {})
     assert kb.ask(workload).model_dump_json() == pruned
+
+
+def test_a_fact_whose_text_no_pattern_accepts_is_not_asserted():
+    rule = compile_rule(Rule.model_validate({
+        "id": "remedy.x", "version": 1, "stage": "remedies", "title": "x", "claims": [], "sources": [],
+        "when": [{"as": "f", "kind": "finding",
+                  "if": "finding in ['interconnect', 'memory_bandwidth'] and severity == 'warning'"},
+                 {"as": "o", "kind": "finding", "if": "gpu == f.gpu and finding == 'memory_capacity'"}],
+        "then": [{"kind": "remedy", "set": {"remedy": "x", "title": "x"}}], "explain": "x"}))[0]
+    assert rule is not None
+    gates = engine._text_gates((rule,))
+    assert gates == {"finding": ("finding", frozenset({"interconnect", "memory_bandwidth", "memory_capacity"}))}
+    ruleset = engine._Ruleset(0, {"finding": ("finding", "kind")}, gates)
+    assert ruleset.slim({"kind": "finding", "fid": "f1", "finding": "compute"}, "a") is None
+    assert ruleset.slim({"kind": "finding", "fid": "f1", "finding": "interconnect"}, "a") is not None
+    assert ruleset.slim({"kind": "finding", "fid": "f1"}, "a") is not None  # no text: durable decides
+
+
+def test_a_kind_with_a_pattern_that_requires_no_text_has_no_gate(kb):
+    gates = engine._text_gates(reachable_rules(kb, {"task": "full_finetune", "training": True}))
+    assert "plan" not in gates and "workload" not in gates

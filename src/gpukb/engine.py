@@ -20,6 +20,7 @@ alternating A/B rounds per workload).
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import itertools
 import json
@@ -34,6 +35,7 @@ from durable_rules_engine import complete_and_start_action as _c_complete_and_st
 from durable_rules_engine import start_action_for_state as _c_start_action_for_state
 
 from .errors import EngineError, KBDefectError
+from .expr import Expr
 from .reachable import reachable_rules, task_fields
 from .rules import CompiledRule
 from .trace import Collector
@@ -67,6 +69,45 @@ def _condition_fields(rules: tuple[CompiledRule, ...]) -> dict[str, tuple[str, .
                 else:
                     needed[kind].add(name)
     return {kind: tuple(sorted(fields - {"fid"} | {"kind"})) for kind, fields in needed.items()}
+
+
+def _text_required(cond: Expr | None) -> dict[str, frozenset[str]]:
+    """The own fields a condition requires to be one of some texts: `finding == 'interconnect' and ...`,
+    `task in ['lora', 'qlora']`; other parts of it are not looked at."""
+    if cond is None:
+        return {}
+    body = cond.tree.body
+    parts = body.values if isinstance(body, ast.BoolOp) and isinstance(body.op, ast.And) else [body]
+    required: dict[str, frozenset[str]] = {}
+    for part in parts:
+        if not (isinstance(part, ast.Compare) and len(part.ops) == 1 and isinstance(part.left, ast.Name)):
+            continue
+        op, right = part.ops[0], part.comparators[0]
+        listed = isinstance(op, ast.In) and isinstance(right, ast.List)
+        items = [right] if isinstance(op, ast.Eq) else right.elts if listed else []
+        if items and all(isinstance(item, ast.Constant) and type(item.value) is str for item in items):
+            texts = frozenset(item.value for item in items)  # type: ignore[attr-defined]
+            required[part.left.id] = required.get(part.left.id, texts) & texts
+    return required
+
+
+def _text_gates(rules: tuple[CompiledRule, ...]) -> dict[str, tuple[str, frozenset[str]]]:
+    """Per fact kind, a field and the texts one of which every pattern on that kind requires of it.
+
+    A fact whose text there is none of them matches no pattern, so it is not asserted at all (it would
+    come back as not handled): a training ask's compute-bound findings, which no rule reads, cost
+    nothing in durable. A kind with a pattern that requires no text has no gate.
+    """
+    patterns: dict[str, list[dict[str, frozenset[str]]]] = {}
+    for compiled in rules:
+        for (_alias, kind), cond in zip(compiled.aliases, compiled.conditions, strict=True):
+            patterns.setdefault(kind, []).append(_text_required(cond))
+    gates = {}
+    for kind, required in patterns.items():
+        common = sorted(set.intersection(*(set(r) for r in required)))
+        if common:
+            gates[kind] = (common[0], frozenset().union(*(r[common[0]] for r in required)))
+    return gates
 
 
 class Session:
@@ -120,15 +161,22 @@ def read_message(message: str) -> tuple[str, dict[str, str]]:
 class _Ruleset:
     """One registered ruleset: its C handle, the fields its conditions read, an action per rule."""
 
-    def __init__(self, handle: int, fields: dict[str, tuple[str, ...]]):
+    def __init__(self, handle: int, fields: dict[str, tuple[str, ...]],
+                 gates: dict[str, tuple[str, frozenset[str]]] | None = None):
         self.handle = handle
         self.fields = fields
+        self.gates = gates or {}
         self.actions: dict[str, Any] = {}  # action name -> (its aliases, the action)
 
     def slim(self, fact: dict[str, Any], sid: str) -> str | None:
-        """The JSON durable gets for a fact, or None when no rule condition looks at its kind."""
-        fields = self.fields.get(fact["kind"])
+        """The JSON durable gets for a fact, or None when no rule condition looks at its kind or no
+        pattern accepts its text (_text_gates)."""
+        kind = fact["kind"]
+        fields = self.fields.get(kind)
         if fields is None:
+            return None
+        gate = self.gates.get(kind)
+        if gate is not None and type(text := fact.get(gate[0])) is str and text not in gate[1]:
             return None
         slim = {"fid": fact["fid"]}  # filled in place: a comprehension unpacked into it was a second dict
         for k in fields:
@@ -180,7 +228,7 @@ class Engine:
             if not definition:
                 raise KBDefectError("rules/ has no active rules")
             self._host.register_rulesets({name: definition})
-            ruleset = _Ruleset(self._host.get_ruleset(name)._handle, _condition_fields(rules))
+            ruleset = _Ruleset(self._host.get_ruleset(name)._handle, _condition_fields(rules), _text_gates(rules))
             for compiled in rules:
                 aliases = frozenset(alias for alias, _ in compiled.aliases)
                 ruleset.actions[compiled.key.replace("@", "_v")] = (aliases, self._action(compiled, ruleset))
