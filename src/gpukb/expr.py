@@ -26,6 +26,7 @@ MAX_LENGTH = 2000
 MAX_DEPTH = 40
 MAX_EXPONENT = 8          # also the product of the exponents of powers of powers
 MAX_MAGNITUDE = 1e60      # every number, constant or computed: 6·N·D for 10T parameters and 1e16 tokens is 6e29
+_LEAST = -MAX_MAGNITUDE
 MAX_ROUND_DIGITS = 15     # round(x, n) with |n| at most this: a double holds 15-17 significant digits
 
 
@@ -294,7 +295,7 @@ def _arith(op: Callable[[Any, Any], Any], left: Evaluator, right: Evaluator, tex
         if type(a) not in _NUMBER_TYPES or type(b) not in _NUMBER_TYPES:
             raise ExpressionError(f"'{text}': arithmetic needs numbers")
         result = op(a, b)
-        if abs(result) > MAX_MAGNITUDE:
+        if result > MAX_MAGNITUDE or result < _LEAST:  # two comparisons, no call; NaN passes
             raise ExpressionError(f"'{text}': a value beyond {MAX_MAGNITUDE:g} in size")
         return result
 
@@ -307,7 +308,7 @@ def _arith_constant(op: Callable[[Any, Any], Any], left: Evaluator, b: Any, text
         if type(a) not in _NUMBER_TYPES:
             raise ExpressionError(f"'{text}': arithmetic needs numbers")
         result = op(a, b)
-        if abs(result) > MAX_MAGNITUDE:
+        if result > MAX_MAGNITUDE or result < _LEAST:  # two comparisons, no call; NaN passes
             raise ExpressionError(f"'{text}': a value beyond {MAX_MAGNITUDE:g} in size")
         return result
 
@@ -324,7 +325,7 @@ def _arith_name(op: Callable[[Any, Any], Any], left: Evaluator, head: str, tail:
         if type(a) not in _NUMBER_TYPES or type(b) not in _NUMBER_TYPES:
             raise ExpressionError(f"'{text}': arithmetic needs numbers")
         result = op(a, b)
-        if abs(result) > MAX_MAGNITUDE:
+        if result > MAX_MAGNITUDE or result < _LEAST:  # two comparisons, no call; NaN passes
             raise ExpressionError(f"'{text}': a value beyond {MAX_MAGNITUDE:g} in size")
         return result
 
@@ -340,7 +341,7 @@ def _name_arith_constant(op: Callable[[Any, Any], Any], head: str, tail: str, b:
         if type(a) not in _NUMBER_TYPES:
             raise ExpressionError(f"'{text}': arithmetic needs numbers")
         result = op(a, b)
-        if abs(result) > MAX_MAGNITUDE:
+        if result > MAX_MAGNITUDE or result < _LEAST:  # two comparisons, no call; NaN passes
             raise ExpressionError(f"'{text}': a value beyond {MAX_MAGNITUDE:g} in size")
         return result
 
@@ -361,7 +362,7 @@ def _names_arith(op: Callable[[Any, Any], Any], head: str, tail: str, right_head
         if type(a) not in _NUMBER_TYPES or type(b) not in _NUMBER_TYPES:
             raise ExpressionError(f"'{text}': arithmetic needs numbers")
         result = op(a, b)
-        if abs(result) > MAX_MAGNITUDE:
+        if result > MAX_MAGNITUDE or result < _LEAST:  # two comparisons, no call; NaN passes
             raise ExpressionError(f"'{text}': a value beyond {MAX_MAGNITUDE:g} in size")
         return result
 
