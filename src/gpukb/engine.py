@@ -3,7 +3,8 @@
 durable-rules is a C extension with process-global state, so this module keeps it contained:
 - one Host per process, without the timer threads `Host.__init__` would start (gpukb uses no
   timers, and those threads never stop and could run actions concurrently with ours);
-- a ruleset is registered once and named by the KB content hash (names cannot be reused);
+- a ruleset holds the rules an ask's task can fire (gpukb.reachable), is registered once, and is
+  named by the KB content hash and those rules (names cannot be reused);
 - durable gets JSON text built afresh for every assert, never a dict of ours (its own wrapper would
   add `sid` to the dict it is given, and a later assert would land in an earlier session);
 - every ask has a fresh session id whose state is deleted at the end of the next ask (at most one
@@ -111,7 +112,7 @@ def _text_gates(rules: tuple[CompiledRule, ...]) -> dict[str, tuple[str, frozens
 
 
 class Session:
-    """One ask's working memory inside the shared ruleset."""
+    """One ask's working memory inside the ruleset of its task's rules."""
 
     def __init__(self, engine: Engine, ruleset: str, sid: str, collector: Collector):
         self._engine = engine
