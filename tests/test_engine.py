@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 import gpukb
 from gpukb import engine
-from gpukb.errors import EngineError
+from gpukb.errors import EngineError, KBDefectError
 from gpukb.reachable import reachable_rules
 from gpukb.rules import Rule, compile_rule
 from gpukb.trace import MAX_FIRINGS
@@ -179,3 +179,10 @@ def test_a_fact_whose_text_no_pattern_accepts_is_not_asserted():
 def test_a_kind_with_a_pattern_that_requires_no_text_has_no_gate(kb):
     gates = engine._text_gates(reachable_rules(kb, {"task": "full_finetune", "training": True}))
     assert "plan" not in gates and "workload" not in gates
+
+
+def test_a_task_that_no_rule_can_serve_is_a_kb_defect_naming_the_task(kb, monkeypatch):
+    monkeypatch.setattr(engine, "reachable_rules", lambda kb, known: ())
+    monkeypatch.setattr(engine.ENGINE, "_names", {})
+    with pytest.raises(KBDefectError, match="no active rule that an ask with task 'lora', training True can fire"):
+        kb.ask({"model": "llama-2-7b", "task": "lora"})

@@ -227,7 +227,8 @@ class Engine:
                 rule["run"] = _never_called
                 definition[compiled.key.replace("@", "_v")] = rule
             if not definition:
-                raise KBDefectError("rules/ has no active rules")
+                given = ", ".join(f"{field} {value!r}" for field, value in known.items())
+                raise KBDefectError(f"rules/ has no active rule that an ask with {given} can fire")
             self._host.register_rulesets({name: definition})
             ruleset = _Ruleset(self._host.get_ruleset(name)._handle, _condition_fields(rules), _text_gates(rules))
             for compiled in rules:
