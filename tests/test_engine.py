@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 import gpukb
 from gpukb import engine
 from gpukb.errors import EngineError, KBDefectError
-from gpukb.reachable import reachable_rules
+from gpukb.reachable import reachable_rules, text_gates
 from gpukb.rules import Rule, compile_rule
 from gpukb.trace import MAX_FIRINGS
 
@@ -155,7 +155,7 @@ def test_answers_from_the_task_s_rules_equal_answers_from_every_rule(kb, monkeyp
     """Leaving out the rules a task cannot fire, and the facts no pattern accepts, changes no answer."""
     pruned = kb.ask(workload).model_dump_json()
     monkeypatch.setattr(engine, "reachable_rules", lambda kb, known: kb.active_rules)
-    monkeypatch.setattr(engine, "_text_gates", lambda rules: {})
+    monkeypatch.setattr(engine, "text_gates", lambda rules: {})
     monkeypatch.setattr(engine.ENGINE, "_names", {})
     assert kb.ask(workload).model_dump_json() == pruned
 
@@ -168,7 +168,7 @@ def test_a_fact_whose_text_no_pattern_accepts_is_not_asserted():
                  {"as": "o", "kind": "finding", "if": "gpu == f.gpu and finding == 'memory_capacity'"}],
         "then": [{"kind": "remedy", "set": {"remedy": "x", "title": "x"}}], "explain": "x"}))[0]
     assert rule is not None
-    gates = engine._text_gates((rule,))
+    gates = text_gates((rule,))
     assert gates == {"finding": ("finding", frozenset({"interconnect", "memory_bandwidth", "memory_capacity"}))}
     ruleset = engine._Ruleset(0, {"finding": ("finding", "kind")}, gates)
     assert ruleset.slim({"kind": "finding", "fid": "f1", "finding": "compute"}, "a") is None
@@ -177,7 +177,7 @@ def test_a_fact_whose_text_no_pattern_accepts_is_not_asserted():
 
 
 def test_a_kind_with_a_pattern_that_requires_no_text_has_no_gate(kb):
-    gates = engine._text_gates(reachable_rules(kb, {"task": "full_finetune", "training": True}))
+    gates = text_gates(reachable_rules(kb, {"task": "full_finetune", "training": True}))
     assert "plan" not in gates and "workload" not in gates
 
 

@@ -155,7 +155,7 @@ MUTATIONS = [
              "round(1 - reserve_fraction, 4)", "round(1 - reserve_fraction / 2, 4)", ("tests/test_serving.py",)),
     Mutation("reachable-drops-the-rules-the-task-fires", "src/gpukb/reachable.py", "            if not cond.run(known):",
              "            if cond.run(known):", ("tests/test_engine.py",)),
-    Mutation("gate-accepts-no-text", "src/gpukb/engine.py", "frozenset().union(*(r[common[0]] for r in required))",
+    Mutation("gate-accepts-no-text", "src/gpukb/reachable.py", "frozenset().union(*(r[common[0]] for r in required))",
              "frozenset()", ("tests/test_engine.py",)),
     Mutation("planner-activations-without-tp", "src/gpukb/planner.py",
              "m.activations) / (tp * cp)", "m.activations) / cp", ("tests/test_planner.py",)),

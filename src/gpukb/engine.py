@@ -21,7 +21,6 @@ alternating A/B rounds per workload).
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import itertools
 import json
@@ -36,8 +35,7 @@ from durable_rules_engine import complete_and_start_action as _c_complete_and_st
 from durable_rules_engine import start_action_for_state as _c_start_action_for_state
 
 from .errors import EngineError, KBDefectError
-from .expr import Expr
-from .reachable import reachable_rules, task_fields
+from .reachable import reachable_rules, task_fields, text_gates
 from .rules import CompiledRule
 from .trace import Collector
 
@@ -70,45 +68,6 @@ def _condition_fields(rules: tuple[CompiledRule, ...]) -> dict[str, tuple[str, .
                 else:
                     needed[kind].add(name)
     return {kind: tuple(sorted(fields - {"fid"} | {"kind"})) for kind, fields in needed.items()}
-
-
-def _text_required(cond: Expr | None) -> dict[str, frozenset[str]]:
-    """The own fields a condition requires to be one of some texts: `finding == 'interconnect' and ...`,
-    `task in ['lora', 'qlora']`; other parts of it are not looked at."""
-    if cond is None:
-        return {}
-    body = cond.tree.body
-    parts = body.values if isinstance(body, ast.BoolOp) and isinstance(body.op, ast.And) else [body]
-    required: dict[str, frozenset[str]] = {}
-    for part in parts:
-        if not (isinstance(part, ast.Compare) and len(part.ops) == 1 and isinstance(part.left, ast.Name)):
-            continue
-        op, right = part.ops[0], part.comparators[0]
-        listed = isinstance(op, ast.In) and isinstance(right, ast.List)
-        items = [right] if isinstance(op, ast.Eq) else right.elts if listed else []
-        if items and all(isinstance(item, ast.Constant) and type(item.value) is str for item in items):
-            texts = frozenset(item.value for item in items)  # type: ignore[attr-defined]
-            required[part.left.id] = required.get(part.left.id, texts) & texts
-    return required
-
-
-def _text_gates(rules: tuple[CompiledRule, ...]) -> dict[str, tuple[str, frozenset[str]]]:
-    """Per fact kind, a field and the texts one of which every pattern on that kind requires of it.
-
-    A fact whose text there is none of them matches no pattern, so it is not asserted at all (it would
-    come back as not handled): a training ask's compute-bound findings, which no rule reads, cost
-    nothing in durable. A kind with a pattern that requires no text has no gate.
-    """
-    patterns: dict[str, list[dict[str, frozenset[str]]]] = {}
-    for compiled in rules:
-        for (_alias, kind), cond in zip(compiled.aliases, compiled.conditions, strict=True):
-            patterns.setdefault(kind, []).append(_text_required(cond))
-    gates = {}
-    for kind, required in patterns.items():
-        common = sorted(set.intersection(*(set(r) for r in required)))
-        if common:
-            gates[kind] = (common[0], frozenset().union(*(r[common[0]] for r in required)))
-    return gates
 
 
 class Session:
@@ -171,7 +130,7 @@ class _Ruleset:
 
     def slim(self, fact: dict[str, Any], sid: str) -> str | None:
         """The JSON durable gets for a fact, or None when no rule condition looks at its kind or no
-        pattern accepts its text (_text_gates)."""
+        pattern accepts its text (reachable.text_gates)."""
         kind = fact["kind"]
         fields = self.fields.get(kind)
         if fields is None:
@@ -230,7 +189,7 @@ class Engine:
                 given = ", ".join(f"{field} {value!r}" for field, value in known.items())
                 raise KBDefectError(f"rules/ has no active rule that an ask with {given} can fire")
             self._host.register_rulesets({name: definition})
-            ruleset = _Ruleset(self._host.get_ruleset(name)._handle, _condition_fields(rules), _text_gates(rules))
+            ruleset = _Ruleset(self._host.get_ruleset(name)._handle, _condition_fields(rules), text_gates(rules))
             for compiled in rules:
                 aliases = frozenset(alias for alias, _ in compiled.aliases)
                 ruleset.actions[compiled.key.replace("@", "_v")] = (aliases, self._action(compiled, ruleset))
