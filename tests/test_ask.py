@@ -85,9 +85,11 @@ def test_batch_one_decode_is_bandwidth_bound(kb):
     assert finding.gpu == "h100-sxm-80gb" and "FLOP per byte" in finding.message
     option = answer.options[0]
     # tokens/s = the achieved share (69%, gpt-fast's measured figure) of 3.35 TB/s over the bytes a step
-    # reads: every weight but the input embedding (a lookup of one row) and the whole KV cache
+    # reads: every weight but the input embedding (a lookup of one row) and the whole KV cache, and the
+    # token's element-wise traffic: 32 layers x (16 x 4096 + 4 x (32 + 8) x 128 + 2 x 3 x 14,336) bytes
     embedding = 128256 * 4096 * 2
-    bytes_per_step = answer.memory.weights - embedding + answer.memory.kv_cache
+    elementwise = 32 * (16 * 4096 + 4 * (32 + 8) * 128 + 2 * 3 * 14336)
+    bytes_per_step = answer.memory.weights - embedding + answer.memory.kv_cache + elementwise
     assert option.tokens_per_s == pytest.approx(3.35e12 * 0.69 / bytes_per_step, rel=1e-9)
     assert option.tpot_s == pytest.approx(1 / option.tokens_per_s)
 

@@ -81,10 +81,24 @@ MUTATIONS = [
              'ttft_s: "max(max(prefill_flops / compute_rate, prefill_weight_bytes / read_rate)', ("tests/test_performance.py",)),
     # a decode step's matrix multiplies and attention add, each at its own roof (a roofline per operator)
     Mutation("decode-step-takes-the-larger-total", "rules/recommendations/throughput-decode.yaml",
-             'step_time_s: "max(matmul_s + attention_s + tp_latency_s, q.decode_step_floor)"',
-             'step_time_s: "max(max(bytes_per_step / read_rate, flops_per_step / compute_rate) + tp_latency_s, '
+             'step_time_s: "max(matmul_s + attention_s + w.batch_size * elementwise_s + tp_latency_s, '
              'q.decode_step_floor)"',
+             'step_time_s: "max(max(bytes_per_step / read_rate, flops_per_step / compute_rate) '
+             '+ w.batch_size * elementwise_s + tp_latency_s, q.decode_step_floor)"',
              ("tests/test_rule_tests.py",)),
+    # a forward pass computes at its matrix multiplies' efficiency, not at a training step's utilisation
+    Mutation("forward-pass-at-training-utilisation", "rules/recommendations/throughput-decode.yaml",
+             "utilisation: g.utilisation * (1 + g.elementwise_work * g.reference_flops / g.memory_bandwidth "
+             "/ g.utilisation_hidden_size)",
+             "utilisation: g.utilisation", (RULE_TESTS,)),
+    # tensor parallelism splits the heads' and the MLP's element-wise traffic, not the norms'
+    Mutation("norms-split-by-tensor-parallel", "rules/recommendations/throughput-decode.yaml",
+             "elementwise_bytes: 16 * w.layers * w.hidden_size + (4 * w.layers",
+             "elementwise_bytes: (16 * w.layers * w.hidden_size + 4 * w.layers", (RULE_TESTS,)),
+    # the matrix multiplies' efficiency comes from the 16-bit rate it was measured at, whatever the precision
+    Mutation("efficiency-at-the-precisions-ridge", "src/gpukb/resolve.py",
+             '"reference_flops": next((getattr(gpu, f) for f in FLOPS_ORDER["bf16"] if getattr(gpu, f)), None) or 0.0,',
+             '"reference_flops": flops,', (RULE_TESTS,)),
     # a decode step is memory-bound while its weight reads outlast the multiplies' arithmetic, not by total intensity
     Mutation("decode-bound-by-total-intensity", "rules/recommendations/throughput-decode.yaml",
              "('memory' if weight_bytes_read / read_rate >= matmul_flops / compute_rate else 'compute')",

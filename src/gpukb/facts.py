@@ -28,7 +28,7 @@ ENGINE_KINDS: dict[str, frozenset[str]] = {
                          "host_memory_per_gpu"}),
     "gpu": frozenset({
         "gpu", "name", "vendor", "form_factor", "memory_bytes", "memory_bandwidth",
-        "flops", "bf16_flops", "fp8_flops", "has_bf16", "has_fp8", "architecture", "kv_cache_supported",
+        "flops", "bf16_flops", "fp8_flops", "reference_flops", "has_bf16", "has_fp8", "architecture", "kv_cache_supported",
         "scale_up_bandwidth",
         "scale_up_domain", "pcie_bandwidth", "tdp", "liquid_only", "air_cooled", "consumer", "segment",
         "price_usd", "usd_per_gpu_hour", "price_source", "price_as_of", "price_instance",

@@ -326,6 +326,8 @@ def _gpu_fact(kb: KnowledgeBase, gpu: Gpu, precision: str, training: bool, kv_ca
         "gpu": gpu.id, "name": gpu.name, "vendor": gpu.vendor, "form_factor": gpu.form_factor,
         "memory_bytes": gpu.memory_bytes, "memory_bandwidth": gpu.memory_bandwidth, "flops": flops,
         "bf16_flops": gpu.bf16_flops or 0.0, "fp8_flops": gpu.fp8_flops or 0.0,
+        # the 16-bit rate the utilisation policies were measured against
+        "reference_flops": next((getattr(gpu, f) for f in FLOPS_ORDER["bf16"] if getattr(gpu, f)), None) or 0.0,
         "has_bf16": gpu.bf16_flops is not None, "has_fp8": gpu.fp8_flops is not None,
         "architecture": gpu.architecture, "kv_cache_supported": kv_archs is None or gpu.architecture in kv_archs,
         "scale_up_bandwidth": gpu.scale_up_bandwidth or 0.0,
