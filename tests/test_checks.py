@@ -276,7 +276,7 @@ def test_engine_domains_hold_the_values_the_engine_asserts(kb, workload):
     domains = checks.engine_domains(kb)
     resolved, fields = resolve(kb, Workload.model_validate(workload))
     facts = {"workload": fields}
-    facts["gpu"] = gpu_fact(kb, kb.gpus[resolved.gpus[0]], resolved.precision, resolved.task != "inference")
+    facts["gpu"] = gpu_fact(kb, kb.gpus[resolved.gpus[0]], resolved.precision)
     for (kind, name), domain in domains.items():
         if kind in facts and name in facts[kind]:
             assert checks._contains(domain, facts[kind][name]), (kind, name, facts[kind][name])

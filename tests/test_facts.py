@@ -14,7 +14,7 @@ def test_engine_facts_match_their_declared_fields(kb):
         resolved, wfact = resolve(kb, Workload(model="llama-2-7b", task=task))
         assert set(wfact) == ENGINE_KINDS["workload"]
         assert set(policy_fact(kb)) == ENGINE_KINDS["policy"]
-        gpu = gpu_fact(kb, kb.gpus["h100-sxm-80gb"], resolved.precision, task != "inference")
+        gpu = gpu_fact(kb, kb.gpus["h100-sxm-80gb"], resolved.precision)
         assert set(gpu) == ENGINE_KINDS["gpu"]
         c = Collector(kb)
         answer = kb.ask({"model": "llama-2-7b", "task": task, "gpus": ["h100-sxm-80gb"]})

@@ -99,6 +99,11 @@ MUTATIONS = [
     Mutation("efficiency-at-the-precisions-ridge", "src/gpukb/resolve.py",
              '"reference_flops": next((getattr(gpu, f) for f in FLOPS_ORDER["bf16"] if getattr(gpu, f)), None) or 0.0,',
              '"reference_flops": flops,', (RULE_TESTS,)),
+    # FP8 training doubles the multiplies' rate, not the element-wise work's: the utilisation is carried from
+    # the 16-bit ridge it was measured at
+    Mutation("fp8-training-doubles-everything", "rules/recommendations/throughput-training.yaml",
+             "width_factor: (1 + measured_width / g.utilisation_hidden_size)",
+             "width_factor: (1 + elementwise_width / g.utilisation_hidden_size)", (RULE_TESTS, "tests/test_scenarios.py")),
     # a decode step is memory-bound while its weight reads outlast the multiplies' arithmetic, not by total intensity
     Mutation("decode-bound-by-total-intensity", "rules/recommendations/throughput-decode.yaml",
              "('memory' if weight_bytes_read / read_rate >= matmul_flops / compute_rate else 'compute')",

@@ -67,9 +67,8 @@ def _ask_once(kb: KnowledgeBase, resolved: ResolvedWorkload, wfields: dict[str, 
     c = Collector(kb)
     policy = c.new_fact("policy", policy_fact(kb), 0)
     wfact = c.new_fact("workload", wfields, 0)
-    training = resolved.task != "inference"
-    gpus = [c.new_fact("gpu", gpu_fact(kb, kb.gpus[g], resolved.precision, training,
-                                               resolved.kv_cache_precision), 0) for g in resolved.gpus]
+    gpus = [c.new_fact("gpu", gpu_fact(kb, kb.gpus[g], resolved.precision, resolved.kv_cache_precision), 0)
+            for g in resolved.gpus]
     with ENGINE.session(kb, c, wfact) as session:
         # Stage 1: requirement rules derive one replica's memory from the workload.
         session.assert_facts([policy, wfact, *gpus])

@@ -297,25 +297,23 @@ def gpu_policy(kb: KnowledgeBase, default_id: str, architecture: str) -> str:
 
 # gpu_fact's results per knowledge base: they depend on the catalog and the arguments alone, and
 # making them was a twentieth of an ask. Callers copy them into facts (Collector.new_fact).
-_GPU_FACTS: WeakKeyDictionary[KnowledgeBase, dict[tuple[str, str, bool, str | None], dict[str, Any]]] = (
+_GPU_FACTS: WeakKeyDictionary[KnowledgeBase, dict[tuple[str, str, str | None], dict[str, Any]]] = (
     WeakKeyDictionary())
 
 
-def gpu_fact(kb: KnowledgeBase, gpu: Gpu, precision: str, training: bool, kv_cache_precision: str | None = None,
-             ) -> dict[str, Any]:
+def gpu_fact(kb: KnowledgeBase, gpu: Gpu, precision: str, kv_cache_precision: str | None = None) -> dict[str, Any]:
     """The fields of a GPU's fact; the same dict for the same arguments (never change it)."""
     known = _GPU_FACTS.setdefault(kb, {})
-    key = (gpu.id, precision, training, kv_cache_precision)
+    key = (gpu.id, precision, kv_cache_precision)
     if key not in known:
-        known[key] = _gpu_fact(kb, gpu, precision, training, kv_cache_precision)
+        known[key] = _gpu_fact(kb, gpu, precision, kv_cache_precision)
     return known[key]
 
 
-def _gpu_fact(kb: KnowledgeBase, gpu: Gpu, precision: str, training: bool, kv_cache_precision: str | None,
-              ) -> dict[str, Any]:
-    # FP8 training keeps attention, norms, communication and the optimizer in higher precision and
-    # no source gives a general end-to-end speed-up, so training estimates use the 16-bit rate.
-    order = FLOPS_ORDER["bf16"] if (training and precision == "fp8") else FLOPS_ORDER[precision]
+def _gpu_fact(kb: KnowledgeBase, gpu: Gpu, precision: str, kv_cache_precision: str | None) -> dict[str, Any]:
+    # the matrix multiplies run at the precision's rate, training or serving (FP8 training casts the linear
+    # layers' inputs; attention, norms and communication stay in 16 bit: the rules keep their cost unchanged)
+    order = FLOPS_ORDER[precision]
     # 0 when the vendor publishes no throughput for this precision: estimates then do not fire
     flops = next((getattr(gpu, f) for f in order if getattr(gpu, f)), None) or 0.0
     pcie = kb.interconnects[gpu.pcie].bandwidth
