@@ -176,6 +176,18 @@ def test_virtual_pipeline_stages_must_split_the_layers_of_a_training_pipeline(kb
         kb.ask({"model": "llama-2-13b", "task": "pretrain", "gpu_count": 16, **extra})
 
 
+def test_megatron_counts_the_embedding_and_the_loss_as_layers_to_split_126_layers_into_64_chunks(kb):
+    # Llama 3.1 405B: 126 layers + the embedding + the loss = 128 = 8 stages x 8 chunks of 2 (Megatron-Core's
+    # account_for_embedding_in_pipeline_split / account_for_loss_in_pipeline_split, as NeMo's 405B recipe sets)
+    workload = {"model": "llama-3.1-405b", "task": "pretrain", "precision": "fp8", "gpus": ["h100-sxm-80gb"],
+                "gpu_count": 1024, "placement": "all", "tensor_parallel": 8, "pipeline_parallel": 8,
+                "context_parallel": 2, "global_batch_size": 512}
+    (option,) = kb.ask({**workload, "virtual_pipeline_stages": 8}).options
+    assert option.strategy.pipeline_parallel == 8
+    with pytest.raises(WorkloadError, match="even with the embedding and the loss"):  # 20 chunks: 126 or 128 layers
+        kb.ask({**workload, "pipeline_parallel": 4, "virtual_pipeline_stages": 5})
+
+
 def test_tensor_parallel_traffic_is_exposed_unless_the_framework_overlaps_it(kb):
     # Llama-2-13B, TP 8 on one H100 node, one 4096-token micro-batch: 16 x 40 layers x 4096 tokens x 5120 x 7/8 bytes
     def step(overlap: bool):

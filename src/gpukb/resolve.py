@@ -178,9 +178,14 @@ def resolve(kb: KnowledgeBase, w: Workload) -> tuple[ResolvedWorkload, dict[str,
     if w.pipeline_parallel and w.pipeline_parallel > arch["layers"]:
         raise WorkloadError("pipeline_parallel", f"{w.pipeline_parallel} stages for {arch['layers']} layers: "
                                                  "a stage needs at least one layer")
-    if w.virtual_pipeline_stages and arch["layers"] % (w.virtual_pipeline_stages * (w.pipeline_parallel or 1)):
+    # Megatron-Core may count the embedding and the loss as a layer each when it splits the model into
+    # chunks (account_for_embedding_in_pipeline_split, account_for_loss_in_pipeline_split), which is how
+    # Llama 3.1 405B's 126 layers run as 8 stages x 8 chunks
+    chunks = (w.virtual_pipeline_stages or 0) * (w.pipeline_parallel or 1)
+    if chunks and arch["layers"] % chunks and (arch["layers"] + 2) % chunks:
         raise WorkloadError("virtual_pipeline_stages", f"{arch['layers']} layers do not split into "
-                            f"{w.pipeline_parallel} stages x {w.virtual_pipeline_stages} chunks of whole layers")
+                            f"{w.pipeline_parallel} stages x {w.virtual_pipeline_stages} chunks of whole layers, "
+                            "even with the embedding and the loss counted as a layer each")
     if w.task in ("lora", "qlora") and w.lora_rank > arch["hidden_size"]:
         raise WorkloadError("lora_rank", f"{w.lora_rank} exceeds the hidden size {arch['hidden_size']}: "
                                          "an adapter's rank is at most the width it adapts")
