@@ -1,4 +1,4 @@
-"""gpukb against llm-analysis, side by side in alternating rounds: the ratios issue 13 sets.
+"""gpukb against llm-analysis, side by side in pairs on one CPU: the ratios issue 13 sets.
 
 Run: python benchmarks/vs_llm_analysis.py --peer-python PATH   (figures, not a test)
 
@@ -6,11 +6,17 @@ PATH is the interpreter of a virtual environment of its own holding llm-analysis
 index (`python -m venv /tmp/peer && /tmp/peer/bin/pip install llm-analysis`); gpukb never imports it.
 The peer runs in a child process that times its own calls, so the pipe between the two is not counted.
 
-Each round times, one after the other: gpukb's warm asks (the full catalog, then one GPU type), the
-peer's `train()` for one configuration of llama-2-7b (a full fine-tune on 8 A100s, ZeRO-3), and cold
-starts of both command lines. A round's figure is the median of its repeats, and each ratio is
-taken within a round, so the machine's drift between rounds cancels; the report is the median of
-the rounds' ratios with their min–max. Ratios (targets in brackets):
+The warm ratios are taken in pairs, side by side: one full-catalog ask, then as many of the peer's
+`train()` calls (one configuration of llama-2-7b: a full fine-tune on 8 A100s, ZeRO-3) as there are
+GPU types; ten single-GPU asks, then ten `train()` calls. A pair spans some 20 ms, so both sides meet
+the same state of a shared machine, whose speed swings by up to 2x between seconds (timing a round of
+60 asks and then a round of 60 peer calls set a fast stretch of one against a slow stretch of the
+other: rounds of one run ranged 0.76-1.77). A round's figure is the median of its pairs' ratios;
+the report is the median of the rounds' figures with their min-max. Cold starts of both command
+lines alternate within a round too. Both sides run on one CPU (Linux: the benchmark pins itself, and
+the processes it starts inherit it; --cpu picks which): the cores of a shared machine differ in
+speed from one another, and a peer on another core than gpukb moved the ratios by up to 1.6x
+between rounds (pinned, one run's rounds of ratio 1 lay within 1.29-1.33). Ratios (targets in brackets):
 
 1. warm full-catalog ask / (GPU types x peer train())                                   [<= 1.0]
 2. warm single-GPU ask / peer train()                                                   [<= 4.0]
@@ -23,6 +29,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -36,6 +43,7 @@ import gpukb
 FULL = {"model": "llama-2-7b", "task": "full_finetune"}
 ONE = {"model": "llama-2-7b", "task": "full_finetune", "gpus": ["a100-sxm-80gb"]}
 PEER_IMPORT = "from llm_analysis.analysis import train"
+SINGLE_BATCH = 10  # single-GPU asks (and peer calls) per pair: one of each is under a millisecond
 # The peer's side: a loop that answers "N" on stdin with the seconds of N train() calls, one a line.
 PEER_LOOP = """
 import json, sys, time
@@ -108,9 +116,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--peer-python", required=True, help="interpreter of a venv with llm-analysis installed")
     parser.add_argument("--rounds", type=int, default=7)
-    parser.add_argument("--repeats", type=int, default=60, help="warm calls of each kind per round")
+    parser.add_argument("--repeats", type=int, default=40, help="pairs of warm calls per round")
     parser.add_argument("--cold", type=int, default=3, help="cold starts of each command per round")
+    parser.add_argument("--cpu", type=int, default=None, help="the CPU both sides run on (default: the first allowed)")
     args = parser.parse_args()
+    if hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {args.cpu if args.cpu is not None else min(os.sched_getaffinity(0))})
 
     kb = gpukb.load_kb()
     types = len(kb.gpus)
@@ -124,19 +135,27 @@ def main() -> None:
     wall(command)
     wall(peer_cold)
     full_r, one_r, cold_r = [], [], []
-    print(f"{types} GPU types; {args.rounds} rounds of {args.repeats} warm calls and {args.cold} cold starts each")
+    print(f"{types} GPU types; {args.rounds} rounds of {args.repeats} pairs of warm calls and {args.cold} cold starts each")
     for number in range(1, args.rounds + 1):
-        full = statistics.median(asks(kb, FULL, args.repeats))
-        train = statistics.median(peer.train(args.repeats))
-        one = statistics.median(asks(kb, ONE, args.repeats))
-        train = (train + statistics.median(peer.train(args.repeats))) / 2  # on both sides of the single-GPU asks
-        ours = statistics.median(wall(command) for _ in range(args.cold))
-        theirs = statistics.median(wall(peer_cold) for _ in range(args.cold))
-        full_r.append(full / (types * train))
-        one_r.append(one / train)
-        cold_r.append(ours / theirs)
-        print(f"round {number}: full ask {full * 1e3:6.2f} ms, single-GPU ask {one * 1e3:5.2f} ms, "
-              f"train() {train * 1e3:5.3f} ms; cold gpukb ask {ours * 1e3:5.0f} ms, cold peer import {theirs * 1e3:5.0f} ms")
+        full_pairs, one_pairs, fulls, ones, trains = [], [], [], [], []
+        for _ in range(args.repeats):
+            (full,) = asks(kb, FULL, 1)
+            theirs_full = sum(peer.train(types))
+            one = sum(asks(kb, ONE, SINGLE_BATCH))
+            theirs_one = sum(peer.train(SINGLE_BATCH))
+            full_pairs.append(full / theirs_full)
+            one_pairs.append(one / theirs_one)
+            fulls.append(full)
+            ones.append(one / SINGLE_BATCH)
+            trains.append((theirs_full + theirs_one) / (types + SINGLE_BATCH))
+        colds = [(wall(command), wall(peer_cold)) for _ in range(args.cold)]
+        full_r.append(statistics.median(full_pairs))
+        one_r.append(statistics.median(one_pairs))
+        cold_r.append(statistics.median(ours / theirs for ours, theirs in colds))
+        print(f"round {number}: full ask {statistics.median(fulls) * 1e3:6.2f} ms, single-GPU ask "
+              f"{statistics.median(ones) * 1e3:5.2f} ms, train() {statistics.median(trains) * 1e3:5.3f} ms; cold gpukb ask "
+              f"{statistics.median(c[0] for c in colds) * 1e3:5.0f} ms, cold peer import "
+              f"{statistics.median(c[1] for c in colds) * 1e3:5.0f} ms; pairs: full {full_r[-1]:.2f}, single {one_r[-1]:.2f}")
     peer.close()
     pauses = long_run(kb)
     print(summary("1. full-catalog ask / (GPU types x train())", full_r, 1.0))
