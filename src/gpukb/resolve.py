@@ -315,12 +315,16 @@ def gpu_fact(kb: KnowledgeBase, gpu: Gpu, precision: str, kv_cache_precision: st
     return known[key]
 
 
+def _rate(gpu: Gpu, order: tuple[str, ...]) -> float:
+    """The first of the datasheet's throughputs in `order` that the GPU has, else 0."""
+    return next((getattr(gpu, f) for f in order if getattr(gpu, f)), None) or 0.0
+
+
 def _gpu_fact(kb: KnowledgeBase, gpu: Gpu, precision: str, kv_cache_precision: str | None) -> dict[str, Any]:
     # the matrix multiplies run at the precision's rate, training or serving (FP8 training casts the linear
     # layers' inputs; attention, norms and communication stay in 16 bit: the rules keep their cost unchanged)
-    order = FLOPS_ORDER[precision]
     # 0 when the vendor publishes no throughput for this precision: estimates then do not fire
-    flops = next((getattr(gpu, f) for f in order if getattr(gpu, f)), None) or 0.0
+    flops = _rate(gpu, FLOPS_ORDER[precision])
     pcie = kb.interconnects[gpu.pcie].bandwidth
     cloud = gpu.cloud_price  # the lowest dated cloud on-demand price, 0 where none is known
     kv_dtype = kb.dtypes.get(kv_cache_precision) if kv_cache_precision else None
@@ -330,7 +334,7 @@ def _gpu_fact(kb: KnowledgeBase, gpu: Gpu, precision: str, kv_cache_precision: s
         "memory_bytes": gpu.memory_bytes, "memory_bandwidth": gpu.memory_bandwidth, "flops": flops,
         "bf16_flops": gpu.bf16_flops or 0.0, "fp8_flops": gpu.fp8_flops or 0.0,
         # the 16-bit rate the utilisation policies were measured against
-        "reference_flops": next((getattr(gpu, f) for f in FLOPS_ORDER["bf16"] if getattr(gpu, f)), None) or 0.0,
+        "reference_flops": _rate(gpu, FLOPS_ORDER["bf16"]),
         "has_bf16": gpu.bf16_flops is not None, "has_fp8": gpu.fp8_flops is not None,
         "architecture": gpu.architecture, "kv_cache_supported": kv_archs is None or gpu.architecture in kv_archs,
         "scale_up_bandwidth": gpu.scale_up_bandwidth or 0.0,
