@@ -288,7 +288,8 @@ Evaluator = Callable[[Mapping[str, Any]], Any]
 
 class _Source:
     """An operation's source text for the error messages that name it, written only if one is raised:
-    unparsing every operation as its closure was built took ~15 ms of a command's first ask."""
+    unparsing every operation as its closure was built made building the knowledge base's 360
+    expressions take 11.2 ms instead of 2.9 ms (a command's first ask builds about 125 of them)."""
 
     __slots__ = ("node",)
 
