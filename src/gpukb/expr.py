@@ -296,11 +296,8 @@ class _Source:
     def __init__(self, node: ast.AST) -> None:
         self.node = node
 
-    def __str__(self) -> str:
+    def __str__(self) -> str:  # f-strings format it through str()
         return ast.unparse(self.node)
-
-    def __format__(self, spec: str) -> str:
-        return format(str(self), spec)
 
 
 # + - * / with _bounded's check inline: numbers in, so the result is an int or a float and only its
