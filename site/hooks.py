@@ -25,6 +25,7 @@ from mkdocs.structure.pages import Page
 
 from gpukb.site import LANGUAGES, SiteContent, generate
 from gpukb.site.links import counterpart
+from gpukb.site.search import chinese_words
 
 log = logging.getLogger("mkdocs.hooks.gpukb")
 HERE = Path(__file__).resolve().parent
@@ -77,7 +78,10 @@ def on_page_context(context: dict[str, Any], page: Page, config: MkDocsConfig, n
 
 
 def on_post_build(config: MkDocsConfig) -> None:
-    """After the English site, the Chinese one, into zh/ of the same folder."""
+    """The index's Chinese words beside it; after the English site, the Chinese one, into zh/."""
+    search = Path(config.site_dir) / "search"
+    if (search / "search_index.json").is_file():  # the search plugin runs before the hooks
+        (search / "zh-words.json").write_text(chinese_words(search / "search_index.json"), encoding="utf-8")
     if _lang(config) != LANGUAGES[0]:
         return
     for lang in LANGUAGES[1:]:
