@@ -10,7 +10,7 @@ from .errors import Problem, located
 from .kinds import BY_NAME, KEYED, Kind
 from .positions import Loc, Located
 from .rules import CompiledRule, Rule
-from .schema import Claim, Dtype, Gpu, Interconnect, Manifest, Measurement, Model, Optimizer, Policy, Rhetoric, Source
+from .schema import Claim, Dtype, Gpu, Interconnect, Manifest, Measurement, Model, Optimizer, Policy, Rhetoric, Source, Term
 
 if TYPE_CHECKING:
     from .answer import Answer
@@ -54,6 +54,10 @@ class KnowledgeBase:
     @property
     def dtypes(self) -> dict[str, Dtype]:
         return self.tables["dtypes"]
+
+    @property
+    def glossary(self) -> dict[str, Term]:
+        return self.tables["glossary"]
 
     @property
     def optimizers(self) -> dict[str, Optimizer]:

@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from .rules import Rule
-from .schema import Claim, Dtype, Gpu, Interconnect, Measurement, Model, Optimizer, Policy, Rhetoric, Source
+from .schema import Claim, Dtype, Gpu, Interconnect, Measurement, Model, Optimizer, Policy, Rhetoric, Source, Term
 
 
 @dataclass(frozen=True)
@@ -81,6 +81,8 @@ KINDS: tuple[Kind, ...] = (
          _common(Ref("superseded_by", "measurements"), Ref("source", "sources")),
          shown=("title", "quantity", "value", "unit", "setup", "locator", "quote", "unstated")),
     Kind("rhetoric", "rhetoric", "kb/rhetoric", Rhetoric, keyed=False),
+    Kind("glossary", "term", "kb/glossary", Term, _common(Ref("superseded_by", "glossary")),
+         shown=("en", "zh", "avoid_zh", "note")),
     Kind("rules", "rule", "rules", Rule, _common(Ref("superseded_by", "rules"))),
 )
 BY_NAME: dict[str, Kind] = {k.name: k for k in KINDS}

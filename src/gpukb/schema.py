@@ -238,6 +238,18 @@ class TrainingBytes(Strict):
     master_bytes: Float = Field(ge=0)
 
 
+class Term(Entry):
+    """A glossary entry: the one Chinese term every text of gpukb uses for a concept, and the ones it avoids."""
+
+    en: str
+    zh: str = Field(description="the preferred Chinese term (a product name stays as it is)")
+    avoid_zh: list[str] = Field(default_factory=list, description="terms Chinese text must not use for this concept: "
+                                "drifting synonyms, translationese, English left in a Chinese sentence")
+    note: str = Field(description="why this term, and how to use it")
+    note_zh: str = ""
+    sources: list[Slug] = Field(default_factory=list)
+
+
 class Dtype(Entry):
     name: str
     bits: Float = Field(gt=0, le=64, description="storage bits per parameter, quantization constants included")

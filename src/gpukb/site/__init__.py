@@ -68,7 +68,8 @@ def _nav(ctx: p.Context, handwritten: set[str], generated: set[str]) -> list[Nav
         {t("Reference", "参考"): [{t("Sources", "来源"): p.SOURCES}, {t("Interconnects", "互联"): p.INTERCONNECTS},
                                   {t("Policies", "策略假设"): p.POLICIES},
                                   {t("Accuracy against measurements", "与实测数据的对比"): p.VALIDATION},
-                                  {t("Precisions and optimizers", "精度与优化器"): p.PRECISIONS}]},
+                                  {t("Precisions and optimizers", "精度与优化器"): p.PRECISIONS},
+                                  {t("Glossary", "术语表"): p.GLOSSARY}]},
     ]
     guides = [path for path in (p.CONTRIBUTING, p.REPOSITORY_GUIDE) if path in handwritten or path in generated]
     if guides:
@@ -141,6 +142,7 @@ def build_site(kb: KnowledgeBase, scenarios: list[Scenario], *, readme: str | No
         p.INTERCONNECTS: p.interconnects(ctx),
         p.POLICIES: p.policies(ctx),
         p.PRECISIONS: p.precisions(ctx),
+        p.GLOSSARY: p.glossary(ctx),
         p.CHANGELOG: p.changelog(ctx, package_version, changelog, repo_pages),
         p.VALIDATION: p.validation(ctx, _validation_for(kb)),
     }

@@ -30,6 +30,7 @@ SOURCES = "reference/sources.md"
 INTERCONNECTS = "reference/interconnects.md"
 POLICIES = "reference/policies.md"
 PRECISIONS = "reference/precisions.md"
+GLOSSARY = "reference/glossary.md"
 VALIDATION = "reference/accuracy.md"
 CONTRIBUTING = "contributing/index.md"  # hand-written, in site/docs/
 REPOSITORY_GUIDE = "contributing/repository.md"  # the repository's CONTRIBUTING.md, when there is one
@@ -230,7 +231,7 @@ class Context:
         return link(code(ic_id), here, INTERCONNECTS, ic_id) if ic_id in self.kb.interconnects else code(ic_id)
 
 
-__all__ = ["ARTICLE", "CHANGELOG", "CHART", "CONTRIBUTING", "GPUS", "HOME", "INTERCONNECTS", "LANGUAGES", "MODELS",
+__all__ = ["ARTICLE", "CHANGELOG", "CHART", "CONTRIBUTING", "GLOSSARY", "GPUS", "HOME", "INTERCONNECTS", "LANGUAGES", "MODELS",
            "POLICIES", "PRECISIONS", "REPOSITORY_GUIDE", "REPOSITORY_PAGES", "RULES", "SCENARIOS", "SOURCES", "TREE",
            "VALIDATION",
            "Context", "Role", "claim_page", "counterpart", "gpu_page", "model_page", "page_url", "rel", "rule_page",

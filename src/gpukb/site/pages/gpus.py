@@ -102,7 +102,7 @@ def gpu(ctx: Context, gpu_id: str) -> str:
         [t("Dense BF16", "稠密 BF16"), f"{_tflops(g.bf16_flops)} TFLOPS"],
         [t("Dense FP16", "稠密 FP16"), f"{_tflops(g.fp16_flops)} TFLOPS"],
         [t("Dense FP8", "稠密 FP8"), f"{_tflops(g.fp8_flops)} TFLOPS"],
-        [t("FP32 (non-tensor)", "FP32（非张量核心）"), f"{_tflops(g.fp32_flops)} TFLOPS"],
+        [t("FP32 (non-tensor)", "FP32（非 Tensor Core）"), f"{_tflops(g.fp32_flops)} TFLOPS"],
         [t("Scale-up link", "卡间互联"), ctx.interconnect(here, g.scale_up)
          + (t(f", {g.scale_up_bandwidth / 1e9:,.0f} GB/s per direction, {g.scale_up_domain} GPUs per domain",
               f"，每方向 {g.scale_up_bandwidth / 1e9:,.0f} GB/s，每个互联域 {g.scale_up_domain} 张卡")

@@ -53,6 +53,20 @@ def interconnects(ctx: Context) -> str:
     return "\n".join(out)
 
 
+def glossary(ctx: Context) -> str:
+    """The terms every Chinese text of gpukb uses, with the words it avoids (kb/glossary)."""
+    out = h1(ctx.t("Glossary", "术语表"))
+    out += [ctx.t("The one Chinese term gpukb uses for each concept, and the words its Chinese texts avoid; a test "
+                  "fails on an avoided word anywhere in the knowledge base, the rules, the program or this site.",
+                  "gpukb 对每个概念只用一个中文术语，并列出中文文本中避免使用的说法；知识库、规则、程序或本站任何地方"
+                  "出现避免使用的说法，测试都会失败。"), ""]
+    rows = [[esc(term.en), f"**{esc(term.zh)}**", "、".join(code(a) for a in term.avoid_zh) or "—",
+             esc(ctx.field(term, "note"))] for term in sorted(ctx.kb.glossary.values(), key=lambda t: t.en.lower())]
+    out += [table([ctx.t("English", "英文"), ctx.t("Chinese", "中文"), ctx.t("Avoid", "避免"), ctx.t("Why", "说明")], rows), ""]
+    out += [ctx.t("Kept in ", "定义于 ") + code("kb/glossary/terms.yaml") + ctx.t(".", "。"), ""]
+    return "\n".join(out)
+
+
 def policies(ctx: Context) -> str:
     kb, here = ctx.kb, POLICIES
     out = h1(ctx.t("Policies", "策略假设"))

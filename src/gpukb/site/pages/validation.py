@@ -104,7 +104,7 @@ def validation(ctx: Context, v: Validation) -> str:
                            ctx.source(here, m.source) + " · " + esc(m.locator), why])
     out += [f"## {t('Every point', '全部数据点')}", "",
             t("Measured and predicted in the quantity's canonical unit (tokens/s, FLOP/s, hours, seconds, bytes).",
-              "实测值与预测值均为该量的标准单位（token/s、FLOP/s、小时、秒、字节）。"), "",
+              "实测值与预测值均为该量的标准单位（tokens/s、FLOP/s、小时、秒、字节）。"), "",
             table([t("run", "运行"), t("as published", "原文数值"), t("measured", "实测"), t("predicted", "预测"),
                    t("ratio", "比值"), t("source", "来源"), t("rules", "规则")], point_rows, "lrrrrll"), ""]
     return "\n".join(out)
