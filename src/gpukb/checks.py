@@ -24,6 +24,7 @@ from typing import Any, get_args
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from . import expr as ex
+from . import figures
 from .codes import CODES
 from .errors import Problem
 from .facts import ENGINE_KINDS, FINDING_KINDS, SEVERITIES
@@ -547,9 +548,33 @@ def check_measurements(kb: KnowledgeBase, allow: Allowances | None = None) -> li
     return problems
 
 
+def check_figures(kb: KnowledgeBase, allow: Allowances | None = None) -> list[Problem]:
+    """F101: every figure a claim quotes is computed from today's answers, its reason in both languages
+    names only values its figures give (the same ones), and a reason without figures holds no placeholder."""
+    problems = []
+    for claim_id, claim in sorted(kb.claims.items()):
+        en, zh = _names(claim.reason), _names(claim.reason_zh)
+        if not claim.figures:
+            if en or zh:
+                problems.append(kb.problem("claims", claim_id, ("reason",), "F101",
+                                           f"the reason names {', '.join(sorted(en | zh))} but the claim has no figures"))
+            continue
+        if claim.reason_zh and en != zh:
+            problems.append(kb.problem("claims", claim_id, ("reason_zh",), "F101",
+                                       f"reason and reason_zh must quote the same values; they differ in "
+                                       f"{', '.join(sorted(en ^ zh))}"))
+        try:
+            figures.reason(kb, claim, "en")
+            figures.reason(kb, claim, "zh")
+        except figures.FigureError as error:
+            name = next((n for n in claim.figures if f"figure {n}:" in str(error)), None)
+            problems.append(kb.problem("claims", claim_id, ("figures", name) if name else ("reason",), "F101", str(error)))
+    return problems
+
+
 # Every static check, one signature each: (kb, allowances) -> problems.
 CHECKS = (check_dead_rules, check_cycles, check_uncited_claims, check_sources, check_deprecations, check_measurements,
-          check_languages)
+          check_languages, check_figures)
 
 
 def check_all(kb: KnowledgeBase, allow: Allowances | None = None) -> list[Problem]:

@@ -75,6 +75,9 @@ CODES: dict[str, Code] = {
     "L101": Code("an entry lacks one of its two languages: a claim's `title`, `title_zh` or `reason_zh`, a rule's "
                  "`title_zh` or `explain_zh` (which must show the same values as `explain`), a remedy's `title_zh`",
                  "lint"),
+    "F101": Code("a claim's figure cannot be computed (its ask fails, its GPU has no option, its rule does not fire), or "
+                 "its reason names a value its figures do not give, or the two languages quote different values",
+                 "lint"),
     "W101": Code("warning: a claim is cited by no rule and no policy, so no answer rests on it",
                  "lint", severity="warning", allowable=True),
     "W102": Code("warning: an allowance in `kb/lint.yaml` matches no problem", "lint", severity="warning"),

@@ -10,6 +10,7 @@ from typing import Any
 
 import yaml
 
+from . import figures
 from .fmt import bandwidth, flops, gb
 from .kb import KnowledgeBase
 
@@ -60,7 +61,7 @@ def _claim(kb: KnowledgeBase, entry_id: str, entry: Any) -> dict[str, Any]:
         "title": entry.title, "title_zh": entry.title_zh,
         "section": f"{entry.section} ({entry.section_en})", "kind": entry.kind,
         "quote": f"「{entry.quote_zh}」", "english": entry.text_en,
-        "verdict": entry.verdict, "reason": entry.reason, "reason_zh": entry.reason_zh,
+        "verdict": entry.verdict, "reason": figures.shown(kb, entry, "en"), "reason_zh": figures.shown(kb, entry, "zh"),
         "evidence": _sources(kb, entry.evidence),
         "cited by rules": ", ".join(citing) or "none",
     }

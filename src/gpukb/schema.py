@@ -7,7 +7,7 @@ generated from them (`gpukb schema`). Quantities accept human units in YAML and 
 from __future__ import annotations
 
 import datetime as dt
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, HttpUrl, ValidationInfo, WithJsonSchema, field_validator, model_validator
 from pydantic import Strict as NoCoercion
@@ -58,6 +58,16 @@ class Source(Entry):
         return self
 
 
+class Figure(Strict):
+    """A figure of gpukb's that a claim's reason quotes: an ask, computed again whenever the reason is shown,
+    so that the quoted number is always today's answer. The reason names its values `{name.field}`."""
+
+    ask: dict[str, Any] = Field(description="the workload, as gpukb.ask takes it")
+    gpu: Slug | None = Field(default=None, description="the option for this GPU type (default: the first option)")
+    rule: str | None = Field(default=None, description="a rule id: that option's trace step of it lends its values "
+                                                       "(e.g. a roofline finding's value and limit)")
+
+
 class Claim(Entry):
     section: str
     section_en: str
@@ -70,6 +80,8 @@ class Claim(Entry):
     reason: str
     reason_zh: str = Field(default="", description="the reason in Chinese (lint requires it: L101)")
     evidence: list[Slug] = Field(min_length=1)
+    figures: dict[Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*$")], Figure] = Field(
+        default_factory=dict, description="gpukb's own figures the reason quotes, by name (gpukb.figures)")
 
 
 class Rhetoric(Strict):
