@@ -773,3 +773,17 @@ def test_the_accuracy_page_gives_the_count_within_the_band(site, site_zh):
     inside = v.overall.inside
     assert f"**{inside} of {v.overall.points}** points ({v.overall.within_25:.1%}) within ±25%" in site.pages[P.VALIDATION]
     assert f"**{inside} 个**（{v.overall.within_25:.1%}）" in site_zh.pages[P.VALIDATION]
+
+
+def test_the_chinese_site_says_verdicts_stages_and_the_quick_start_in_chinese(site, site_zh):
+    home = site_zh.pages[P.HOME]
+    for word in ("supported", "qualified", "contradicted", "unverifiable", "requirements", "bottlenecks", "README 的英文原文",
+                 "Quick start", "From Python"):
+        assert word not in re.sub(r"<[^>]+>", "", home.split("## 如何阅读推理记录")[0]), word
+    assert ">有条件成立</span>" in home and "需求" in home and "```bash" in home
+    badges = re.findall(r'gpukb-verdict-(\w+)">([^<]*)<', "".join(site_zh.pages.values()))
+    assert badges and all(label != value for value, label in badges)  # coloured by the verdict, read in Chinese
+    english = re.findall(r'gpukb-verdict-(\w+)">([^<]*)<', site.pages[P.HOME])
+    assert english and all(label == value for value, label in english)
+    step = next(page for path, page in site_zh.pages.items() if path.startswith("scenarios/") and "<th>表达式</th>" in page)
+    assert "<th>Expression</th>" not in step

@@ -75,7 +75,7 @@ WORDS: dict[Lang, dict[str, str]] = {
 TERMS: dict[Lang, dict[str, str]] = {
     "en": {},
     "zh": {
-        "supported": "成立", "qualified": "部分成立", "contradicted": "不成立", "unverifiable": "无法核实",
+        "supported": "成立", "qualified": "有条件成立", "contradicted": "不成立", "unverifiable": "无法核实",
         "error": "错误", "warning": "警告", "info": "提示",
         "requirements": "需求", "bottlenecks": "瓶颈", "remedies": "对策", "recommendations": "推荐",
         "pretrain": "预训练", "full_finetune": "全量微调", "lora": "LoRA 微调", "qlora": "QLoRA 微调",

@@ -14,6 +14,7 @@ from ..answer import Option
 from ..kb import KnowledgeBase
 from ..scenarios import Run
 from ..trace import TraceStep
+from ..words import term
 from .text import badge, code, esc, link, plain, rel
 
 LANGUAGES = ("en", "zh")
@@ -184,14 +185,18 @@ class Context:
         if claim_id not in self.kb.claims:
             return code(claim_id)
         text = link(code(claim_id), here, claim_page(claim_id))
-        return f"{text} {badge(self.kb.claims[claim_id].verdict, 'verdict')}" if with_badge else text
+        return f"{text} {self.verdict_badge(self.kb.claims[claim_id].verdict)}" if with_badge else text
 
     def claim_named(self, here: str, claim_id: str) -> str:
         """A claim by its human title, the id after it."""
         if claim_id not in self.kb.claims:
             return code(claim_id)
         title = link(esc(self.claim_title(claim_id)), here, claim_page(claim_id))
-        return f"{title} {badge(self.kb.claims[claim_id].verdict, 'verdict')}"
+        return f"{title} {self.verdict_badge(self.kb.claims[claim_id].verdict)}"
+
+    def verdict_badge(self, verdict: str) -> str:
+        """A verdict's badge, in the page's language."""
+        return badge(verdict, "verdict", term(self.lang, verdict))
 
     def rule(self, here: str, key: str) -> str:
         """A link to a rule by id or by `id@version` (as traces name them)."""

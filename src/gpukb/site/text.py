@@ -115,9 +115,11 @@ def code(text: object) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
-def badge(value: object, family: str) -> str:
-    """A coloured label, e.g. a claim's verdict or a finding's severity."""
-    return f'<span class="gpukb-badge gpukb-{css_token(family)}-{css_token(value)}">{esc(value)}</span>'
+def badge(value: object, family: str, label: object = None) -> str:
+    """A coloured label, e.g. a claim's verdict or a finding's severity: coloured by `value`, reading `label`
+    (the value in the page's language) where given."""
+    shown = value if label is None else label
+    return f'<span class="gpukb-badge gpukb-{css_token(family)}-{css_token(value)}">{esc(shown)}</span>'
 
 
 def table(headers: Sequence[str], rows: Iterable[Sequence[str]], align: str | None = None) -> str:

@@ -4,17 +4,18 @@ from __future__ import annotations
 
 from collections import Counter
 
+from ... import figures
 from ...kb import KnowledgeBase
+from ...words import term
 from ..links import ARTICLE, Context, claim_page
-from ..text import badge, esc, link, table
+from ..text import esc, link, plain, table
 from .common import bilingual, bullets, h1, source_line
 
-VERDICT_ZH = {"supported": "成立", "qualified": "有条件成立", "contradicted": "不成立", "unverifiable": "无法核实"}
 KIND_ZH = {"quantitative": "定量", "qualitative": "定性", "recommendation": "建议"}
 
 
 def verdict_word(ctx: Context, verdict: str) -> str:
-    return ctx.t(verdict, VERDICT_ZH.get(verdict, verdict))
+    return term("zh" if ctx.zh else "en", verdict)
 
 
 def sections(kb: KnowledgeBase) -> dict[tuple[str, str], list[str]]:
@@ -38,17 +39,17 @@ def article(ctx: Context) -> str:
         out[-1] += " " + ctx.t(f"Sentences that assert nothing checkable are {listed}.",
                                f"不含可核查内容的句子{listed}。")
     out += ["", table([ctx.t("Verdict", "判定"), ctx.t("Claims", "论断数")],
-                      [[badge(v, "verdict") + " " + esc(verdict_word(ctx, v)) if ctx.zh else badge(v, "verdict"), str(n)]
+                      [[ctx.verdict_badge(v), str(n)]
                        for v, n in sorted(verdicts.items())], "lr"), ""]
     for number_, ((zh, en), ids) in enumerate(sections(kb).items(), start=1):
         out += [f"## {esc(zh)} · {esc(en)} {{#section-{number_}}}", ""]
         for claim_id in ids:
             c = kb.claims[claim_id]
             out += [f"### {esc(ctx.claim_title(claim_id))} {{#{claim_id}}}", "",
-                    f"{badge(c.verdict, 'verdict')} {esc(ctx.t(c.kind, KIND_ZH.get(c.kind, c.kind)))} · "
+                    f"{ctx.verdict_badge(c.verdict)} {esc(ctx.t(c.kind, KIND_ZH.get(c.kind, c.kind)))} · "
                     f"{link(ctx.t('claim page', '论断页面'), here, claim_page(claim_id))} · `{claim_id}`", "",
                     bilingual(c.quote_zh, c.text_en), "",
-                    f"**{ctx.t('Reason.', '理由。')}** {esc(ctx.field(c, 'reason'))}", "",
+                    f"**{ctx.t('Reason.', '理由。')}** {esc(plain(figures.shown(kb, c, 'zh' if ctx.zh else 'en')))}", "",
                     f"**{ctx.t('Evidence:', '证据：')}** " + ", ".join(ctx.source(here, s) for s in c.evidence), ""]
             citing = ctx.rules_citing.get(claim_id, [])
             if citing:
@@ -66,12 +67,13 @@ def claim(ctx: Context, claim_id: str) -> str:
     c, here = ctx.kb.claims[claim_id], claim_page(claim_id)
     status = f" · {esc(c.status)}" if c.status != "stable" else ""
     out = h1(ctx.claim_title(claim_id), claim_id)
-    out += [f"{badge(c.verdict, 'verdict')} · {esc(ctx.t(c.kind + ' claim', KIND_ZH.get(c.kind, c.kind) + '论断'))} · "
+    reason = plain(figures.shown(ctx.kb, c, "zh" if ctx.zh else "en"))  # today's figures, not the day it was written
+    out += [f"{ctx.verdict_badge(c.verdict)} · {esc(ctx.t(c.kind + ' claim', KIND_ZH.get(c.kind, c.kind) + '论断'))} · "
             f"{ctx.t('section', '章节')} {esc(c.section)} ({esc(c.section_en)}) · "
             f"{ctx.t('version', '版本')} {c.version}{status} · "
             f"{link(ctx.t('in the article', '在原文中'), here, ARTICLE, claim_id)}", "",
             bilingual(c.quote_zh, c.text_en), "",
-            f"## {ctx.t('Verdict', '判定')}: {esc(verdict_word(ctx, c.verdict))}", "", esc(ctx.field(c, "reason")), "",
+            f"## {ctx.t('Verdict', '判定')}: {esc(verdict_word(ctx, c.verdict))}", "", esc(reason), "",
             f"## {ctx.t('Evidence', '证据')}", "", bullets(source_line(ctx, here, s) for s in c.evidence), "",
             f"## {ctx.t('Cited by rules', '引用它的规则')}", "",
             bullets((f"{ctx.rule_named(here, r)} ({ctx.rule(here, r)})" for r in ctx.rules_citing.get(claim_id, [])),

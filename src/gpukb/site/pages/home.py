@@ -3,9 +3,11 @@ use the package (from the README)."""
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 from ...rules import STAGES
+from ...words import term
 from .. import tree as dtree
 from ..links import (
     ARTICLE,
@@ -22,7 +24,7 @@ from ..links import (
     scenario_page,
 )
 from ..markdown import repository_markdown, sections
-from ..text import badge, code, esc, link, table
+from ..text import code, esc, link, table
 from .scenarios import render_step
 
 # The reader's entry points: (English, Chinese, what to do, the tasks whose scenarios it lists)
@@ -60,6 +62,30 @@ def goals(ctx: Context, here: str) -> list[str]:
     return out
 
 
+def _blocks(markdown: str, language: str) -> list[str]:
+    """The fenced code blocks of one language in a README section, in order."""
+    return re.findall(rf"^```{language}\n(.*?)\n```", markdown, re.M | re.S)
+
+
+def quick_start_zh(found: dict[str, str]) -> list[str]:
+    """The README's commands with Chinese words around them (the commands are the README's own, so they stay
+    true; their English comments are left out)."""
+    shell = _blocks(found.get("Quick start", ""), "bash")
+    asks = [b for b in shell if "gpukb ask" in b]
+    tests = [b for b in shell if "pytest" in b]
+    python = [re.sub(r" *#.*$", "", b, flags=re.M).rstrip() for b in _blocks(found.get("From Python", ""), "python")]
+    out = ["## 快速上手", "",
+           "需要 Python 3.11 或 3.12，以及 C 编译器和 Python 头文件（规则引擎 durable-rules 只发布源码包，安装时要编译 C 扩展）。"
+           "在新机器上安装并提出第一个问题：", ""]
+    out += [f"```bash\n{b}\n```" for b in asks] + [""]
+    if tests:
+        out += ["运行测试：", "", f"```bash\n{tests[0]}\n```", ""]
+    if python:
+        out += ["## 在 Python 中使用", "", "`gpukb.ask()` 接受字典或 `gpukb.Workload`，返回带完整推理记录的回答；"
+                "`answer.explain(lang=\"zh\")` 用中文写出推理过程。", "", f"```python\n{python[0]}\n```", ""]
+    return out
+
+
 def home(ctx: Context, readme: str | None, pages: dict[str, str] | None = None) -> str:
     kb, here, t = ctx.kb, HOME, ctx.t
     intro, found = sections(repository_markdown(readme or "", HOME, pages or REPOSITORY_PAGES))
@@ -83,9 +109,9 @@ def home(ctx: Context, readme: str | None, pages: dict[str, str] | None = None) 
               "发现和对策，每个回答都能追溯到产生它的规则、论断和来源。"), "",
             table([t("Page", "页面"), t("What it holds", "内容")], [
                 [link(t("The article", "原文"), here, ARTICLE), t(f"{len(kb.claims)} claims: ", f"{len(kb.claims)} 条论断：")
-                 + ", ".join(f"{n} {badge(v, 'verdict')}" for v, n in sorted(verdicts.items()))],
-                [link(t("Rules", "规则"), here, RULES), f"{len(kb.rules)}: "
-                 + ", ".join(f"{stages.get(s, 0)} {s}" for s in STAGES)],
+                 + ", ".join(f"{n} {ctx.verdict_badge(v)}" for v, n in sorted(verdicts.items()))],
+                [link(t("Rules", "规则"), here, RULES), t(f"{len(kb.rules)}: ", f"{len(kb.rules)} 条：")
+                 + t(", ", "，").join(f"{stages.get(s, 0)} {t(s, term('zh', s))}" for s in STAGES)],
                 [link(t("Decision tree", "决策树"), here, TREE),
                  t(f"derived from the {len(dtree.recommendation_rules(kb.rules))} recommendation rules",
                    f"由 {len(dtree.recommendation_rules(kb.rules))} 条推荐规则生成")],
@@ -101,10 +127,11 @@ def home(ctx: Context, readme: str | None, pages: dict[str, str] | None = None) 
               f"知识库版本 **{code(kb.version)}**，见{link('变更记录', here, CHANGELOG)}。"
               "每个条目页面都在构建网站时由 `kb/` 和 `rules/` 生成。"), ""]
     if ctx.zh:
-        out += ["## 使用方法", "", "以下为 README 的英文原文。", ""]
-    for heading in ("From Python", "Quick start"):
-        if heading in found:
-            out += [f"{'##' if not ctx.zh else '###'} {heading}", "", found[heading], ""]
+        out += quick_start_zh(found)
+    else:
+        for heading in ("From Python", "Quick start"):
+            if heading in found:
+                out += [f"## {heading}", "", found[heading], ""]
     out += [f"## {t('How to read a trace', '如何阅读推理记录')}", ""]
     if "Reading a trace" in found and not ctx.zh:
         out += [found["Reading a trace"], ""]

@@ -17,7 +17,12 @@ STAGE_TEXT = {
     "remedies": ("what to do about it", "该怎么办"),
     "recommendations": ("how the options are ranked", "方案如何排序"),
 }
+STATUS_ZH = {"draft": "草案", "deprecated": "已弃用"}
 STAGE_NAMES = {"requirements": "需求", "bottlenecks": "瓶颈", "remedies": "对策", "recommendations": "推荐"}
+
+
+def status_badge(ctx: Context, status: str) -> str:
+    return badge(status, "status", ctx.t(status, STATUS_ZH.get(status, status)))
 
 
 def stage_name(ctx: Context, stage: str) -> str:
@@ -42,7 +47,7 @@ def rules_index(ctx: Context) -> str:
             continue
         out += [table([ctx.t("Rule", "规则"), ctx.t("Id", "编号"), ctx.t("Version", "版本"), ctx.t("Claims", "论断"),
                        ctx.t("Tests", "测试")],
-                      [[ctx.rule_named(here, r.id) + (f" {badge(r.status, 'status')}" if r.status != "stable" else ""),
+                      [[ctx.rule_named(here, r.id) + (f" {status_badge(ctx, r.status)}" if r.status != "stable" else ""),
                         code(r.id), str(r.version), str(len(r.claims)), str(len(r.tests))] for r in rules], "llrrr"), ""]
     if ctx.builtins:
         out += [f"## {ctx.t('Built-in steps', '内置步骤')} {{#built-in}}", "",

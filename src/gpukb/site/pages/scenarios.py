@@ -13,6 +13,7 @@ from ...fmt import duration, number
 from ...rules import STAGES
 from ...scenarios import Run
 from ...trace import TraceStep
+from ...words import term
 from ..links import SCENARIOS, Context, scenario_page
 from ..text import code, css_token, esc, esc_spaced, html_text, table
 from .common import as_json, bullets, gb_exact, h1, memory_bar, part_name
@@ -23,7 +24,7 @@ SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 SEVERITY_ZH = {"error": "错误", "warning": "警告", "info": "提示"}
 
 
-def _values_table(step: TraceStep) -> str:
+def _values_table(step: TraceStep, zh: bool = False) -> str:
     """A trace step's values as one line of raw HTML: there are thousands of these, and they hold no
     links, so Markdown need not parse them (which keeps the build fast)."""
     rows = []
@@ -31,7 +32,8 @@ def _values_table(step: TraceStep) -> str:
         expression = f"<code>{html_text(v['expr'])}</code>" if v["expr"] else "—"
         rows.append(f"<tr><td><code>{html_text(v['name'])}</code></td><td>{expression}</td>"
                     f'<td style="text-align: right">{html_text(number(v["value"]))}</td></tr>')
-    return ('<table><thead><tr><th>Value</th><th>Expression</th><th style="text-align: right">Result</th></tr>'
+    value, expression, result = ("数值", "表达式", "结果") if zh else ("Value", "Expression", "Result")
+    return (f'<table><thead><tr><th>{value}</th><th>{expression}</th><th style="text-align: right">{result}</th></tr>'
             f"</thead><tbody>{''.join(rows)}</tbody></table>")
 
 
@@ -41,11 +43,11 @@ def render_step(ctx: Context, here: str, step: TraceStep, heading_level: int = 4
     # traces repeat the same rules and claims many times over: kept out of the search index
     anchor = f" {{#step-{step.step} data-search-exclude}}" if anchors else " { data-search-exclude }"
     out = [f"{hashes} {step.step}. {esc((ctx.zh and step.title_zh) or step.title)}{anchor}", "",
-           f"{ctx.rule(here, step.rule)} · {esc(step.stage)}"
+           f"{ctx.rule(here, step.rule)} · {esc(ctx.t(step.stage, term('zh', step.stage)))}"
            + (" · " + ctx.t("matched ", "匹配 ") + ", ".join(esc(i["label"]) for i in step.inputs) if step.inputs else ""), "",
            f"> {esc((ctx.zh and step.sentence_zh) or step.sentence)}", ""]
     if step.values:
-        out += [_values_table(step), ""]
+        out += [_values_table(step, ctx.zh), ""]
     for c in step.claims:
         out.append(f"- {ctx.t('rests on', '依据')} {ctx.claim(here, c.id)} 「{esc(c.quote_zh)}」"
                    + ("" if ctx.zh else f" — {esc(c.text_en)}"))
