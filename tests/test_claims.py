@@ -35,9 +35,25 @@ def test_claims_have_verdicts_and_computations(kb):
 
 
 def test_the_wrong_claims_are_marked_wrong(kb):
-    for claim_id in ("art.kv.quadratic", "art.bandwidth.1to3-2x", "art.qa.zero3-reduces-comm",
+    for claim_id in ("art.kv.quadratic", "art.bandwidth.1to3-2x", "art.bandwidth.cores-starved",
                      "art.intro.bandwidth-engine", "art.closing.self-assessment"):
         assert kb.claims[claim_id].verdict == "contradicted"
+
+
+def test_merged_claims_are_split_and_each_judged_on_its_own_clause(kb):
+    # ZeRO-3 itself sends more, but ZeRO++ (a technique "like ZeRO-3") sends less than data parallelism
+    assert kb.claims["art.qa.zero3-reduces-comm"].verdict == "qualified"
+    assert "wang-2023-zeropp" in kb.claims["art.qa.zero3-reduces-comm"].evidence
+    pairs = [("art.bandwidth.cores-starved", "art.bandwidth.movement-over-clock"),
+             ("art.interconnect.multi-gpu-required", "art.interconnect.links-next-bottleneck"),
+             ("art.interconnect.nvlink-vs-pcie", "art.interconnect.nvlink-latency"),
+             ("art.precision.fp8-support", "art.precision.fp8-doubles")]
+    for first, second in pairs:
+        a, b = kb.claims[first].quote_zh, kb.claims[second].quote_zh
+        assert a not in b and b not in a, (first, second)
+    assert "保持模型精度" in kb.claims["art.precision.fp8-doubles"].quote_zh
+    assert "保持模型精度" not in kb.claims["art.precision.fp8-support"].quote_zh
+    assert kb.claims["art.interconnect.multi-gpu-required"].verdict == "qualified"  # QLoRA: 65B on one 48 GB card
 
 
 def test_the_revisited_verdicts_follow_the_evidence(kb):

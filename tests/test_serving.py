@@ -91,7 +91,7 @@ def test_an_option_missing_the_tpot_target_is_rejected_with_its_figure(kb):
 def test_an_option_missing_the_ttft_target_is_rejected(kb):
     answer = kb.ask({"model": "llama-3-8b", "task": "inference", "gpus": ["l4-24gb"], "ttft_ms": 1000, "gpu_count": 1})
     (l4,) = answer.rejected
-    assert not answer.options and l4.deciding_finding.rule == "bottleneck.sla.ttft@4"
+    assert not answer.options and l4.deciding_finding.rule.split("@")[0] == "bottleneck.sla.ttft"
     assert "1,069.1 ms" in l4.deciding_finding.message and l4.ttft_s == pytest.approx(L4_TTFT, rel=1e-5)
     assert kb.ask({"model": "llama-3-8b", "task": "inference", "gpus": ["l4-24gb"], "ttft_ms": 1400,
                    "gpu_count": 1}).options
@@ -102,8 +102,8 @@ def test_when_no_option_meets_the_targets_the_answer_shows_what_each_reaches(kb)
                      "tpot_ms": 2, "ttft_ms": 1})
     assert not answer.options and len(answer.rejected) == 2
     for option in answer.rejected:
-        rules = {f.rule for f in option.findings if f.severity == "error"}
-        assert "bottleneck.sla.ttft@4" in rules and rules <= {"bottleneck.sla.tpot@2", "bottleneck.sla.ttft@4"}
+        rules = {f.rule.split("@")[0] for f in option.findings if f.severity == "error"}  # ids: versions move
+        assert "bottleneck.sla.ttft" in rules and rules <= {"bottleneck.sla.tpot", "bottleneck.sla.ttft"}
         assert option.tpot_s and option.ttft_s
         assert option.strategy.tensor_parallel == 8  # raised as far as one node allows
     assert "target (ttft_ms)" in answer.explain()
@@ -318,7 +318,7 @@ def test_inference_cost_by_hand(kb):
     assert option.usd_per_hour == pytest.approx(1.09)  # one L40S, RunPod Secure Cloud (2026-09-25)
     assert option.usd_per_million_tokens == pytest.approx(1.09 / (option.tokens_per_s * 3600) * 1e6, rel=1e-12)
     assert option.cost_usd is None
-    step = next(s for s in option.trace if s.rule == "rec.cost.inference@1")
+    step = next(s for s in option.trace if s.rule.split("@")[0] == "rec.cost.inference")
     assert "$1.09 per GPU-hour" in step.sentence and "2026-09-25" in step.sentence
 
 
