@@ -76,6 +76,12 @@ def test_ids_are_matched_ignoring_case(kb):
         kb.ask({"model": "llama-2-7b", "task": "lora", "gpus": ["h100-sxm-80gb", "H100-SXM-80GB"]})
 
 
+def test_explain_takes_ids_in_any_case():
+    result = runner.invoke(app, ["explain", "H100-SXM-80GB", "Req.KV-Cache"])
+    assert result.exit_code == 0, result.output
+    assert "gpu h100-sxm-80gb" in result.output and "rule req.kv-cache" in result.output
+
+
 @pytest.mark.parametrize("repo", ["meta-llama/Llama-3.1-8B", "META-LLAMA/llama-3.1-8b"])
 def test_a_hugging_face_repository_names_its_catalog_model_offline(kb, monkeypatch, repo):
     monkeypatch.setitem(sys.modules, "huggingface_hub", None)  # any download would fail

@@ -340,6 +340,8 @@ def explain_entry(
     texts, unknown = [], False
     for wanted in entry_ids:
         entry_id, version = split_versioned(wanted)
+        if kb.lookup(entry_id) is None and kb.lookup(entry_id.lower()) is not None:
+            entry_id = entry_id.lower()  # ids are lowercase slugs: H100-SXM-80GB names h100-sxm-80gb
         text = describe_entry(kb, entry_id)
         if text is None:
             unknown = True
