@@ -69,7 +69,7 @@ MUTATIONS = [
              'prefill_share: "batch_prefill_s / (batch_prefill_s + w.output_len * step_time_s)',
              'prefill_share: "batch_prefill_s / (w.output_len * step_time_s)', (RULE_TESTS,)),
     # gpukb.ask() finds the packaged knowledge base's files once, not on every ask
-    Mutation("load-kb-looks-again", "src/gpukb/__init__.py",
+    Mutation("load-kb-looks-again", "src/gpukb/packaged.py",
              "    if _packaged is None:\n        with _packaged_lock:\n            if _packaged is None:",
              "    if True:\n        with _packaged_lock:\n            if True:", ("tests/test_ask.py",)),
     # an allocator-counted peak is compared without the runtime overhead (CUDA context, NCCL buffers)

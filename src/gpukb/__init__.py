@@ -7,14 +7,14 @@
 
 from __future__ import annotations
 
-import gc
-import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .answer import Answer, Finding, Memory, Option, Remedy, Strategy
 from .errors import EngineError, GpukbError, KBDefectError, KBError, Problem, WorkloadError
+from .fmt import Lang
 from .kb import KnowledgeBase
+from .packaged import load_kb, packaged_root
 from .trace import TraceStep
 from .workload import ResolvedWorkload, Workload
 
@@ -30,64 +30,30 @@ __all__ = [
 ]
 __version__ = "0.1.0"
 
-# The packaged knowledge base once loaded (one per process: its root never changes). Returned as is
-# afterwards: finding its files again (resolving this module's path, two stats) took ~50 µs, a
-# twentieth of a single-GPU `gpukb.ask()`.
-_packaged: KnowledgeBase | None = None
-_packaged_lock = threading.Lock()
+
+def _ask(kb: KnowledgeBase, workload: Workload | dict[str, Any]) -> Answer:
+    from .pipeline import ask as run  # the engine and durable-rules load with the first ask, not with gpukb
+
+    return run(kb, workload)
 
 
-def packaged_root() -> Path:
-    """Where the bundled kb/ and rules/ live: inside the wheel, or the source checkout."""
-    here = Path(__file__).resolve().parent
-    bundled = here / "_data"
-    if (bundled / "kb" / "manifest.yaml").is_file():
-        return bundled
-    checkout = here.parent.parent
-    if (checkout / "kb" / "manifest.yaml").is_file():
-        return checkout
-    raise KBError([Problem(str(bundled), 1, 1, "E004", "the packaged knowledge base is missing (kb/manifest.yaml)")])
+def _render(answer: Answer, lang: Lang) -> str:
+    from .answer_text import render_answer
+
+    return render_answer(answer, lang)
 
 
-def load_kb(path: str | Path | None = None) -> KnowledgeBase:
-    """Load and validate a knowledge base: the packaged one, or kb/ and rules/ under `path`.
-
-    Raises KBError listing every problem as file:line:column.
-    """
-    if path is not None:
-        from .loader import read_checkout
-
-        return read_checkout(Path(path).resolve())
-    global _packaged
-    if _packaged is None:
-        with _packaged_lock:
-            if _packaged is None:
-                kb = _load_packaged(packaged_root())
-                # Kept for the life of the process, so Python's full collections need never walk it again:
-                # they took ~30 ms each, one in ~150 asks. (gc.freeze() moves every object tracked now to
-                # the permanent generation, the application's too; gc.unfreeze() undoes it.)
-                gc.freeze()
-                _packaged = kb
-    return _packaged
-
-
-def _load_packaged(root: Path) -> KnowledgeBase:
-    """The packaged knowledge base, from this user's private on-disk copy when it is current (kbcache)."""
-    from . import kbcache
-
-    kb, fresh = kbcache.read(root)
-    if kb is None:
-        from .loader import read_checkout  # with the YAML parser: only when there is no current copy
-
-        kb = read_checkout(root)
-        if fresh is not None:
-            kbcache.write(fresh, kb)
-    return kb
+# The data types never import what reads them: the pipeline reads a KnowledgeBase and the text
+# renderer an Answer, so both sit above those modules. The package, above everything, plugs them in
+# here, once: Python imports gpukb before any of its modules, so kb.ask() and answer.explain() work
+# however the types were reached.
+KnowledgeBase.asker = _ask
+Answer.renderer = _render
 
 
 def ask(workload: Workload | dict[str, Any]) -> Answer:
     """Answer a workload with the packaged knowledge base."""
-    return load_kb().ask(workload)
+    return _ask(load_kb(), workload)
 
 
 def sweep(workloads: Iterable[dict[str, Any]], processes: int = 1,

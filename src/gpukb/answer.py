@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import cached_property
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
@@ -155,6 +155,9 @@ class Option(BaseModel):
 
 class Answer(BaseModel):
     model_config = ConfigDict(frozen=True)
+    # The text renderer (gpukb.answer_text.render_answer), set by the package (gpukb/__init__.py): it
+    # reads an Answer, so this module never imports it.
+    renderer: ClassVar[Callable[[Answer, Lang], str]]
     kb_version: str
     kb_hash: str
     workload: ResolvedWorkload
@@ -171,9 +174,7 @@ class Answer(BaseModel):
 
     def explain(self, lang: Lang = "en") -> str:
         """The reasoning chain for the best option and why not the others, in English or Chinese (`"zh"`)."""
-        from .answer_text import render_answer
-
-        return render_answer(self, lang)
+        return Answer.renderer(self, lang)
 
 
 def _memory(fields: dict[str, Any], total: float | None = None) -> Memory:

@@ -8,12 +8,19 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 from weakref import WeakKeyDictionary
 
 if TYPE_CHECKING:
-    from .kb import KnowledgeBase
     from .schema import Claim
+
+
+class HasClaims(Protocol):
+    """What `cited` reads of a knowledge base (gpukb.kb imports this module through the rules, so it is
+    named by what it has, not imported)."""
+
+    @property
+    def claims(self) -> Mapping[str, Claim]: ...
 
 
 # A cited claim is frozen: the same citations are shared by every firing of a rule, in every ask.
@@ -33,10 +40,10 @@ def cite(claims: Mapping[str, Claim], claim_ids: Iterable[str]) -> tuple[CitedCl
 
 
 # knowledge base -> claim ids -> citations; weak, so a knowledge base no one holds is not kept alive
-_BY_KB: WeakKeyDictionary[KnowledgeBase, dict[tuple[str, ...], tuple[CitedClaim, ...]]] = WeakKeyDictionary()
+_BY_KB: WeakKeyDictionary[HasClaims, dict[tuple[str, ...], tuple[CitedClaim, ...]]] = WeakKeyDictionary()
 
 
-def cited(kb: KnowledgeBase, claim_ids: Iterable[str]) -> tuple[CitedClaim, ...]:
+def cited(kb: HasClaims, claim_ids: Iterable[str]) -> tuple[CitedClaim, ...]:
     """cite() for steps that are not compiled rules, computed once per knowledge base and claim list."""
     key = tuple(claim_ids)
     known = _BY_KB.get(kb)

@@ -1,4 +1,4 @@
-"""The `gpukb` command line: ask, sweep, explain, lint, impact, validate, schema."""
+"""The `gpukb` command line: ask, sweep, explain, list, lint, impact, validate, schema."""
 
 from __future__ import annotations
 
@@ -11,12 +11,14 @@ from typing import Annotated, Any
 import typer
 from rich import box
 from rich.console import Console
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
 from . import load_kb
 from .errors import ASK_ERRORS, BaseRevisionError, KBError, WorkloadError
 from .fmt import Lang, duration, gb
+from .fmt import bandwidth as fmt_bandwidth
 from .reporters import REPORTERS
 from .terminal import clean
 from .words import term
@@ -84,7 +86,8 @@ def _cell(value: object) -> Text:
 def ask(
     task: Annotated[Task, typer.Option(help="what to do with the model")],
     model: Annotated[str | None, typer.Option(
-        help="catalog model id (e.g. llama-3-8b), a Hugging Face config.json or its folder, or hf:ORG/NAME")] = None,
+        help="catalog model id (e.g. llama-3-8b; `gpukb list models`) or its Hugging Face repository "
+             "(meta-llama/Llama-3.1-8B, read offline), a config.json or its folder, or hf:ORG/NAME (downloaded)")] = None,
     params: Annotated[str | None, typer.Option(help="parameter count of a custom model, e.g. 7B")] = None,
     layers: Annotated[int | None, typer.Option()] = None,
     hidden_size: Annotated[int | None, typer.Option()] = None,
@@ -111,7 +114,8 @@ def ask(
         "--flash-attention/--no-flash-attention", help="training: fused attention (default on)")] = None,
     lora_rank: Annotated[int | None, typer.Option()] = None,
     gpu_count: Annotated[int | None, typer.Option(help="most GPUs usable")] = None,
-    gpu: Annotated[list[str] | None, typer.Option("--gpu", help="candidate GPU id (repeat); default all")] = None,
+    gpu: Annotated[list[str] | None, typer.Option(
+        "--gpu", help="candidate GPU id (repeat; `gpukb list gpus`); default all")] = None,
     tokens: Annotated[str | None, typer.Option(help="training tokens, e.g. 2T: enables time-to-train")] = None,
     zero_stage: Annotated[int | None, typer.Option()] = None,
     tensor_parallel: Annotated[int | None, typer.Option()] = None,
@@ -327,7 +331,7 @@ def explain_entry(
 ) -> None:
     """Show knowledge-base entries and where they come from, as readable YAML."""
     from .entry_text import describe_entry
-    from .ids import near_ids, split_versioned
+    from .ids import did_you_mean, split_versioned
 
     try:
         kb = load_kb(root)
@@ -336,13 +340,14 @@ def explain_entry(
     texts, unknown = [], False
     for wanted in entry_ids:
         entry_id, version = split_versioned(wanted)
+        if kb.lookup(entry_id) is None and kb.lookup(entry_id.lower()) is not None:
+            entry_id = entry_id.lower()  # ids are lowercase slugs: H100-SXM-80GB names h100-sxm-80gb
         text = describe_entry(kb, entry_id)
         if text is None:
             unknown = True
             catalog = ("gpus", "models", "rules", "claims")  # what people look up most, suggested first
             entries = sorted(kb.entries(), key=lambda e: catalog.index(e[0].name) if e[0].name in catalog else 9)
-            near = near_ids(entry_id, (entry_id for _, entry_id, _ in entries))
-            hint = f"; did you mean {', '.join(near)}?" if near else ""
+            hint = did_you_mean(entry_id, (entry_id for _, entry_id, _ in entries))
             err.print(clean(f"error: no rule, claim, GPU, model or source has the id '{entry_id}'{hint}"),
                       markup=False, highlight=False)
             continue
@@ -355,6 +360,63 @@ def explain_entry(
         out.print(clean("\n---\n".join(texts)), markup=False, highlight=False)
     if unknown:
         raise typer.Exit(2)
+
+
+class Catalog(StrEnum):
+    gpus = "gpus"
+    models = "models"
+
+
+@app.command("list")
+def list_catalog(
+    what: Annotated[Catalog, typer.Argument(help="gpus or models")],
+    as_json: Annotated[bool, typer.Option(
+        "--json", help="print the rows as JSON (bytes, bytes/s, FLOP/s, US dollars; null where unknown)")] = False,
+    root: Annotated[Path | None, typer.Option(help="a checkout holding kb/ and rules/")] = None,
+) -> None:
+    """The catalog's ids, to give to --gpu and --model, with their figures.
+
+    GPUs: memory, bandwidth, dense BF16 TFLOPS, the lowest dated cloud price per GPU-hour and the
+    purchase price. Models: parameters, layers, longest context and the Hugging Face repository (which
+    --model also accepts). `gpukb explain ID` shows one entry whole."""
+    from .listing import gpu_rows, model_rows
+
+    try:
+        kb = load_kb(root)
+    except KBError as error:
+        _fail_kb(error)
+    rows = gpu_rows(kb) if what is Catalog.gpus else model_rows(kb)
+    if as_json:
+        sys.stdout.write(json.dumps(rows, ensure_ascii=False, indent=2) + "\n")
+        return
+    if what is Catalog.gpus:
+        columns = {"id": "left", "name": "left", "memory": "right", "bandwidth": "right", "BF16 TFLOPS": "right",
+                   "$/GPU-h": "right", "price": "right"}
+        cells = [(r["id"], r["name"], gb(r["memory_bytes"]), fmt_bandwidth(r["memory_bandwidth"]),
+                  f"{r['bf16_flops'] / 1e12:,.0f}" if r["bf16_flops"] else "—",
+                  f"{r['usd_per_gpu_hour']:,.2f}" if r["usd_per_gpu_hour"] else "—",
+                  f"${r['price_usd']:,.0f}" if r["price_usd"] else "—") for r in rows]
+        title = "GPUs (--gpu ID; GB = 1e9 bytes; BF16 dense; $/GPU-h: lowest dated cloud on-demand price)"
+    else:
+        columns = {"id": "left", "name": "left", "params": "right", "layers": "right", "context": "right",
+                   "Hugging Face repository": "left"}
+        cells = [(r["id"], r["name"], _billions(r["params"], r["active_params"]), str(r["layers"]),
+                  f"{r['context_length']:,}", r["hf_repo"] or "—") for r in rows]
+        title = "Models (--model ID or its Hugging Face repository; params in billions, active of total for MoE)"
+    table = Table(box=box.SIMPLE_HEAD, padding=(0, 1))
+    for header, justify in columns.items():
+        table.add_column(header, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+    for row in cells:
+        table.add_row(*map(_cell, row))
+    # at its full width, wider than the terminal if need be: ids, names and repositories are copied, never cut
+    natural = Measurement.get(out, out.options.update_width(1_000), table).maximum
+    out.print(title, markup=False, highlight=False)
+    Console(soft_wrap=True, width=max(out.width, natural)).print(table)
+
+
+def _billions(params: int, active: int | None) -> str:
+    total = f"{params / 1e9:,.1f}B"
+    return f"{active / 1e9:,.1f}B of {total}" if active else total
 
 
 @app.command()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 
 
 def versioned(entry_id: str, version: int) -> str:
@@ -40,3 +40,20 @@ def near_ids(wanted: str, ids: Iterable[str], limit: int = 6) -> list[str]:
     by_squash = {v: i for i, v in reversed(list(squashed.items()))}
     close = [by_squash[s] for s in difflib.get_close_matches(key, list(by_squash), n=limit, cutoff=0.75)]
     return list(dict.fromkeys(same + containing + close))[:limit]
+
+
+def catalog_id(wanted: str, ids: Container[str]) -> str | None:
+    """The id in `ids` that `wanted` names, case aside ('H100-SXM-80GB' → 'h100-sxm-80gb': catalog
+    ids are lowercase slugs), or None."""
+    if wanted in ids:
+        return wanted
+    lowered = wanted.lower()
+    return lowered if lowered in ids else None
+
+
+def did_you_mean(wanted: str, ids: Iterable[str]) -> str:
+    """'; did you mean a, b?' naming the ids near `wanted` (near_ids, in the order given), or ''."""
+    if len(wanted) > 100:  # no id is this long, and matching a huge text would take long
+        return ""
+    near = near_ids(wanted, ids)
+    return f"; did you mean {', '.join(near)}?" if near else ""

@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, ClassVar
 
 from .errors import Problem, located
 from .kinds import BY_NAME, KEYED, Kind
 from .positions import Loc, Located
 from .rules import CompiledRule, Rule
 from .schema import Claim, Dtype, Gpu, Interconnect, Manifest, Measurement, Model, Optimizer, Policy, Rhetoric, Source, Term
-
-if TYPE_CHECKING:
-    from .answer import Answer
-    from .workload import Workload
 
 EntryKey = tuple[str, str]  # (kind name, entry id)
 
@@ -98,10 +95,14 @@ class KnowledgeBase:
     def policy(self, policy_id: str) -> float:
         return self.policies[policy_id].value
 
-    def ask(self, workload: Workload | dict[str, Any]) -> Answer:
-        from .pipeline import ask
+    # The pipeline's ask (gpukb.pipeline.ask), set by the package (gpukb/__init__.py): the pipeline
+    # reads a knowledge base, so this module, the data, never imports it.
+    asker: ClassVar[Callable[[KnowledgeBase, Any], Any]]
 
-        return ask(self, workload)
+    def ask(self, workload: Any) -> Any:
+        """Answer a workload (a `gpukb.Workload` or a dict of its fields) with this knowledge base:
+        a `gpukb.Answer`, as `gpukb.ask` does with the packaged one."""
+        return KnowledgeBase.asker(self, workload)
 
     def entries(self) -> list[tuple[Kind, str, Any]]:
         """(kind, id, entry) for every entry with an id, kinds in registry order, ids sorted."""

@@ -9,8 +9,10 @@ from weakref import WeakKeyDictionary
 from .architecture import count_parameters
 from .errors import KBDefectError, WorkloadError
 from .hfconfig import load_model
+from .hub import REPO_ID
+from .ids import catalog_id, did_you_mean, near_ids
 from .schema import Gpu, Model
-from .workload import CUSTOM_PARAMS_TOLERANCE, TRAINING_TASKS, ResolvedWorkload, Workload, suggest
+from .workload import CUSTOM_PARAMS_TOLERANCE, TRAINING_TASKS, ResolvedWorkload, Workload
 
 if TYPE_CHECKING:
     from .kb import KnowledgeBase
@@ -102,22 +104,44 @@ def _check_custom_params(w: Workload, kv_heads: int) -> None:
 
 
 def _model(kb: KnowledgeBase, ref: str) -> tuple[Model, str | None]:
-    """The model a workload names, and the config file it was read from (None for the catalog)."""
+    """The model a workload names, and the config file it was read from (None for the catalog): a catalog
+    id in any case, a config.json or its folder, a catalog model's Hugging Face repository (offline), or
+    hf:ORG/NAME (downloaded)."""
     if ref.startswith("hf:"):
         from .hub import download_config  # huggingface_hub is optional: imported only when asked for
 
         repo = ref.removeprefix("hf:")
         return load_model(download_config(repo), shown=ref, name=repo), ref
-    model = kb.models.get(ref)
-    if model is not None and model.status != "deprecated":
+    model_id = catalog_id(ref, kb.models)
+    if model_id is not None:
+        model = kb.models[model_id]
+        if model.status == "deprecated":
+            instead = f"; use {model.superseded_by}" if model.superseded_by else ""
+            raise WorkloadError("model", f"'{model_id}' is deprecated and has left the catalog{instead}")
         return model, None
     if len(ref) > MAX_REF:
         raise WorkloadError("model", f"a catalog id or a path of at most {MAX_REF} characters, not {len(ref):,}")
     path = _expanded(ref)
-    if model is None and ("/" in ref or "\\" in ref or ref.endswith(".json") or _exists(path)):
+    if _exists(path):  # a file or folder here wins, as it does for transformers' from_pretrained
         return load_model(path, shown=ref), ref
-    raise WorkloadError("model", f"unknown model '{ref}'{suggest(ref, kb.models)} "
-                                 "(give a catalog id or the path to a Hugging Face config.json)")
+    repos = {m.hf_repo.lower(): m for m in kb.models.values() if m.hf_repo and m.status != "deprecated"}
+    if ref.lower() in repos:
+        return repos[ref.lower()], None
+    if REPO_ID.match(ref) and not ref.endswith(".json"):
+        near = near_ids(ref, [m.hf_repo for m in repos.values() if m.hf_repo], limit=3)
+        hint = f"; did you mean {', '.join(f'{r} ({repos[r.lower()].id})' for r in near)}?" if near else ""
+        raise WorkloadError("model", f"'{ref}' is neither a catalog model's Hugging Face repository nor a config.json "
+                                     f"here{hint} (hf:{ref} downloads its config.json: pip install 'gpukb[hub]'; "
+                                     "`gpukb list models` shows the catalog)")
+    if "/" in ref or "\\" in ref or ref.endswith(".json"):
+        return load_model(path, shown=ref), ref
+    raise WorkloadError("model", f"unknown model '{ref}'{did_you_mean(ref, _listed(kb.models))} (give a catalog id "
+                                 "or the path to a Hugging Face config.json; `gpukb list models` shows the catalog)")
+
+
+def _listed(table: dict[str, Any]) -> list[str]:
+    """The ids of a catalog table that are in the catalog (deprecated entries have left it)."""
+    return [entry_id for entry_id, entry in table.items() if entry.status != "deprecated"]
 
 
 def _expanded(ref: str) -> Path:
@@ -166,10 +190,13 @@ def _adapters_modelled(model: Model) -> bool:
 def resolve(kb: KnowledgeBase, w: Workload) -> tuple[ResolvedWorkload, dict[str, Any]]:
     arch = _architecture(kb, w)
     training = w.task in TRAINING_TASKS
-    gpus = w.gpus or sorted(g for g, gpu in kb.gpus.items() if gpu.status != "deprecated")
+    # ids in any case name the catalog's (lowercase) ids
+    gpus = ([catalog_id(g, kb.gpus) or g for g in w.gpus] if w.gpus
+            else sorted(g for g, gpu in kb.gpus.items() if gpu.status != "deprecated"))
     for i, gpu_id in enumerate(gpus):
         if gpu_id not in kb.gpus:
-            raise WorkloadError(f"gpus.{i}", f"unknown GPU '{gpu_id}'{suggest(gpu_id, kb.gpus)}")
+            raise WorkloadError(f"gpus.{i}", f"unknown GPU '{gpu_id}'{did_you_mean(gpu_id, _listed(kb.gpus))} "
+                                             "(`gpukb list gpus` shows the catalog)")
     if len(set(gpus)) != len(gpus):  # a list of types to compare, not of cards: a repeat usually means a count
         twice = next(i for i, gpu_id in enumerate(gpus) if gpu_id in gpus[:i])
         times = gpus.count(gpus[twice])

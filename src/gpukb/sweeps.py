@@ -18,6 +18,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from .packaged import load_kb
+
 GridValues = Iterable[str | int]
 
 
@@ -117,9 +119,7 @@ _kb: Any = None  # this process's knowledge base, loaded once by _start_worker
 
 def _start_worker(root: str | None) -> None:
     global _kb
-    import gpukb
-
-    _kb = gpukb.load_kb(root)
+    _kb = load_kb(root)
 
 
 def _answer(index: int, workload: Any) -> dict[str, Any]:

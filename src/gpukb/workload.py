@@ -6,7 +6,6 @@ question with defaults applied and the model's architecture filled in, as the An
 
 from __future__ import annotations
 
-import difflib
 import math
 import re
 from typing import Annotated, Any, Literal
@@ -264,10 +263,3 @@ def parse_workload(data: Workload | dict[str, Any]) -> Workload:
             field, _, message = message.partition(":")
             message = message.strip()
         raise WorkloadError(field, message) from None
-
-
-def suggest(name: str, choices: Any) -> str:
-    if len(name) > 100:  # no id is this long, and matching a huge text would take long
-        return ""
-    close = difflib.get_close_matches(name, list(choices), n=3, cutoff=0.5)
-    return f"; did you mean {', '.join(close)}?" if close else ""
