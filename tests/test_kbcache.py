@@ -3,6 +3,8 @@ else could have written it."""
 
 from __future__ import annotations
 
+import importlib
+import io
 import os
 import pickle
 from pathlib import Path
@@ -80,3 +82,92 @@ def test_a_changed_knowledge_base_misses(folder: Path, checkout: Path) -> None:
     rule = next((checkout / "rules" / "requirements").glob("*.yaml"))
     rule.write_text(rule.read_text(encoding="utf-8") + "\n", encoding="utf-8")
     assert kbcache.key(checkout) != before
+
+
+def _globals_of(payload: bytes) -> set[tuple[str, str]]:
+    """Every (module, name) a pickle asks the unpickler for."""
+    named: set[tuple[str, str]] = set()
+
+    class Recording(pickle.Unpickler):
+        def find_class(self, module: str, name: str) -> object:
+            named.add((module, name))
+            return super().find_class(module, name)
+
+    Recording(io.BytesIO(payload)).load()
+    return named
+
+
+def test_the_allowlist_is_exactly_what_a_knowledge_base_pickles_as(kb: gpukb.KnowledgeBase) -> None:
+    """Computed from the packaged knowledge base: a name missing would make every copy a miss, a name
+    too many would be something a planted file could call. A new class in the knowledge base (or a
+    rule using a new operator, such as ('ast', 'Mod')) fails here with the pair to add to ALLOWED."""
+    named = _globals_of(pickle.dumps(kb, protocol=pickle.HIGHEST_PROTOCOL))
+    assert named == kbcache.ALLOWED, f"missing: {sorted(named - kbcache.ALLOWED)}, unused: {sorted(kbcache.ALLOWED - named)}"
+    assert not any("." in name for _, name in kbcache.ALLOWED)
+    functions = {(module, name) for module, name in kbcache.ALLOWED
+                 if not isinstance(getattr(importlib.import_module(module), name), type)}
+    assert functions == {("gpukb.expr", "_restore")}  # builds an Expr from a tree it interprets, never runs
+
+
+def _genuine(folder: Path) -> tuple[Path, bytes]:
+    root = gpukb.packaged_root()
+    _, fresh = kbcache.read(root)
+    assert fresh is not None
+    kbcache.write(fresh, gpukb.load_kb(root))
+    return fresh, (folder / "key").read_bytes()
+
+
+def test_the_key_is_private_random_and_kept(folder: Path) -> None:
+    _, secret = _genuine(folder)
+    key_file = folder / "key"
+    assert len(secret) == 32 and key_file.stat().st_mode & 0o777 == 0o600
+    assert [p.name for p in folder.iterdir() if p.name.startswith("key")] == ["key"]  # no temporary left
+    cached, _ = kbcache.read(gpukb.packaged_root())
+    assert cached is not None and key_file.read_bytes() == secret
+
+
+@pytest.mark.parametrize("spoil", ["loose", "short", "link", "fifo"])
+def test_a_key_that_is_not_private_turns_the_copy_off(folder: Path, tmp_path: Path, spoil: str) -> None:
+    fresh, secret = _genuine(folder)
+    key_file = folder / "key"
+    if spoil == "loose":
+        key_file.chmod(0o640)
+    elif spoil == "short":
+        key_file.write_bytes(secret[:16])
+    else:
+        key_file.unlink()
+        if spoil == "link":
+            (tmp_path / "mine").write_bytes(secret)
+            (tmp_path / "mine").chmod(0o600)
+            key_file.symlink_to(tmp_path / "mine")
+        else:
+            os.mkfifo(key_file, 0o600)  # opened without waiting for a writer
+    assert kbcache.read(gpukb.packaged_root()) == (None, None)
+    kbcache.write(fresh, gpukb.load_kb(gpukb.packaged_root()))
+    assert kbcache.read(gpukb.packaged_root()) == (None, None)
+
+
+def test_a_copy_with_a_wrong_mac_or_another_name_is_not_loaded(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = gpukb.packaged_root()
+    fresh, _ = _genuine(folder)
+    data = bytearray(fresh.read_bytes())
+    data[-1] ^= 1  # one bit of the pickle
+    fresh.write_bytes(bytes(data))
+    assert kbcache.read(root) == (None, fresh)
+    fresh, _ = _genuine(folder)
+    other = fresh.with_name("kb-" + "0" * 64 + ".pickle")  # the MAC covers the name: no replaying a stale copy
+    os.rename(fresh, other)
+    monkeypatch.setattr(kbcache, "key", lambda _root: "0" * 64)
+    assert kbcache.read(root) == (None, other)
+
+
+def test_no_home_turns_the_copy_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("GPUKB_NO_CACHE", "GPUKB_CACHE_DIR", "XDG_CACHE_HOME", "HOME"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(os.path, "expanduser", lambda path: path)  # what a uid without a passwd entry gets
+    assert kbcache.folder() is None
+    assert kbcache.read(gpukb.packaged_root()) == (None, None)
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/cache")  # the XDG spec: ignored unless absolute
+    assert kbcache.folder() is None
+    monkeypatch.setenv("XDG_CACHE_HOME", "/somewhere/cache")
+    assert kbcache.folder() == Path("/somewhere/cache/gpukb")

@@ -1,23 +1,31 @@
 """A private on-disk copy of the loaded packaged knowledge base, so a command starts without parsing YAML.
 
 Loading kb/ and rules/ (parsing, validating, compiling 120 files) is most of a cold `gpukb ask`;
-unpickling the result takes a seventh of that. A pickle can run code when loaded, so the copy is
-only ever read from where nobody but this user can have written it:
-- the folder is $GPUKB_CACHE_DIR, else $XDG_CACHE_HOME/gpukb, else ~/.cache/gpukb; it is used only
-  if it is a real folder (not a link) owned by this user that no one else may enter or write;
-- a file is read only if it is a regular file (opened without following links) owned by this user
-  and writable by no one else; it is written as a new 0600 file, then renamed into place;
+unpickling the result takes a seventh of that. A pickle can run code when loaded, so a copy is
+loaded only if this process can tell it wrote it, and even then can build nothing but a knowledge base:
+- the folder is $GPUKB_CACHE_DIR, else $XDG_CACHE_HOME/gpukb, else ~/.cache/gpukb (an
+  XDG_CACHE_HOME or home that is not an absolute path, or no home at all, turns the copy off); it is
+  used only if it is a real folder (not a link) owned by this user that no one else may enter or write;
+- a file there is read only if it is a regular file (opened without following links or waiting on
+  a FIFO) owned by this user that no one else may read or write; files are written as new 0600
+  files, then put in place in one step (a rename, or a link for the key), so no reader sees half a file;
+- `key` is 32 random bytes made once per folder; each copy starts with an HMAC-SHA256, under that
+  key, of its name and its pickle, checked (hmac.compare_digest) before a byte is unpickled: a
+  file this user's gpukb did not write, such as one restored or copied in, is never unpickled;
 - the name is a sha256 of every file under kb/ and rules/ (path and bytes), of gpukb's own source
   and of the Python and pydantic versions: any change to the knowledge or the code misses;
-- unpickling admits only the classes a knowledge base is made of (gpukb's, pydantic's, pathlib,
-  datetime, ast), so even a planted file could not name anything else.
-Anything unexpected (a foreign owner, loose permissions, a read or unpickling error) means "no
-copy": the knowledge base is loaded from its files. GPUKB_NO_CACHE=1 turns the copy off.
+- unpickling resolves only the exact (module, name) pairs in ALLOWED, the classes and the one
+  function a knowledge base is pickled as (tests/test_kbcache.py checks the list is exactly those),
+  and never a dotted name: a file whose key was stolen still cannot call anything else.
+Anything unexpected (a foreign owner, loose permissions, a wrong HMAC, a read or unpickling error)
+means "no copy": the knowledge base is loaded from its files. GPUKB_NO_CACHE=1 turns the copy off.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
+import importlib
 import io
 import os
 import pickle
@@ -31,9 +39,31 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .kb import KnowledgeBase
 
-# `ast`: rule expressions are kept as their checked syntax trees (expr.Expr), plain data classes
-_ALLOWED_MODULES = frozenset({"ast", "datetime", "pathlib", "pydantic.networks", "pydantic_core._pydantic_core"})
+# What a pickled KnowledgeBase names, and nothing else. `ast`: rule expressions are kept as their
+# checked syntax trees (expr.Expr, restored by expr._restore), plain data classes.
+ALLOWED: frozenset[tuple[str, str]] = frozenset({
+    *(("ast", name) for name in (
+        "Add", "And", "Attribute", "BinOp", "BoolOp", "Call", "Compare", "Constant", "Div", "Eq", "Expression",
+        "Gt", "GtE", "IfExp", "In", "List", "Load", "Lt", "LtE", "Mult", "Name", "NotEq", "Sub")),
+    ("datetime", "date"),
+    ("gpukb.citations", "CitedClaim"),
+    ("gpukb.expr", "_restore"),
+    ("gpukb.kb", "KnowledgeBase"),
+    ("gpukb.positions", "Located"),
+    *(("gpukb.rules", name) for name in ("CompiledOutput", "CompiledRule", "Expect", "Output", "Pattern", "Rule",
+                                         "RuleTest")),
+    *(("gpukb.schema", name) for name in (
+        "Claim", "CloudPrice", "Dtype", "Gpu", "Interconnect", "Manifest", "Measurement", "Model", "Moe", "Optimizer",
+        "Policy", "Price", "Rhetoric", "Source", "TrainingBytes")),
+    ("pathlib", "PosixPath"),
+    ("pydantic.networks", "HttpUrl"),
+    ("pydantic_core._pydantic_core", "Url"),
+})
 _SOURCE = Path(__file__).resolve().parent
+_KEY_BYTES = 32
+_MAC_BYTES = hashlib.sha256().digest_size
+# O_NONBLOCK: opening a FIFO must not wait for a writer (regular files ignore it)
+_OPEN = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
 
 
 def folder() -> Path | None:
@@ -42,8 +72,12 @@ def folder() -> Path | None:
         return None
     if os.environ.get("GPUKB_CACHE_DIR"):
         return Path(os.environ["GPUKB_CACHE_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "gpukb"
+    # the XDG spec: a relative XDG_CACHE_HOME is ignored. No home (HOME unset and a uid with no
+    # passwd entry leaves "~" unexpanded) or a relative one means no copy, not an error.
+    for base in (os.environ.get("XDG_CACHE_HOME", ""), os.path.join(os.path.expanduser("~"), ".cache")):
+        if os.path.isabs(base):
+            return Path(base) / "gpukb"
+    return None
 
 
 def _private_folder(path: Path, create: bool) -> bool:
@@ -53,9 +87,64 @@ def _private_folder(path: Path, create: bool) -> bool:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.mkdir(mode=0o700)
         info = os.lstat(path)
-    except OSError:
+    except (OSError, ValueError):  # ValueError: a NUL in the path
         return False
     return stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and not info.st_mode & 0o077
+
+
+def _read_private(path: Path) -> bytes | None:
+    """The bytes of `path` if it is a regular file of this user's that nobody else may read or write;
+    None if it is not; FileNotFoundError if there is none."""
+    descriptor = os.open(path, _OPEN)
+    try:
+        info = os.fstat(descriptor)
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
+            return None
+        with os.fdopen(descriptor, "rb", closefd=False) as handle:
+            return handle.read()
+    finally:
+        os.close(descriptor)
+
+
+def _write_new(path: Path, data: bytes) -> Path:
+    """`data` in a new 0600 file beside `path` (a name of its own); returns that file."""
+    temporary = path.with_name(f"{path.name}.{os.getpid()}.{os.urandom(4).hex()}")
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(data)
+    except BaseException:
+        with suppress(OSError):
+            os.unlink(temporary)
+        raise
+    return temporary
+
+
+def _secret(where: Path) -> bytes | None:
+    """This user's key for the copies in `where`, made on first use; None if it cannot be trusted."""
+    path = where / "key"
+    try:
+        try:
+            secret = _read_private(path)
+        except FileNotFoundError:
+            temporary = _write_new(path, os.urandom(_KEY_BYTES))
+            try:
+                os.link(temporary, path)  # never replaces: of two processes making one, the first wins
+            except FileExistsError:
+                pass
+            finally:
+                os.unlink(temporary)
+            secret = _read_private(path)
+    except OSError:
+        return None
+    return secret if secret is not None and len(secret) == _KEY_BYTES else None
+
+
+def _mac(secret: bytes, path: Path, payload: bytes | memoryview) -> bytes:
+    """The HMAC of a copy: its name too, so a genuine copy renamed to another key's name is refused."""
+    mac = hmac.new(secret, path.name.encode() + b"\0", hashlib.sha256)
+    mac.update(payload)
+    return mac.digest()
 
 
 def key(root: Path) -> str:
@@ -72,9 +161,11 @@ def key(root: Path) -> str:
 
 class _Unpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str) -> Any:
-        if module.startswith("gpukb.") or module in _ALLOWED_MODULES:
-            return super().find_class(module, name)
-        raise pickle.UnpicklingError(f"{module}.{name} is not part of a knowledge base")
+        # Resolved here, not by pickle's find_class, which would follow a dotted name attribute by
+        # attribute (`pathlib` + `os.system`) and map Python 2 module names.
+        if (module, name) not in ALLOWED:
+            raise pickle.UnpicklingError(f"{module}.{name} is not part of a knowledge base")
+        return getattr(importlib.import_module(module), name)
 
 
 def read(root: Path) -> tuple[KnowledgeBase | None, Path | None]:
@@ -82,25 +173,26 @@ def read(root: Path) -> tuple[KnowledgeBase | None, Path | None]:
     where = folder()
     if where is None or not _private_folder(where, create=True):
         return None, None
+    secret = _secret(where)
+    if secret is None:
+        return None, None  # a copy could not be checked, so none is read or written
     try:
         path = where / f"kb-{key(root)}.pickle"
     except OSError:
         return None, None
     try:
-        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        data = _read_private(path)
     except OSError:
         return None, path
+    if data is None:
+        return None, None  # not ours to trust, nor to replace
+    payload = memoryview(data)[_MAC_BYTES:]
+    if len(data) <= _MAC_BYTES or not hmac.compare_digest(data[:_MAC_BYTES], _mac(secret, path, payload)):
+        return None, path  # not written by this user's gpukb with this key: never unpickled, replaced
     try:
-        info = os.fstat(descriptor)
-        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o022:
-            return None, None  # not ours to trust, nor to replace
-        with os.fdopen(descriptor, "rb", closefd=False) as handle:
-            data = handle.read()
-        loaded = _Unpickler(io.BytesIO(data)).load()
-    except Exception:  # a damaged or stale copy: load from the files and write a fresh one
+        loaded = _Unpickler(io.BytesIO(payload)).load()
+    except Exception:  # a copy from code that pickled differently: load from the files, write a fresh one
         return None, path
-    finally:
-        os.close(descriptor)
     from .kb import KnowledgeBase
 
     return (loaded, None) if isinstance(loaded, KnowledgeBase) else (None, path)
@@ -108,15 +200,18 @@ def read(root: Path) -> tuple[KnowledgeBase | None, Path | None]:
 
 def write(path: Path, kb: KnowledgeBase) -> None:
     """Store `kb` at `path` as a new private file, renamed into place (readers never see half a file)."""
-    temporary = path.with_name(f"{path.name}.{os.getpid()}.{os.urandom(4).hex()}")
+    temporary = None
     try:
-        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
-        with os.fdopen(descriptor, "wb") as handle:
-            pickle.dump(kb, handle, protocol=pickle.HIGHEST_PROTOCOL)
+        secret = _secret(path.parent)
+        if secret is None:
+            return
+        payload = pickle.dumps(kb, protocol=pickle.HIGHEST_PROTOCOL)
+        temporary = _write_new(path, _mac(secret, path, payload) + payload)
         os.replace(temporary, path)
         for stale in path.parent.glob("kb-*.pickle"):  # copies for other code or knowledge: never read again
             if stale != path and stale.lstat().st_uid == os.getuid():
                 stale.unlink()
     except Exception:  # a full disk or a read-only home: the copy is an optimisation, never a failure
-        with suppress(OSError):
-            os.unlink(temporary)
+        if temporary is not None:
+            with suppress(OSError):
+                os.unlink(temporary)
