@@ -2,7 +2,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -38,3 +40,17 @@ def checkout(tmp_path: Path) -> Path:
     for top in ("kb", "rules"):
         shutil.copytree(REPO / top, tmp_path / top)
     return tmp_path
+
+
+@pytest.fixture()
+def workers(monkeypatch: pytest.MonkeyPatch) -> list[subprocess.Popen[str]]:
+    """Every process subprocess.Popen starts during the test (sweep workers), as started."""
+    started: list[subprocess.Popen[str]] = []
+    popen = subprocess.Popen
+
+    def recording(*args: Any, **kwargs: Any) -> subprocess.Popen[str]:
+        started.append(popen(*args, **kwargs))
+        return started[-1]
+
+    monkeypatch.setattr(subprocess, "Popen", recording)
+    return started

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 import gpukb
+from gpukb import sweeps
 from gpukb.cli import app
 from gpukb.sweeps import grid, read_workloads
 
@@ -96,16 +98,20 @@ def test_the_command_refuses_half_a_grid_and_a_file_that_is_not_a_list(tmp_path:
     ("aliases.yaml", "- &a {model: llama-2-7b, task: lora}\n- *a\n", ":1:3:", "anchors and aliases"),
     ("broken.jsonl", '{"model": "llama-2-7b", "task": "lora"}\n{"model": \n', ":2:", "not JSON"),
     ("list.jsonl", '{"model": "llama-2-7b", "task": "lora"}\n[1]\n', ":2:1:", "one workload"),
+    ("latin1.jsonl", '{"model": "llama-2-7b", "task": "lora"}\n{"model": "caf\xe9"}\n', ":2:", "not UTF-8"),
+    ("big.jsonl", '{"model": "llama-2-7b", "task": "lora", "tokens": 1e61}\n', ":1:", "tokens: 1e61 is not a finite"),
 ])
 def test_a_bad_file_of_workloads_is_refused_at_its_line(tmp_path: Path, name: str, text: str, where: str,
                                                         says: str) -> None:
     path = tmp_path / name
-    path.write_text(text, encoding="utf-8")
+    path.write_bytes(text.encode("latin-1" if "latin1" in name else "utf-8"))
     result = runner.invoke(app, ["sweep", "--file", str(path)])
     assert result.exit_code == 2, result.output
     assert f"{path}{where}" in result.output and says in result.output
     assert "Traceback" not in result.output
     assert "no such file" in runner.invoke(app, ["sweep", "--file", str(tmp_path / "missing.yaml")]).output
+    os.mkfifo(tmp_path / "fifo.jsonl")  # refused, not waited on
+    assert "not a regular file" in runner.invoke(app, ["sweep", "--file", str(tmp_path / "fifo.jsonl")]).output
 
 
 def test_json_lines_and_a_sweeps_own_output_are_workloads(tmp_path: Path) -> None:
@@ -137,8 +143,16 @@ def test_worker_processes_keep_freed_memory_unless_the_caller_says_otherwise(mon
 
     monkeypatch.setattr(subprocess, "Popen", recording)
     monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "131072")
-    records = list(gpukb.sweep(GRID[:2], processes=2))
+    records = list(sweeps._across(GRID[:2], 2, None))  # workers even where one CPU would answer in-process
     assert [r["index"] for r in records] == [0, 1] and len(seen) == 2
     for env in seen:
         assert env["MALLOC_MMAP_THRESHOLD_"] == str(32 << 20)
         assert env["MALLOC_TRIM_THRESHOLD_"] == "131072"
+
+
+def test_workers_that_cannot_load_the_knowledge_base_say_why_once_each(tmp_path: Path, workers) -> None:
+    records = list(sweeps._across(GRID[:3], 2, str(tmp_path)))
+    assert [r["index"] for r in records] == [0, 1, 2] and len(workers) == 2  # none started again
+    assert all(r["error"].startswith("RuntimeError: the worker process did not start (KBError: ") for r in records)
+    result = runner.invoke(app, ["sweep", "--model", "llama-2-7b", "--task", "lora", "--root", str(tmp_path)])
+    assert result.exit_code == 1 and "E004" in result.output and "Traceback" not in result.output

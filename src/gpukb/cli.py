@@ -317,6 +317,8 @@ def sweep(
                 sink.flush()  # streamed: a reader sees each record as soon as it is ready
                 failed += "error" in item
                 progress.advance(bar)
+    except KBError as error:  # one process: the knowledge base under --root does not load
+        _fail_kb(error)
     finally:
         if output is not None:
             sink.close()

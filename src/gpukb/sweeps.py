@@ -10,14 +10,19 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import os
+import re
+import signal
 import subprocess
 import sys
 import threading
 from collections.abc import Iterable, Iterator
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
+from .expr import MAX_MAGNITUDE
 from .packaged import load_kb
 
 GridValues = Iterable[str | int]
@@ -41,15 +46,23 @@ class SweepFileError(ValueError):
     pass
 
 
+# Bounds on a line of JSON Lines, as the YAML loader's (yamlpos): a workload nests two deep (a list
+# of GPU ids in a mapping), and a number is checked before Python converts it (thousands of digits
+# take long, and more than 4,300 are refused by int() itself).
+MAX_NESTING = 32
+MAX_DIGITS = 80
+
+
 def read_workloads(path: str | Path) -> list[dict[str, Any]]:
     """The workloads of a file (each the dictionary ask() takes): a YAML or JSON list, or JSON Lines
     (`.jsonl` or a file starting with `{`: one workload a line, or a record `gpukb sweep` wrote). Read with the knowledge
-    base's bounded YAML loader; a problem is a SweepFileError naming the file, line and column."""
+    base's bounded YAML loader, or line by line within the same bounds; a problem is a SweepFileError
+    naming the file and line (and the column or field where known)."""
     path = Path(path)
     if not path.is_file():
-        raise SweepFileError(f"{path}: no such file")
-    with path.open(encoding="utf-8") as handle:
-        starts_with_mapping = handle.read(4096).lstrip().startswith("{")  # a YAML or JSON list starts otherwise
+        raise SweepFileError(f"{path}: {'not a regular file' if path.exists() else 'no such file'}")
+    with path.open("rb") as handle:
+        starts_with_mapping = handle.read(4096).lstrip().startswith(b"{")  # a YAML or JSON list starts otherwise
     if path.suffix == ".jsonl" or starts_with_mapping:
         return _json_lines(path)
     from .yamlpos import load_located
@@ -69,20 +82,96 @@ def read_workloads(path: str | Path) -> list[dict[str, Any]]:
 
 
 def _json_lines(path: Path) -> list[dict[str, Any]]:
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        raise SweepFileError(f"{path}:{line}: not UTF-8 text (byte {error.start + 1} of the file)") from None
     workloads = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for number, line in enumerate(text.split("\n"), start=1):  # numbered as editors do: \n ends a line
         if not line.strip():
             continue
-        try:
-            item = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise SweepFileError(f"{path}:{number}:{error.colno}: not JSON: {error.msg}") from None
+        item = _json_line(line, f"{path}:{number}")
         if not isinstance(item, dict):
             raise SweepFileError(f"{path}:{number}:1: a line must hold one workload, a JSON object such as "
                                  '{"model": "llama-2-7b", "task": "lora"}')
         # a line of `gpukb sweep` output holds its workload under "workload"
         workloads.append(item["workload"] if isinstance(item.get("workload"), dict) else item)
     return workloads
+
+
+class _Refused:
+    """A number a workload may not hold, left in its place so that its field can be named."""
+
+    def __init__(self, why: str) -> None:
+        self.why = why
+
+
+def _json_line(line: str, where: str) -> Any:
+    if line.count("[") + line.count("{") > MAX_NESTING:  # only then can it nest that deep
+        _check_nesting(line, where)
+    refused: list[_Refused] = []
+
+    def refuse(why: str) -> _Refused:
+        refused.append(_Refused(why))
+        return refused[-1]
+
+    def integer(digits: str) -> Any:
+        if len(digits) > MAX_DIGITS:
+            return refuse(f"an integer of {len(digits.lstrip('-')):,} digits")
+        value = int(digits)
+        return value if abs(value) <= MAX_MAGNITUDE else refuse(f"{digits} is larger than {MAX_MAGNITUDE:g}")
+
+    def real(digits: str) -> Any:
+        value = float(digits)
+        return value if math.isfinite(value) and abs(value) <= MAX_MAGNITUDE else refuse(
+            f"{digits[:40]}{'...' if len(digits) > 40 else ''} is not a finite number of at most {MAX_MAGNITUDE:g}")
+
+    try:
+        item = json.loads(line, parse_int=integer, parse_float=real,
+                          parse_constant=lambda name: refuse(f"{name} is not a finite number"))
+    except json.JSONDecodeError as error:
+        raise SweepFileError(f"{where}:{error.colno}: not JSON: {error.msg}") from None
+    except (ValueError, RecursionError) as error:  # not expected within the bounds above; still located
+        raise SweepFileError(f"{where}: not JSON: {error}") from None
+    if refused:
+        field = _field_of(item, refused[0])
+        raise SweepFileError(f"{where}: {field + ': ' if field else ''}{refused[0].why}")
+    return item
+
+
+_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+def _check_nesting(line: str, where: str) -> None:
+    """Refuses a line whose lists and objects nest deeper than MAX_NESTING, at the bracket that does
+    so, naming the workload's field it is in (found without recursion)."""
+    depth, field = 0, ""
+    for token in _TOKENS.finditer(line):
+        mark = token.group()
+        if mark in "[{":
+            depth += 1
+            if depth > MAX_NESTING:
+                raise SweepFileError(f"{where}:{token.start() + 1}: {field + ': ' if field else ''}"
+                                     f"nested more than {MAX_NESTING} levels deep")
+        elif mark in "]}":
+            depth -= 1
+        elif depth == 1:  # a key or a value of the workload; the last before a bracket is its key
+            with suppress(ValueError):
+                field = json.loads(mark)
+
+
+def _field_of(item: Any, target: object, prefix: str = "") -> str | None:
+    """Where `target` sits in `item`: `seq_len`, `gpus[1]`, `workload.tokens`."""
+    pairs = item.items() if isinstance(item, dict) else enumerate(item) if isinstance(item, list) else ()
+    for key, value in pairs:
+        here = f"{prefix}[{key}]" if isinstance(key, int) else f"{prefix}.{key}" if prefix else str(key)
+        if value is target:
+            return here
+        if (found := _field_of(value, target, here)) is not None:
+            return found
+    return None
 
 
 def record(index: int, workload: dict[str, Any], answer: Any) -> dict[str, Any]:
@@ -135,19 +224,29 @@ def _plain(workload: Any) -> Any:
     return dump(mode="json", exclude_unset=True) if callable(dump) else workload
 
 
+def cpus() -> int:
+    """The CPUs this process may run on (its affinity mask, where the system has one)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 def sweep(workloads: Iterable[Any], processes: int = 1, root: str | Path | None = None) -> Iterator[dict[str, Any]]:
-    """Answer `workloads` (the packaged knowledge base, or kb/ and rules/ under `root`) with
-    `processes` worker processes; yields one record per workload, in input order, as they are ready."""
+    """Answer `workloads` (the packaged knowledge base, or kb/ and rules/ under `root`) with up to
+    `processes` worker processes (never more than the CPUs this process may use, nor than the
+    workloads); yields one record per workload, in input order, as they are ready."""
     if processes < 1:
         raise ValueError("processes must be at least 1")
     items = [_plain(w) for w in workloads]
     where = str(Path(root).resolve()) if root is not None else None
-    if processes == 1 or len(items) <= 1:
+    processes = min(processes, cpus(), len(items))
+    if processes <= 1:
         _start_worker(where)
         for index, workload in enumerate(items):
             yield _answer(index, workload)
         return
-    yield from _across(items, min(processes, len(items)), where)
+    yield from _across(items, processes, where)
 
 
 # The workers are gpukb's own processes, so they may tune glibc's allocator (read at start-up; other C
@@ -157,14 +256,63 @@ def sweep(workloads: Iterable[Any], processes: int = 1, root: str | Path | None 
 # its caller's process; these processes run nothing else.
 _WORKER_ALLOCATOR = {"MALLOC_TRIM_THRESHOLD_": str(64 << 20), "MALLOC_MMAP_THRESHOLD_": str(32 << 20)}
 
+# A worker starts isolated (-I: no working folder on sys.path, no PYTHON* variables, no user site),
+# then takes the caller's import path less the working folder and the folder of the caller's script:
+# so it runs the caller's gpukb (a wheel, an editable install, a user install, a PYTHONPATH) and
+# nothing from the folder the sweep was started in, such as a json.py there.
+_BOOT = ("import json, sys; sys.path[:] = json.loads(sys.argv[1]); "
+         "from gpukb.sweeps import _worker_main; _worker_main(sys.argv[2:])")
+_READY = "ready\n"
+
+
+def _import_path() -> list[str]:
+    main = getattr(sys.modules.get("__main__"), "__file__", None)
+    dropped = {os.getcwd(), *([os.path.dirname(os.path.abspath(main))] if main else [])}
+    return [p for p in sys.path if p and os.path.abspath(p) not in dropped]
+
+
+class _Worker:
+    """A worker process, the workloads it was given (fed by a thread: a full pipe must not stall the
+    others) and whether it has loaded the knowledge base."""
+
+    def __init__(self, command: list[str], env: dict[str, str], lines: list[str]) -> None:
+        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                        encoding="utf-8", env=env)
+        self.ready = False
+        self.failure = ""  # why it did not start, as it said
+        self.code: int | None = None  # its exit status, once ended
+        threading.Thread(target=_feed, args=(self.process, lines), daemon=True).start()
+
+    def next(self) -> str:
+        """Its next record as a line, or "" when it is gone."""
+        if self.code is not None or self.process.stdout is None:
+            return ""
+        if not self.ready:
+            first = self.process.stdout.readline()
+            self.ready, self.failure = first == _READY, first.strip()
+            if not self.ready:
+                return ""
+        return self.process.stdout.readline()
+
+    def end(self) -> int:
+        if self.code is None:
+            if self.process.poll() is None:
+                self.process.kill()
+            self.code = self.process.wait()
+            if self.process.stdout:
+                self.process.stdout.close()
+        return self.code
+
 
 def _across(items: list[Any], processes: int, root: str | None) -> Iterator[dict[str, Any]]:
-    """Workers are `python -m gpukb.sweeps` processes fed JSON Lines on stdin, not multiprocessing's:
-    they depend on nothing in the caller's __main__ (which a spawned process imports again, and
-    cannot from a REPL or a pipe) and fork nothing (durable-rules keeps process-global state in C).
+    """Workers are isolated Python processes fed JSON Lines on stdin, not multiprocessing's: they
+    depend on nothing in the caller's __main__ (which a spawned process imports again, and cannot
+    from a REPL or a pipe) and fork nothing (durable-rules keeps process-global state in C).
 
     Chunks of consecutive workloads go to the workers in turn, so record i is the next line of its
-    worker's output: reading the workers in input order needs no buffering here."""
+    worker's output: reading the workers in input order needs no buffering here. A worker that dies
+    after loading the knowledge base (a crash in C) dies answering the workload it was on: that one
+    gets an error record, and a new worker answers the rest of its share."""
     chunk = max(1, min(32, len(items) // (processes * 8)))  # big enough to amortise the pipes, small enough to balance
     lines: list[str | None] = []
     for workload in items:
@@ -173,38 +321,45 @@ def _across(items: list[Any], processes: int, root: str | None) -> Iterator[dict
         except (TypeError, ValueError):
             lines.append(None)  # not JSON data: answered here, as an error record
     worker_of = [(i // chunk) % processes for i in range(len(items))]
-    command = [sys.executable, "-m", "gpukb.sweeps", *([root] if root else [])]
+    command = [sys.executable, "-I", "-c", _BOOT, json.dumps(_import_path()), *([root] if root else [])]
     env = {**_WORKER_ALLOCATOR, **os.environ}  # a value the caller set wins
-    workers = [subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, encoding="utf-8",
-                                env=env)
-               for _ in range(processes)]
-    feeders = [threading.Thread(target=_feed, args=(worker, [f"{i}\t{line}\n" for i, line in enumerate(lines)
-                                                          if line is not None and worker_of[i] == n]), daemon=True)
-               for n, worker in enumerate(workers)]
+
+    def share(n: int, after: int) -> list[str]:
+        return [f"{i}\t{line}\n" for i, line in enumerate(lines) if i > after and line is not None and worker_of[i] == n]
+
+    workers = [_Worker(command, env, share(n, -1)) for n in range(processes)]
     try:
-        for feeder in feeders:
-            feeder.start()
         for index, (workload, line) in enumerate(zip(items, lines, strict=True)):
             if line is None:
                 yield error_record(index, workload, TypeError("the workload is not JSON data"))
                 continue
-            worker = workers[worker_of[index]]
-            answer = worker.stdout.readline() if worker.stdout else ""
+            n = worker_of[index]
+            answer = workers[n].next()
             if answer:
                 yield json.loads(answer)
-            else:  # the worker is gone (a crash in C?): its workloads get error records
-                yield error_record(index, workload, RuntimeError(f"the worker process exited with code {worker.wait()}"))
+                continue
+            was_ready, code = workers[n].ready, workers[n].end()
+            if was_ready:
+                yield error_record(index, workload, RuntimeError(f"the worker process died answering it ({_ending(code)})"))
+                if rest := share(n, index):
+                    workers[n] = _Worker(command, env, rest)
+            else:  # it could not load the knowledge base: a new one would fail too
+                why = workers[n].failure or _ending(code)
+                yield error_record(index, workload, RuntimeError(f"the worker process did not start ({why})"))
     finally:
         for worker in workers:
-            if worker.poll() is None:
-                worker.kill()
-            worker.wait()
-            if worker.stdout:
-                worker.stdout.close()
+            worker.end()
+
+
+def _ending(code: int) -> str:
+    if code < 0:
+        with suppress(ValueError):
+            return f"killed by {signal.Signals(-code).name}"
+    return f"exit code {code}"
 
 
 def _feed(worker: subprocess.Popen[str], lines: list[str]) -> None:
-    """Write a worker's workloads and close its input (a thread each: a full pipe must not stall the others)."""
+    """Write a worker's workloads and close its input."""
     try:
         assert worker.stdin is not None
         with worker.stdin:
@@ -214,13 +369,32 @@ def _feed(worker: subprocess.Popen[str], lines: list[str]) -> None:
 
 
 def _worker_main(argv: list[str]) -> None:
-    """`python -m gpukb.sweeps [ROOT]`: answer "index<TAB>workload JSON" lines on stdin, a record per line."""
-    _start_worker(argv[0] if argv else None)
-    for line in sys.stdin:
-        index, _, workload = line.partition("\t")
-        sys.stdout.write(json.dumps(_answer(int(index), json.loads(workload))) + "\n")
-        sys.stdout.flush()
+    """A worker (`python -I -c _BOOT PATH [ROOT]`): reads every "index<TAB>workload JSON" line on
+    stdin before answering any, then answers them in order, a record per line on stdout.
 
+    Reading them all first, then pointing stdin at /dev/null, keeps a workload that names /dev/stdin
+    as its model from reading the others; records go out through a private copy of stdout, and
+    stdout itself goes to stderr, so nothing an ask prints can be taken for a record."""
+    todo = sys.stdin.readlines()
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    out = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)
+    try:
+        _start_worker(argv[0] if argv else None)
+    except Exception as error:  # a knowledge base that does not load: said once, in place of "ready"
+        out.write(" ".join(f"{type(error).__name__}: {error}".split()) + "\n")
+        return
+    out.write(_READY)
+    out.flush()
+    for line in todo:
+        index, _, text = line.partition("\t")
+        result = _answer(int(index), json.loads(text))
+        try:
+            reply = json.dumps(result)
+        except (TypeError, ValueError) as error:
+            reply = json.dumps(error_record(int(index), result["workload"], error))
+        out.write(reply + "\n")
+        out.flush()
 
-if __name__ == "__main__":
-    _worker_main(sys.argv[1:])
