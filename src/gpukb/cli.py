@@ -278,7 +278,8 @@ def sweep(
         "--gpu", help="GPU ids, each asked alone (repeat or comma-separate); default: each ask weighs the whole catalog")] = None,
     file: Annotated[Path | None, typer.Option(
         help="a YAML or JSON list of workloads, or JSON Lines (one a line; a sweep's own output too), answered first")] = None,
-    processes: Annotated[int, typer.Option(min=1, help="worker processes, each loading the knowledge base once")] = 1,
+    processes: Annotated[int, typer.Option(
+        min=1, help="worker processes, each loading the knowledge base once; at most the CPUs this process may use")] = 1,
     output: Annotated[Path | None, typer.Option(help="write the JSON Lines here instead of stdout")] = None,
     root: Annotated[Path | None, typer.Option(help="a checkout holding kb/ and rules/")] = None,
 ) -> None:
