@@ -80,6 +80,8 @@ def test_the_command_reads_a_file_of_workloads_and_reports_errors_in_place(tmp_p
     assert result.exit_code == 0, result.output
     first, second = (json.loads(line) for line in result.stdout.splitlines())
     assert first["best"]["gpu"] == "a100-sxm-80gb" and "nope" in second["error"]
+    assert "at" not in first and second["at"] == f"{workloads}:2"  # where the failed workload is
+    assert f"the first from the file: {workloads}:2" in result.stderr
     assert read_workloads(workloads)[1] == {"model": "nope", "task": "lora"}
 
 
@@ -119,6 +121,7 @@ def test_json_lines_and_a_sweeps_own_output_are_workloads(tmp_path: Path) -> Non
     lines.write_text('{"model": "llama-2-7b", "task": "lora", "gpus": ["a100-sxm-80gb"]}\n\n'
                      '{"model": "llama-3-8b", "task": "inference", "gpus": ["l40s-48gb"]}\n', encoding="utf-8")
     assert [w["model"] for w in read_workloads(lines)] == ["llama-2-7b", "llama-3-8b"]
+    assert sweeps.read_located_workloads(lines)[1] == [f"{lines}:1", f"{lines}:3"]  # the blank line counts
     answers = tmp_path / "answers"  # no suffix: a file that starts with `{` is JSON Lines
     result = runner.invoke(app, ["sweep", "--file", str(lines), "--output", str(answers)])
     assert result.exit_code == 0, result.output

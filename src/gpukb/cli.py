@@ -284,16 +284,18 @@ def sweep(
     root: Annotated[Path | None, typer.Option(help="a checkout holding kb/ and rules/")] = None,
 ) -> None:
     """Answer a grid of workloads (models x tasks x sequence lengths x GPUs) and/or a file of them
-    across processes: one JSON record per line, in input order, with a progress bar on stderr."""
+    across processes: one JSON record per line, in input order, with a progress bar on stderr. A
+    workload whose ask fails has a record with its `error` and, if it came from --file, `at`: file:line."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    from .sweeps import SweepFileError, grid, read_workloads
+    from .sweeps import SweepFileError, grid, read_located_workloads
     from .sweeps import sweep as run
 
     workloads: list[dict[str, Any]] = []
+    places: list[str] = []  # file:line of each workload from --file
     try:
         if file is not None:
-            workloads += read_workloads(file)
+            workloads, places = read_located_workloads(file)
         lengths: list[int] = [int(n) for n in _split(seq_len)]
     except (OSError, ValueError, SweepFileError) as error:
         err.print(f"error: {clean(error)}", markup=False, highlight=False)
@@ -308,22 +310,27 @@ def sweep(
         err.print("error: nothing to answer: give --model and --task, or --file", markup=False, highlight=False)
         raise typer.Exit(2)
     sink = output.open("w", encoding="utf-8") if output is not None else sys.stdout
-    failed = 0
+    failed, first_failed = 0, ""
     columns = (TextColumn("sweep"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
     try:
         with Progress(*columns, console=err, transient=True) as progress:
             bar = progress.add_task("sweep", total=len(workloads))
             for item in run(workloads, processes, root):
+                if "error" in item:
+                    failed += 1
+                    if item["index"] < len(places):
+                        item = {**item, "at": places[item["index"]]}  # where the failed workload is
+                        first_failed = first_failed or places[item["index"]]
                 sink.write(json.dumps(item, ensure_ascii=False, separators=(",", ":")) + "\n")
                 sink.flush()  # streamed: a reader sees each record as soon as it is ready
-                failed += "error" in item
                 progress.advance(bar)
     except KBError as error:  # one process: the knowledge base under --root does not load
         _fail_kb(error)
     finally:
         if output is not None:
             sink.close()
-    err.print(f"answered {len(workloads)}, of which {failed} with an error", markup=False, highlight=False)
+    first = f" (the first from the file: {first_failed})" if first_failed else ""
+    err.print(f"answered {len(workloads)}, of which {failed} with an error{first}", markup=False, highlight=False)
 
 
 @app.command("explain")

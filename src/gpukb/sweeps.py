@@ -58,6 +58,11 @@ def read_workloads(path: str | Path) -> list[dict[str, Any]]:
     (`.jsonl` or a file starting with `{`: one workload a line, or a record `gpukb sweep` wrote). Read with the knowledge
     base's bounded YAML loader, or line by line within the same bounds; a problem is a SweepFileError
     naming the file and line (and the column or field where known)."""
+    return read_located_workloads(path)[0]
+
+
+def read_located_workloads(path: str | Path) -> tuple[list[dict[str, Any]], list[str]]:
+    """read_workloads, and where each workload starts (`file:line`), for its error record to name."""
     path = Path(path)
     if not path.is_file():
         raise SweepFileError(f"{path}: {'not a regular file' if path.exists() else 'no such file'}")
@@ -73,22 +78,24 @@ def read_workloads(path: str | Path) -> list[dict[str, Any]]:
         raise SweepFileError(f"{first.file}:{first.line}:{first.column}: {first.message}")
     if not isinstance(located.data, list):
         raise SweepFileError(f"{path}:1:1: expected a list of workloads (mappings such as {{model: llama-2-7b, task: lora}})")
+    places = []
     for i, item in enumerate(located.data):
+        line, column = located.where((i,))
         if not isinstance(item, dict):
-            line, column = located.where((i,))
             raise SweepFileError(f"{path}:{line}:{column}: workload {i + 1} is not a mapping such as "
                                  "{model: llama-2-7b, task: lora}")
-    return located.data
+        places.append(f"{path}:{line}")
+    return located.data, places
 
 
-def _json_lines(path: Path) -> list[dict[str, Any]]:
+def _json_lines(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
     data = path.read_bytes()
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
         line = data.count(b"\n", 0, error.start) + 1
         raise SweepFileError(f"{path}:{line}: not UTF-8 text (byte {error.start + 1} of the file)") from None
-    workloads = []
+    workloads, places = [], []
     for number, line in enumerate(text.split("\n"), start=1):  # numbered as editors do: \n ends a line
         if not line.strip():
             continue
@@ -98,7 +105,8 @@ def _json_lines(path: Path) -> list[dict[str, Any]]:
                                  '{"model": "llama-2-7b", "task": "lora"}')
         # a line of `gpukb sweep` output holds its workload under "workload"
         workloads.append(item["workload"] if isinstance(item.get("workload"), dict) else item)
-    return workloads
+        places.append(f"{path}:{number}")
+    return workloads, places
 
 
 class _Refused:
