@@ -57,12 +57,17 @@ def test_a_folder_that_is_a_link_is_not_used(folder: Path, tmp_path: Path) -> No
     assert kbcache.read(gpukb.packaged_root()) == (None, None)
 
 
-def test_a_file_others_may_write_is_neither_read_nor_replaced(folder: Path) -> None:
+@pytest.mark.parametrize("spoil", ["writable", "readable", "fifo"])
+def test_a_file_others_may_use_or_that_is_not_a_file_is_neither_read_nor_replaced(folder: Path, spoil: str) -> None:
     root = gpukb.packaged_root()
     _, fresh = kbcache.read(root)
     assert fresh is not None
     kbcache.write(fresh, gpukb.load_kb(root))
-    fresh.chmod(0o666)
+    if spoil == "fifo":
+        fresh.unlink()
+        os.mkfifo(fresh, 0o600)  # opened without waiting for a writer
+    else:
+        fresh.chmod(0o666 if spoil == "writable" else 0o640)
     assert kbcache.read(root) == (None, None)
 
 

@@ -11,12 +11,14 @@ loaded only if this process can tell it wrote it, and even then can build nothin
   files, then put in place in one step (a rename, or a link for the key), so no reader sees half a file;
 - `key` is 32 random bytes made once per folder; each copy starts with an HMAC-SHA256, under that
   key, of its name and its pickle, checked (hmac.compare_digest) before a byte is unpickled: a
-  file this user's gpukb did not write, such as one restored or copied in, is never unpickled;
+  file written without the key (planted by anything that cannot read the folder's key, or a copy
+  renamed to another copy's name) is never unpickled;
 - the name is a sha256 of every file under kb/ and rules/ (path and bytes), of gpukb's own source
   and of the Python and pydantic versions: any change to the knowledge or the code misses;
 - unpickling resolves only the exact (module, name) pairs in ALLOWED, the classes and the one
   function a knowledge base is pickled as (tests/test_kbcache.py checks the list is exactly those),
-  and never a dotted name: a file whose key was stolen still cannot call anything else.
+  and never a dotted name: a file made with the key (a home directory restored whole, key and
+  all) still cannot call anything else.
 Anything unexpected (a foreign owner, loose permissions, a wrong HMAC, a read or unpickling error)
 means "no copy": the knowledge base is loaded from its files. GPUKB_NO_CACHE=1 turns the copy off.
 """
