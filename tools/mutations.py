@@ -120,6 +120,24 @@ MUTATIONS = [
     Mutation("sweep-workers-default-allocator", "src/gpukb/sweeps.py",
              '_WORKER_ALLOCATOR = {"MALLOC_TRIM_THRESHOLD_": str(64 << 20), "MALLOC_MMAP_THRESHOLD_": str(32 << 20)}',
              "_WORKER_ALLOCATOR: dict[str, str] = {}", ("tests/test_sweep.py",)),
+    # the cache copy: its MAC checked before unpickling; exact (module, name) pairs, no dotted names
+    Mutation("kbcache-no-mac", "src/gpukb/kbcache.py",
+             "if len(data) <= _MAC_BYTES or not hmac.compare_digest(data[:_MAC_BYTES], _mac(secret, path, payload)):",
+             "if len(data) <= _MAC_BYTES:", ("tests/test_kbcache.py", "tests/hostile/test_hostile_cache.py")),
+    Mutation("kbcache-modules-and-dotted-names", "src/gpukb/kbcache.py",
+             "        if (module, name) not in ALLOWED:\n"
+             '            raise pickle.UnpicklingError(f"{module}.{name} is not part of a knowledge base")\n'
+             "        return getattr(importlib.import_module(module), name)\n",
+             "        if module not in {m for m, _ in ALLOWED}:\n"
+             '            raise pickle.UnpicklingError(f"{module}.{name} is not part of a knowledge base")\n'
+             "        return super().find_class(module, name)\n", ("tests/hostile/test_hostile_cache.py",)),
+    # sweep workers: isolated, their whole input read first, at most one a CPU
+    Mutation("sweep-workers-not-isolated", "src/gpukb/sweeps.py", '[sys.executable, "-I", "-c", _BOOT,',
+             '[sys.executable, "-c", _BOOT,', ("tests/hostile/test_hostile_sweeps.py",)),
+    Mutation("sweep-worker-reads-as-it-answers", "src/gpukb/sweeps.py", "    todo = sys.stdin.readlines()\n",
+             "    todo = sys.stdin\n", ("tests/hostile/test_hostile_sweeps.py",)),
+    Mutation("sweep-processes-uncapped", "src/gpukb/sweeps.py", "processes = min(processes, cpus(), len(items))",
+             "processes = min(processes, len(items))", ("tests/hostile/test_hostile_sweeps.py",)),
     # tensor parallelism's small all-reduces: the measured ring-step latencies over NVLink and PCIe
     Mutation("policy-hop-nvlink-0.6us", "kb/policies/policies.yaml", "  value: 2.0e-6\n", "  value: 0.6e-6\n",
              ("tests/test_performance.py",)),

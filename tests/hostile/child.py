@@ -15,10 +15,11 @@ WALL_SECONDS = 60  # a hang, not a slow machine: the CPU bound judges speed
 
 def run_child(args: Sequence[str], cwd: Path, env: Mapping[str, str] | None = None,
               cpu_seconds: float = 2.0) -> subprocess.CompletedProcess[str]:
-    """`python ARGS` in `cwd` with `env` (default: this environment less gpukb's and Python's own
-    variables); asserts it ended and took under `cpu_seconds` of CPU time, its children included."""
+    """`python ARGS` in `cwd` with `env` (default: this environment less gpukb's variables; a
+    PYTHONPATH stays, so the child imports the gpukb under test, as tools/mutations.py needs);
+    asserts it ended and took under `cpu_seconds` of CPU time, its children included."""
     if env is None:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("GPUKB_", "PYTHON"))}
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GPUKB_")}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     done = subprocess.run([sys.executable, *args], cwd=cwd, env=dict(env), capture_output=True, text=True,
                           timeout=WALL_SECONDS, check=False)

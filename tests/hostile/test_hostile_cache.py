@@ -18,8 +18,13 @@ import gpukb
 from gpukb import kbcache
 
 ASK = ["-c", "from gpukb.cli import app; app()", "ask", "--model", "llama-2-7b", "--task", "lora", "--gpu", "l4-24gb"]
-READ = ["-c", "from gpukb import kbcache, packaged_root; kb, fresh = kbcache.read(packaged_root()); "
-              "print(kb is None, fresh is not None)"]
+# prints: no copy loaded, a fresh one to be written, how many names the unpickler was asked for
+READ = ["-c", "from gpukb import kbcache, packaged_root\n"
+              "asked = []\n"
+              "find = kbcache._Unpickler.find_class\n"
+              "kbcache._Unpickler.find_class = lambda self, *name: asked.append(name) or find(self, *name)\n"
+              "kb, fresh = kbcache.read(packaged_root())\n"
+              "print(kb is None, fresh is not None, len(asked))"]
 
 # (module, name, arguments): each makes the file `{marker}` when called
 GADGETS = {
@@ -52,7 +57,7 @@ def _needs(case: str) -> None:
 
 @pytest.fixture()
 def env(tmp_path: Path) -> dict[str, str]:
-    child = {k: v for k, v in os.environ.items() if not k.startswith(("GPUKB_", "PYTHON"))}
+    child = {k: v for k, v in os.environ.items() if not k.startswith("GPUKB_")}
     return {**child, "GPUKB_CACHE_DIR": str(tmp_path / "cache")}
 
 
@@ -83,14 +88,16 @@ def test_each_gadget_runs_code_when_unpickled_plainly(case: str, tmp_path: Path)
 @pytest.mark.parametrize("case", GADGETS)
 def test_a_planted_gadget_never_runs(case: str, mac: str, tmp_path: Path, env: dict[str, str],
                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    """Forged: refused by the MAC before unpickling. Valid (the key was stolen or restored with the
-    folder): refused by the allowlist, which resolves no dotted name."""
+    """Forged: refused by the MAC, before the unpickler sees a byte. Valid (the key was stolen or
+    restored with the folder): refused by the allowlist, which resolves no dotted name."""
     _needs(case)
     marker = tmp_path / "ran"
     _plant(env, gadget(case, marker), mac, monkeypatch)
     done = run_child(READ, tmp_path, env)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["True", "True"]  # no copy: loaded from the files and written afresh
+    loaded, fresh, asked = done.stdout.split()
+    assert (loaded, fresh) == ("True", "True")  # no copy: loaded from the files and written afresh
+    assert (asked == "0") == (mac == "forged")
     assert not marker.exists()
 
 
@@ -108,8 +115,7 @@ def test_the_ask_answers_past_a_planted_copy_and_replaces_it(tmp_path: Path, env
 
 def test_the_ask_answers_without_a_home(tmp_path: Path) -> None:
     """HOME unset and a uid with no passwd entry (what expanduser then sees is simulated): no copy, an answer."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("GPUKB_", "PYTHON", "XDG_")) and k != "HOME"}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GPUKB_", "XDG_")) and k != "HOME"}
     no_passwd = ("import pwd\n"
                  "def missing(uid): raise KeyError(f'getpwuid(): uid not found: {uid}')\n"
                  "pwd.getpwuid = missing\n"

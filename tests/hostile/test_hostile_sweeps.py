@@ -21,9 +21,11 @@ from gpukb.cli import app
 
 runner = CliRunner()
 GOOD = {"model": "llama-2-7b", "task": "inference", "gpus": ["l4-24gb"]}
-# sweeps._across: the workers themselves, even where a machine of one CPU would answer in-process
-ACROSS = ("import json, sys; from gpukb.sweeps import _across; "
-          "print(json.dumps(list(_across(json.loads(sys.argv[1]), 2, None))))")
+# sweeps._across: the workers themselves, even where a machine of one CPU would answer in-process.
+# The child, their caller, runs isolated (-I) on this process's import path less its working folder,
+# so it imports the gpukb under test and nothing from its own folder or PYTHONPATH.
+ACROSS = ("import json, sys; sys.path[:] = json.loads(sys.argv[1]); from gpukb.sweeps import _across; "
+          "print(json.dumps(list(_across(json.loads(sys.argv[2]), 2, None))))")
 
 
 @pytest.fixture()
@@ -36,13 +38,12 @@ def env(tmp_path: Path, kb: gpukb.KnowledgeBase, monkeypatch: pytest.MonkeyPatch
     _, fresh = kbcache.read(gpukb.packaged_root())
     assert fresh is not None
     kbcache.write(fresh, kb)
-    child = {k: v for k, v in os.environ.items() if not k.startswith(("GPUKB_", "PYTHON"))}
+    child = {k: v for k, v in os.environ.items() if not k.startswith("GPUKB_")}
     return {**child, "GPUKB_CACHE_DIR": str(cache)}
 
 
 def _across(workloads: list[dict], cwd: Path, env: dict[str, str]) -> list[dict]:
-    # -I: the child itself, the workers' caller, imports nothing from its folder or PYTHONPATH
-    done = run_child(["-I", "-c", ACROSS, json.dumps(workloads)], cwd, env)
+    done = run_child(["-I", "-c", ACROSS, json.dumps(sweeps._import_path()), json.dumps(workloads)], cwd, env)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
