@@ -292,7 +292,7 @@ class _Worker:
         threading.Thread(target=_feed, args=(self.process, lines), daemon=True).start()
 
     def next(self) -> str:
-        """Its next record as a line, or "" when it is gone."""
+        """Its next record as a line, or "" when it is gone (a line cut short by its death included)."""
         if self.code is not None or self.process.stdout is None:
             return ""
         if not self.ready:
@@ -300,7 +300,8 @@ class _Worker:
             self.ready, self.failure = first == _READY, first.strip()
             if not self.ready:
                 return ""
-        return self.process.stdout.readline()
+        line = self.process.stdout.readline()
+        return line if line.endswith("\n") else ""
 
     def end(self) -> int:
         if self.code is None:
