@@ -2,7 +2,8 @@
 
 Loading kb/ and rules/ (parsing, validating, compiling 120 files) is most of a cold `gpukb ask`;
 unpickling the result takes a seventh of that. A pickle can run code when loaded, so a copy is
-loaded only if this process can tell it wrote it, and even then can build nothing but a knowledge base:
+unpickled only if it proves it was written with this user's key, and even then it can build nothing
+but a knowledge base:
 - the folder is $GPUKB_CACHE_DIR, else $XDG_CACHE_HOME/gpukb, else ~/.cache/gpukb (an
   XDG_CACHE_HOME or home that is not an absolute path, or no home at all, turns the copy off); it is
   used only if it is a real folder (not a link) owned by this user that no one else may enter or write;
