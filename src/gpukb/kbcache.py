@@ -57,7 +57,7 @@ ALLOWED: frozenset[tuple[str, str]] = frozenset({
                                          "RuleTest")),
     *(("gpukb.schema", name) for name in (
         "Claim", "CloudPrice", "Dtype", "Gpu", "Interconnect", "Manifest", "Measurement", "Model", "Moe", "Optimizer",
-        "Policy", "Price", "Rhetoric", "Source", "Term", "TrainingBytes")),
+        "Figure", "Policy", "Price", "Rhetoric", "Source", "Term", "TrainingBytes")),
     ("pathlib", "PosixPath"),
     ("pydantic.networks", "HttpUrl"),
     ("pydantic_core._pydantic_core", "Url"),
