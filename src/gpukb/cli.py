@@ -137,6 +137,9 @@ def ask(
         help="full training: step each parameter in the backward pass, one gradient alive at a time")] = None,
     offload: Annotated[Offload | None, typer.Option()] = None,
     placement: Annotated[str | None, typer.Option(help="fewest (default) or all: use exactly --gpu-count GPUs")] = None,
+    framework: Annotated[str | None, typer.Option(help=(
+        "the stack: training hf, torchtune, fsdp, deepspeed, megatron, unsloth; serving vllm, sglang, tensorrt-llm, "
+        "llama.cpp, hf; default per task from kb/frameworks, stated in the answer"))] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the whole Answer as JSON")] = False,
     launch: Annotated[str | None, typer.Option(
         help="inference: print only the best option's command line for this engine (vllm or sglang)")] = None,
@@ -158,7 +161,7 @@ def ask(
         "master_weights": master_weights, "optimizer_in_backward": optimizer_in_backward,
         "mlp": mlp, "global_batch_size": global_batch_size, "prompt_len": prompt_len, "output_len": output_len,
         "kv_cache_precision": kv_cache_precision, "placement": placement, "ttft_ms": ttft_ms, "tpot_ms": tpot_ms,
-        "objective": objective,
+        "objective": objective, "framework": framework,
     }
     workload = {k: (v.value if isinstance(v, Enum) else v) for k, v in values.items() if v is not None}
     try:
