@@ -34,6 +34,7 @@ GPU_POLICIES = {"utilisation": "mfu", "node_network_bandwidth": "node-network-ba
 QUANTIZED = ("int8", "int4")  # weight-only formats: embeddings and the output layer stay in 16 bit
 KV_BYTES = {"fp32": 4.0, "fp8": 1.0, "int8": 1.0}  # by kv_cache_precision, else the weights' (fp32 only) or 16-bit
 QLORA_BASE = "nf4"
+GATHERED = "zero3-gathered-layers"  # the policy of the layers ZeRO-3 / FSDP hold unsharded
 # Which dense throughput a precision runs at, with fallbacks where a GPU lacks the native format.
 FLOPS_ORDER = {
     "fp32": ("fp32_flops",),
@@ -306,6 +307,7 @@ def workload_fact(kb: KnowledgeBase, w: ResolvedWorkload) -> dict[str, Any]:
     loss = kb.frameworks[w.framework].loss_logit_bytes if w.framework in kb.frameworks else None
     return {
         "framework": w.framework, "loss_logit_bytes": loss.value if loss else 0.0,
+        "gathered_layers": kb.policy(GATHERED) if GATHERED in kb.policies else 0.0,
         "model": w.model, "task": w.task, "precision": w.precision, "optimizer": w.optimizer or "",
         "training": training, "params": w.params, "active_params": w.active_params, "layers": w.layers,
         "hidden_size": w.hidden_size, "heads": w.heads, "kv_heads": w.kv_heads, "head_dim": w.head_dim,
