@@ -54,9 +54,9 @@ def test_the_loss_term_follows_the_framework(kb: gpukb.KnowledgeBase) -> None:
     logits = 1 * 2048 * 128256
     by = {f: _logits(kb.ask({**FT, "framework": f})) for f in ("hf", "torchtune", "megatron", "unsloth")}
     assert by == {f: kb.frameworks[f].loss_logit_bytes.value * logits for f in by}
-    assert by["hf"] == 10 * logits > by["megatron"] > by["torchtune"] > by["unsloth"] == 2 * logits
+    assert by["hf"] == 12 * logits > by["megatron"] > by["torchtune"] > by["unsloth"] == 2 * logits
     hf, unsloth = kb.ask({**FT, "framework": "hf"}), kb.ask({**FT, "framework": "unsloth"})
-    assert hf.memory.total - unsloth.memory.total == pytest.approx(8 * logits, abs=2)
+    assert hf.memory.total - unsloth.memory.total == pytest.approx(10 * logits, abs=2)
 
 
 def test_the_8b_full_fine_tune_is_close_to_the_h200_allocator_peak(kb: gpukb.KnowledgeBase) -> None:
