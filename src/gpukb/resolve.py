@@ -274,7 +274,7 @@ def _framework(kb: KnowledgeBase, w: Workload) -> tuple[str, str]:
                      f"{' '.join(kb.frameworks[fid].default_reason.split())}")
     framework = kb.frameworks.get(w.framework)
     if framework is None or framework.status == "deprecated":
-        raise WorkloadError("framework", f"'{w.framework}' is not in kb/frameworks{suggest(w.framework, kb.frameworks)}")
+        raise WorkloadError("framework", f"'{w.framework}' is not in kb/frameworks{did_you_mean(w.framework, kb.frameworks)}")
     if w.task not in framework.tasks:
         runs = [fid for fid, f in sorted(kb.frameworks.items()) if w.task in f.tasks]
         raise WorkloadError("framework", f"{w.framework} does not run task {w.task}; frameworks for it: {', '.join(runs)}")
