@@ -268,6 +268,8 @@ def default_framework(kb: KnowledgeBase, task: str) -> str:
 
 def _framework(kb: KnowledgeBase, w: Workload) -> tuple[str, str]:
     """The workload's framework, and the note the answer prints when it is the task's default."""
+    if not kb.frameworks:  # a knowledge base from before kb/frameworks (validate --base): its rules read none
+        return w.framework or "", ""
     if w.framework is None:
         fid = default_framework(kb, w.task)
         return fid, (f"framework not given: {fid} ({kb.frameworks[fid].name}), the default for {w.task}: "

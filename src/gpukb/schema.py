@@ -393,8 +393,8 @@ class Measurement(Entry):
     unit: Literal[tuple(UNITS)]  # type: ignore[valid-type]
     unit_as_published: str | None = Field(default=None, description="the source's own wording, where it differs")
     workload: dict[str, object] = Field(description=(
-        "the run as a gpukb workload (checked by lint), naming its `framework` (kb/frameworks): what the run's "
-        "stack holds in memory differs, and validate reports accuracy per framework"))
+        "the run as a gpukb workload (checked by lint), naming its `framework` (kb/frameworks; lint M002): what the "
+        "run's stack holds in memory differs, and validate reports accuracy per framework"))
     setup: str = Field(min_length=10, description="what the source states: GPUs, layout, batch, framework, precision")
     framework: str = Field(description="the software as the source names it, with its version; workload.framework is its id")
     flop_accounting: str | None = Field(default=None, description="for FLOP/s and MFU: what the FLOP count includes")
@@ -425,13 +425,6 @@ class Measurement(Entry):
                                                                       "mfu"):
             raise ValueError("flop_per_token: only for FLOP/s and MFU measurements")
         return self
-
-    @field_validator("workload")
-    @classmethod
-    def _names_framework(cls, workload: dict[str, object]) -> dict[str, object]:
-        if not isinstance(workload.get("framework"), str):
-            raise ValueError("framework: state the run's framework (an id of kb/frameworks, e.g. hf, megatron, vllm)")
-        return workload
 
     @field_validator("memory_counter")
     @classmethod
