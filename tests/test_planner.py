@@ -20,8 +20,8 @@ from gpukb import planner
 
 N = 6_738_415_616
 W, G, OPT = 2 * N, 2 * N, 12 * N  # 13,476,831,232 / 13,476,831,232 / 80,860,987,392
-A = 32 * 4096 * 4096 * 75 // 2 + 4 * 4096 * 32_000  # 20,656,947,200
-C = 2 * 4096 * 4096 * 32 + 4096 * 4096 * 75 // 2 + 4 * 4096 * 32_000  # 2,227,175,424
+A = 32 * 4096 * 4096 * 75 // 2 + 12 * 4096 * 32_000  # 21,705,523,200 (hf's loss: 12 bytes a logit)
+C = 2 * 4096 * 4096 * 32 + 4096 * 4096 * 75 // 2 + 12 * 4096 * 32_000  # 3,275,751,424
 K = 2 * 32 * 32 * 128 * 2 * 4096  # a KV cache of 4096 tokens: 2,147,483,648
 OVERHEAD = 2_000_000_000  # kb/policies: runtime-overhead, 2 GB on every GPU
 MEMORY = {"weights": W, "gradients": G, "optimizer": OPT, "activations": A, "activations_checkpointed": C,
@@ -31,8 +31,8 @@ MEMORY = {"weights": W, "gradients": G, "optimizer": OPT, "activations": A, "act
 def test_one_replica_of_llama_2_7b(kb):
     m = kb.ask({"model": "llama-2-7b", "task": "full_finetune", "gpus": ["h200-sxm-141gb"]}).memory
     assert (m.weights, m.gradients, m.optimizer) == (13_476_831_232, 13_476_831_232, 80_860_987_392)
-    assert (m.activations, m.overhead) == (20_656_947_200, 2_000_000_000)
-    assert m.total == 16 * N + A + OVERHEAD == 130_471_597_056
+    assert (m.activations, m.overhead) == (21_705_523_200, 2_000_000_000)
+    assert m.total == 16 * N + A + OVERHEAD == 131_520_173_056
 
 
 # (tp, pp, dp, zero_stage, checkpointing, offload) -> per-GPU (weights, gradients, optimizer, activations, kv_cache)
@@ -46,8 +46,9 @@ SPLITS = {
     "ZeRO-0 over 8: data parallelism alone shards nothing": ((1, 1, 8, 0, False, "none"), (W, G, OPT, A, K)),
     "ZeRO-1 over 8: optimizer states": ((1, 1, 8, 1, False, "none"), (W, G, OPT / 8, A, K)),
     "ZeRO-2 over 8: and gradients": ((1, 1, 8, 2, False, "none"), (W, G / 8, OPT / 8, A, K)),
-    "ZeRO-3 over 8: and weights": ((1, 1, 8, 3, False, "none"), (W / 8, G / 8, OPT / 8, A, K)),
-    "ZeRO-3 over 4 with tp 2": ((2, 1, 4, 3, True, "none"), (W / 8, G / 8, OPT / 8, C / 2, K / 2)),
+    # ZeRO-3 also holds two gathered layers' full weights (policy zero3-gathered-layers), split by tp
+    "ZeRO-3 over 8: and weights": ((1, 1, 8, 3, False, "none"), (W / 8 + 2 * W / 32, G / 8, OPT / 8, A, K)),
+    "ZeRO-3 over 4 with tp 2": ((2, 1, 4, 3, True, "none"), (W / 8 + 2 * W / 32 / 2, G / 8, OPT / 8, C / 2, K / 2)),
     # ZeRO-Offload streams gradients to CPU memory: two layers' worth stay (2N / 32 layers x 2)
     "optimizer offload": ((1, 1, 4, 2, False, "optimizer"), (W, G / 32 * 2, 0, A, K)),
     # ZeRO-Infinity also keeps only two layers' weights resident, over tp 2
@@ -59,7 +60,7 @@ SPLITS = {
 def test_each_memory_part_is_divided_as_the_strategy_says(split, expected):
     tp, pp, dp, zero_stage, checkpointing, offload = split
     layout = planner.Layout(tp, pp, zero_stage, checkpointing, offload)
-    dense = {"layers": 32, "params": N, "experts": 1, "expert_params": 0, "virtual_pipeline_stages": 1}
+    dense = {"layers": 32, "params": N, "experts": 1, "expert_params": 0, "virtual_pipeline_stages": 1, "gathered_layers": 2}
     parts = planner.PlanCache().parts_of(layout, dp, {"m": MEMORY, "w": dense})
     assert set(parts) == {*planner.PARTS} == {"weights", "gradients", "optimizer", "activations", "kv_cache", "overhead"}
     got = tuple(parts[p] for p in ("weights", "gradients", "optimizer", "activations", "kv_cache"))
@@ -71,7 +72,8 @@ def test_each_memory_part_is_divided_as_the_strategy_says(split, expected):
 P_MOE, E_MOE = 46_702_792_704, 8 * 5_637_144_576
 D_MOE = P_MOE - E_MOE  # 1,605,636,096
 MOE_MEMORY = {**MEMORY, "weights": 2 * P_MOE, "gradients": 2 * P_MOE, "optimizer": 12 * P_MOE}
-MOE_ARCH = {"layers": 32, "params": P_MOE, "experts": 8, "expert_params": E_MOE // 8, "virtual_pipeline_stages": 1}
+MOE_ARCH = {"layers": 32, "params": P_MOE, "experts": 8, "expert_params": E_MOE // 8, "virtual_pipeline_stages": 1,
+            "gathered_layers": 2}
 # (tp, dp, zero_stage, ep) -> per-GPU (weights, gradients, optimizer)
 MOE_SPLITS = {
     "ep 8 without ZeRO: each GPU keeps the dense part and 1/8 of the experts":
@@ -79,7 +81,7 @@ MOE_SPLITS = {
     "ep 8 with ZeRO-1 over 16: ZeRO shards the optimizer states over all 16":
         ((1, 16, 1, 8), (2 * D_MOE + 2 * E_MOE / 8, 2 * D_MOE + 2 * E_MOE / 8, 12 * P_MOE / 16)),
     "ep 4 with ZeRO-3 over 8: ZeRO-3 already shards everything, ep changes nothing":
-        ((1, 8, 3, 4), (2 * P_MOE / 8, 2 * P_MOE / 8, 12 * P_MOE / 8)),
+        ((1, 8, 3, 4), (2 * P_MOE / 8 + 2 * 2 * P_MOE / 32, 2 * P_MOE / 8, 12 * P_MOE / 8)),
     "ep 2 with tp 2 over 4": ((2, 4, 0, 2), ((2 * D_MOE + E_MOE) / 2, (2 * D_MOE + E_MOE) / 2, (12 * D_MOE + 6 * E_MOE) / 2)),
     "ep 1 is no expert parallelism": ((1, 8, 0, 1), (2 * P_MOE, 2 * P_MOE, 12 * P_MOE)),
 }
@@ -133,8 +135,8 @@ def test_tensor_parallelism_halves_activations_in_an_answer(kb):
     assert (option.count, option.strategy.tensor_parallel) == (2, 2)
     m = option.memory
     assert (m.weights, m.gradients, m.optimizer) == (W // 2, G // 2, OPT // 2)
-    assert (m.activations, m.overhead) == (10_328_473_600, OVERHEAD)
-    assert option.per_gpu_bytes == (16 * N + A) // 2 + OVERHEAD == 66_235_798_528
+    assert (m.activations, m.overhead) == (10_852_761_600, OVERHEAD)
+    assert option.per_gpu_bytes == (16 * N + A) // 2 + OVERHEAD == 66_760_086_528
 
 
 # A100 40GB: the driver reports 40,960 MiB; usable = 90% of it + the 2 GB overhead the reserve holds
@@ -145,8 +147,8 @@ ZERO_ON_A100_40GB = {
     1: (16, (W, G, OPT / 16), W + G + C + OVERHEAD + OPT / 16),
     # a = 2N + C + 2 GB, b = 14N: ceil(4.11) = 5
     2: (5, (W, G / 5, OPT / 5), W + C + OVERHEAD + (G + OPT) / 5),
-    # a = C + 2 GB, b = 16N: ceil(2.96) = 3
-    3: (3, (W / 3, G / 3, OPT / 3), C + OVERHEAD + 16 * N / 3),
+    # a = C + 2 GB + two gathered layers (2 x 2N / 32), b = 16N: ceil(3.10) = 4
+    3: (4, (W / 4 + 2 * W / 32, G / 4, OPT / 4), C + OVERHEAD + 2 * W / 32 + 16 * N / 4),
 }
 
 

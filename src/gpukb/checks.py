@@ -515,8 +515,8 @@ def check_languages(kb: KnowledgeBase, allow: Allowances | None = None) -> list[
 
 def check_measurements(kb: KnowledgeBase, allow: Allowances | None = None) -> list[Problem]:
     """M001: a measurement's setup must be a workload gpukb can ask (fields, catalog ids, fit of the
-    fields together); M002: the quantity needs what the workload must say (one GPU type; tokens for
-    GPU-hours); M003: the source's FLOP formula reads only workload fields. A point that is askable but
+    fields together); M002: the workload names its framework, and what its quantity needs (one GPU type;
+    tokens for GPU-hours); M003: the source's FLOP formula reads only workload fields. A point that is askable but
     does not fit is a miss in `gpukb validate`, not a lint error."""
     from . import expr
     from .errors import WorkloadError
@@ -531,6 +531,11 @@ def check_measurements(kb: KnowledgeBase, allow: Allowances | None = None) -> li
         if not isinstance(gpus, list) or len(gpus) != 1:
             problems.append(kb.problem("measurements", mid, ("workload",), "M002",
                                    "a measurement's workload names exactly one GPU type: gpus: [<id>]"))
+        if not isinstance(m.workload.get("framework"), str):  # a lint error, not a schema one: older KBs still load
+            problems.append(kb.problem("measurements", mid, ("workload",), "M002",
+                                       "a measurement's workload names its framework (an id of kb/frameworks: hf, "
+                                       "megatron, fsdp, vllm, ...): stacks hold different memory, and validate "
+                                       "reports accuracy per framework"))
         if m.quantity == "gpu_hours" and not m.workload.get("tokens"):
             problems.append(kb.problem("measurements", mid, ("workload",), "M002",
                                    "GPU-hours are predicted for a number of training tokens: give workload.tokens"))

@@ -1,4 +1,4 @@
-"""The `gpukb` command line: ask, sweep, explain, list, lint, impact, validate, schema."""
+"""The `gpukb` command line: ask, sweep, explain, list, lint, impact, validate, probe, schema."""
 
 from __future__ import annotations
 
@@ -137,6 +137,9 @@ def ask(
         help="full training: step each parameter in the backward pass, one gradient alive at a time")] = None,
     offload: Annotated[Offload | None, typer.Option()] = None,
     placement: Annotated[str | None, typer.Option(help="fewest (default) or all: use exactly --gpu-count GPUs")] = None,
+    framework: Annotated[str | None, typer.Option(help=(
+        "the stack: training hf, torchtune, fsdp, deepspeed, megatron, unsloth; serving vllm, sglang, tensorrt-llm, "
+        "llama.cpp, hf; default per task from kb/frameworks, stated in the answer"))] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the whole Answer as JSON")] = False,
     launch: Annotated[str | None, typer.Option(
         help="inference: print only the best option's command line for this engine (vllm or sglang)")] = None,
@@ -158,7 +161,7 @@ def ask(
         "master_weights": master_weights, "optimizer_in_backward": optimizer_in_backward,
         "mlp": mlp, "global_batch_size": global_batch_size, "prompt_len": prompt_len, "output_len": output_len,
         "kv_cache_precision": kv_cache_precision, "placement": placement, "ttft_ms": ttft_ms, "tpot_ms": tpot_ms,
-        "objective": objective,
+        "objective": objective, "framework": framework,
     }
     workload = {k: (v.value if isinstance(v, Enum) else v) for k, v in values.items() if v is not None}
     try:
@@ -510,6 +513,58 @@ def validate(
         sys.stdout.write(clean(v.render_text(result, regression)))
     if not result.passed or (regression is not None and regression.failed):
         raise typer.Exit(1)
+
+
+@app.command()
+def probe(
+    task: Annotated[Task, typer.Option(help="pretrain, full_finetune, lora or inference")],
+    model: Annotated[str | None, typer.Option(help="catalog id or config.json path (its architecture is built with "
+                                                   "random weights; nothing is downloaded)")] = None,
+    seq_len: Annotated[int | None, typer.Option()] = None,
+    micro_batch_size: Annotated[int | None, typer.Option()] = None,
+    batch_size: Annotated[int | None, typer.Option(help="inference concurrency")] = None,
+    prompt_len: Annotated[int | None, typer.Option()] = None,
+    output_len: Annotated[int | None, typer.Option()] = None,
+    lora_rank: Annotated[int | None, typer.Option()] = None,
+    optimizer: Annotated[Optim | None, typer.Option()] = None,
+    activation_checkpointing: Annotated[bool | None, typer.Option(
+        "--activation-checkpointing/--no-activation-checkpointing")] = None,
+    master_weights: Annotated[bool | None, typer.Option("--master-weights/--no-master-weights")] = None,
+    framework: Annotated[str | None, typer.Option(help="hf (the stack the probe runs; the only one it can)")] = None,
+    device: Annotated[str, typer.Option(help="auto (CUDA if present), cuda or cpu")] = "auto",
+    tiny: Annotated[bool, typer.Option("--tiny", help="a 2-layer, 64-wide model of a few tokens: for CPUs and tests")] = False,
+    layers: Annotated[int | None, typer.Option(help="run this many layers of the model (a plan too big for one GPU)")] = None,
+    steps: Annotated[int, typer.Option(min=1, max=100, help="timed steps after a warm-up")] = 3,
+    out_dir: Annotated[Path | None, typer.Option("--out", help=(
+        "write kb/measurements/ and kb/sources/ entries under this folder (a checkout, for a pull request)"))] = None,
+    root: Annotated[Path | None, typer.Option(help="a checkout holding kb/ and rules/")] = None,
+) -> None:
+    """Run the workload's one-GPU plan on the local device for a few steps (extra 'probe': PyTorch) and print
+    predicted against measured peak memory (allocated, reserved) and tokens/s. Exit 3 when the run would not
+    fit, 2 on bad input or without PyTorch."""
+    from . import probe as pr
+
+    given = {"task": task.value, "model": model, "seq_len": seq_len, "micro_batch_size": micro_batch_size,
+             "batch_size": batch_size, "prompt_len": prompt_len, "output_len": output_len, "lora_rank": lora_rank,
+             "optimizer": optimizer.value if optimizer else None, "activation_checkpointing": activation_checkpointing,
+             "master_weights": master_weights, "framework": framework}
+    given = {k: v for k, v in given.items() if v is not None}
+    try:
+        result = pr.run(load_kb(root), given, device=device, tiny=tiny, layers=layers, steps=steps,
+                        command=pr.command_line(given, {"device": device, "tiny": tiny, "layers": layers,
+                                                        "steps": steps}))
+    except KBError as error:
+        _fail_kb(error)
+    except pr.ProbeError as error:
+        err.print(f"error: {clean(error)}", markup=False, highlight=False)
+        raise typer.Exit(error.code) from None
+    except ASK_ERRORS as error:
+        err.print(f"error: {clean(error)}", markup=False, highlight=False)
+        raise typer.Exit(2) from None
+    out.print(clean(pr.report(result)), markup=False, highlight=False)
+    if out_dir is not None:
+        for path in pr.write(result, out_dir):
+            out.print(f"wrote {path}", markup=False, highlight=False)
 
 
 @app.command()

@@ -67,7 +67,8 @@ CODES: dict[str, Code] = {
     "D103": Code("an entry names a successor but is not deprecated", "lint"),
     "M001": Code("a measurement's workload is not one gpukb can ask (a field, an id, or fields that do not fit together)",
                  "lint"),
-    "M002": Code("a measurement's workload lacks what its quantity needs (exactly one GPU type; tokens for GPU-hours)",
+    "M002": Code("a measurement's workload lacks its `framework` or what its quantity needs (exactly one GPU type; "
+                 "tokens for GPU-hours)",
                  "lint"),
     "M003": Code("a measurement's `flop_per_token` reads a name that is not a workload field", "lint"),
     "T001": Code("a rule's test failed: it did (not) fire, or computed another value", "lint"),

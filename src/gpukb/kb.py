@@ -11,7 +11,21 @@ from .errors import Problem, located
 from .kinds import BY_NAME, KEYED, Kind
 from .positions import Loc, Located
 from .rules import CompiledRule, Rule
-from .schema import Claim, Dtype, Gpu, Interconnect, Manifest, Measurement, Model, Optimizer, Policy, Rhetoric, Source, Term
+from .schema import (
+    Claim,
+    Dtype,
+    Framework,
+    Gpu,
+    Interconnect,
+    Manifest,
+    Measurement,
+    Model,
+    Optimizer,
+    Policy,
+    Rhetoric,
+    Source,
+    Term,
+)
 
 EntryKey = tuple[str, str]  # (kind name, entry id)
 
@@ -63,6 +77,10 @@ class KnowledgeBase:
     @property
     def policies(self) -> dict[str, Policy]:
         return self.tables["policies"]
+
+    @property
+    def frameworks(self) -> dict[str, Framework]:
+        return self.tables["frameworks"]
 
     @property
     def measurements(self) -> dict[str, Measurement]:

@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from .rules import Rule
-from .schema import Claim, Dtype, Gpu, Interconnect, Measurement, Model, Optimizer, Policy, Rhetoric, Source, Term
+from .schema import Claim, Dtype, Framework, Gpu, Interconnect, Measurement, Model, Optimizer, Policy, Rhetoric, Source, Term
 
 
 @dataclass(frozen=True)
@@ -77,6 +77,9 @@ KINDS: tuple[Kind, ...] = (
          shown=("name", "state_bytes", "states", "notes")),
     Kind("policies", "policy", "kb/policies", Policy, _common(Ref("superseded_by", "policies")),
          shown=("title", "value", "unit", "reason")),
+    Kind("frameworks", "framework", "kb/frameworks", Framework,
+         _common(Ref("superseded_by", "frameworks"), Ref("loss_logit_bytes.sources", "sources")),
+         shown=("name", "tasks", "default_for", "default_reason", "loss_logit_bytes")),
     Kind("measurements", "measurement", "kb/measurements", Measurement,
          _common(Ref("superseded_by", "measurements"), Ref("source", "sources")),
          shown=("title", "quantity", "value", "unit", "setup", "locator", "quote", "unstated")),

@@ -34,10 +34,12 @@ _UNSHARDED = "(1 - w.expert_params * w.experts / w.params * (1 - 1 / ep))"
 PARTS: dict[str, ex.Expr] = {name: ex.parse(text) for name, text in {
     # ZeRO (Rajbhandari et al. 2020): stage 1 shards optimizer states, 2 also gradients, 3 also weights.
     # Tensor/pipeline parallelism split weights over tp*pp GPUs (Narayanan et al. 2021).
-    # Parameter offload (ZeRO-Infinity) keeps about two layers' weights resident for prefetching.
+    # Parameter offload (ZeRO-Infinity) keeps about two layers' weights resident for prefetching; ZeRO-3 / FSDP
+    # hold the gathered layer and the prefetched next beside the shards (policy zero3-gathered-layers).
     "weights": "m.weights / w.layers * 2 / tp if offload == 'optimizer+params' "
                f"else m.weights * (1 if zero_stage >= 3 or ep == 1 else {_UNSHARDED}) "
-               "/ (tp * pp) / (dp * cp if zero_stage >= 3 else 1)",
+               "/ (tp * pp) / (dp * cp if zero_stage >= 3 else 1)"
+               " + (w.gathered_layers * m.weights / w.layers / tp if zero_stage >= 3 else 0)",
     # ZeRO-Offload (Ren et al. 2021) streams gradients to CPU memory as the backward pass makes them:
     # about two layers' worth (the buckets in flight) stay on the GPU
     "gradients": "m.gradients / w.layers * 2 / tp if offload != 'none' "

@@ -34,6 +34,7 @@ GPU_POLICIES = {"utilisation": "mfu", "node_network_bandwidth": "node-network-ba
 QUANTIZED = ("int8", "int4")  # weight-only formats: embeddings and the output layer stay in 16 bit
 KV_BYTES = {"fp32": 4.0, "fp8": 1.0, "int8": 1.0}  # by kv_cache_precision, else the weights' (fp32 only) or 16-bit
 QLORA_BASE = "nf4"
+GATHERED = "zero3-gathered-layers"  # the policy of the layers ZeRO-3 / FSDP hold unsharded
 # Which dense throughput a precision runs at, with fallbacks where a GPU lacks the native format.
 FLOPS_ORDER = {
     "fp32": ("fp32_flops",),
@@ -237,8 +238,11 @@ def resolve(kb: KnowledgeBase, w: Workload) -> tuple[ResolvedWorkload, dict[str,
         raise WorkloadError(given[0], f"a {seq_len:,}-token context is longer than {arch['model']}'s "
                             f"{arch['context_length']:,} (max_position_embeddings, with any RoPE scaling): "
                             "serving engines refuse it; for a RoPE-scaled model give its config.json")
+    framework, note = _framework(kb, w)
+    if note:
+        arch = {**arch, "assumptions": [*arch["assumptions"], note]}
     resolved = ResolvedWorkload(
-        task=w.task, precision=w.precision, optimizer=optimizer, seq_len=seq_len,
+        framework=framework, task=w.task, precision=w.precision, optimizer=optimizer, seq_len=seq_len,
         micro_batch_size=w.micro_batch_size if training else 0, batch_size=w.batch_size if not training else 0,
         global_batch_size=w.global_batch_size, prompt_len=w.prompt_len, output_len=w.output_len,
         kv_cache_precision=w.kv_cache_precision, ttft_ms=w.ttft_ms, tpot_ms=w.tpot_ms, objective=w.objective,
@@ -252,6 +256,31 @@ def resolve(kb: KnowledgeBase, w: Workload) -> tuple[ResolvedWorkload, dict[str,
         virtual_pipeline_stages=w.virtual_pipeline_stages, context_parallel=w.context_parallel, **arch,
     )
     return resolved, workload_fact(kb, resolved)
+
+
+def default_framework(kb: KnowledgeBase, task: str) -> str:
+    """The framework kb/frameworks names the default for a task (exactly one; lint checks it)."""
+    chosen = [fid for fid, f in sorted(kb.frameworks.items()) if task in f.default_for and f.status != "deprecated"]
+    if len(chosen) != 1:
+        raise KBDefectError(f"kb/frameworks/ names {len(chosen)} defaults for task {task}, not one: {chosen}")
+    return chosen[0]
+
+
+def _framework(kb: KnowledgeBase, w: Workload) -> tuple[str, str]:
+    """The workload's framework, and the note the answer prints when it is the task's default."""
+    if not kb.frameworks:  # a knowledge base from before kb/frameworks (validate --base): its rules read none
+        return w.framework or "", ""
+    if w.framework is None:
+        fid = default_framework(kb, w.task)
+        return fid, (f"framework not given: {fid} ({kb.frameworks[fid].name}), the default for {w.task}: "
+                     f"{' '.join(kb.frameworks[fid].default_reason.split())}")
+    framework = kb.frameworks.get(w.framework)
+    if framework is None or framework.status == "deprecated":
+        raise WorkloadError("framework", f"'{w.framework}' is not in kb/frameworks{did_you_mean(w.framework, kb.frameworks)}")
+    if w.task not in framework.tasks:
+        runs = [fid for fid, f in sorted(kb.frameworks.items()) if w.task in f.tasks]
+        raise WorkloadError("framework", f"{w.framework} does not run task {w.task}; frameworks for it: {', '.join(runs)}")
+    return w.framework, ""
 
 
 def workload_fact(kb: KnowledgeBase, w: ResolvedWorkload) -> dict[str, Any]:
@@ -277,7 +306,10 @@ def workload_fact(kb: KnowledgeBase, w: ResolvedWorkload) -> dict[str, Any]:
     prompt_len = w.prompt_len or max(1, w.seq_len - (w.output_len or 0))
     # decode reads the KV cache of the context reached so far: on average the prompt plus half the output
     decode_context = prompt_len + w.output_len / 2 if w.output_len else w.seq_len
+    loss = kb.frameworks[w.framework].loss_logit_bytes if w.framework in kb.frameworks else None
     return {
+        "framework": w.framework, "loss_logit_bytes": loss.value if loss else 0.0,
+        "gathered_layers": kb.policy(GATHERED) if GATHERED in kb.policies else 0.0,
         "model": w.model, "task": w.task, "precision": w.precision, "optimizer": w.optimizer or "",
         "training": training, "params": w.params, "active_params": w.active_params, "layers": w.layers,
         "hidden_size": w.hidden_size, "heads": w.heads, "kv_heads": w.kv_heads, "head_dim": w.head_dim,

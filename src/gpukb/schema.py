@@ -313,6 +313,44 @@ class Policy(Entry):
         return data
 
 
+# --- frameworks: the stacks people train and serve with, and what each holds in memory -------------
+
+FrameworkTask = Literal["pretrain", "full_finetune", "lora", "qlora", "inference"]
+
+
+class FrameworkTerm(Strict):
+    """One number a framework's memory depends on, with where it comes from."""
+
+    value: Float = Field(ge=0)
+    reason: str = Field(min_length=10, description="how the number follows from the framework's code or documentation")
+    sources: list[Slug] = Field(min_length=1)
+
+
+class Framework(Entry):
+    """A training or serving stack (workload field `framework`) and the memory terms that differ between stacks."""
+
+    name: str
+    tasks: list[FrameworkTask] = Field(min_length=1, description="the workload tasks this framework runs")
+    default_for: list[FrameworkTask] = Field(default=[], description=(
+        "tasks this framework is the default for (what most people run for them); each task has exactly one"))
+    default_reason: str = Field(default="", description="why it is the default, printed with every answer that uses it")
+    loss_logit_bytes: FrameworkTerm | None = Field(default=None, description=(
+        "training: bytes held per logit (micro-batch x sequence x vocabulary) at the loss's peak: the 16-bit "
+        "logits, any fp32 copy and what cross-entropy saves for its gradient"))
+    sources: list[Slug] = Field(min_length=1)
+    notes: str = ""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Framework:
+        if not set(self.default_for) <= set(self.tasks):
+            raise ValueError(f"default_for: {sorted(set(self.default_for) - set(self.tasks))} not among its tasks")
+        if self.default_for and not self.default_reason:
+            raise ValueError("default_reason: say why it is the default for " + ", ".join(self.default_for))
+        if self.loss_logit_bytes is None and set(self.tasks) - {"inference"}:
+            raise ValueError("loss_logit_bytes: a training framework states what its loss holds per logit")
+        return self
+
+
 # --- measurements: published measured runs, the yardstick for every estimate ---------------------
 
 Quantity = Literal[
@@ -354,9 +392,11 @@ class Measurement(Entry):
     value: float = Field(gt=0, allow_inf_nan=False, description="exactly as published, in `unit`")
     unit: Literal[tuple(UNITS)]  # type: ignore[valid-type]
     unit_as_published: str | None = Field(default=None, description="the source's own wording, where it differs")
-    workload: dict[str, object] = Field(description="the run as a gpukb workload (checked by lint)")
+    workload: dict[str, object] = Field(description=(
+        "the run as a gpukb workload (checked by lint), naming its `framework` (kb/frameworks; lint M002): what the "
+        "run's stack holds in memory differs, and validate reports accuracy per framework"))
     setup: str = Field(min_length=10, description="what the source states: GPUs, layout, batch, framework, precision")
-    framework: str
+    framework: str = Field(description="the software as the source names it, with its version; workload.framework is its id")
     flop_accounting: str | None = Field(default=None, description="for FLOP/s and MFU: what the FLOP count includes")
     flop_per_token: str | None = Field(default=None, description=(
         "for FLOP/s and MFU: the source's own FLOPs per trained token, as an expression over the workload's fields "

@@ -48,6 +48,7 @@ class Point:
     gpu: str
     rules: tuple[str, ...] = ()
     reason: str = ""  # why there is no prediction
+    framework: str = ""  # the run's stack (its workload's framework)
 
     @property
     def log_error(self) -> float:
@@ -84,6 +85,7 @@ class Validation:
     overall: Summary
     by_quantity: dict[str, Summary]
     thresholds: dict[str, float] = field(default_factory=dict)
+    by_framework: dict[str, Summary] = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
@@ -97,6 +99,8 @@ class Validation:
             "within_25": self.overall.within_25,
             "by_quantity": {q: {"points": s.points, "median_error": _finite(s.median_error), "within_25": s.within_25}
                             for q, s in self.by_quantity.items()},
+            "by_framework": {f: {"points": s.points, "median_error": _finite(s.median_error), "within_25": s.within_25}
+                             for f, s in self.by_framework.items()},
             "thresholds": self.thresholds,
             "passed": self.passed,
         }
@@ -183,21 +187,24 @@ def _rules(option: Option, kind: str) -> tuple[str, ...]:
 def check_point(kb: KnowledgeBase, m: Measurement) -> Point:
     gpu = ",".join(m.workload.get("gpus", []) or [])  # type: ignore[arg-type]
     measured = m.canonical
+    framework = str(m.workload.get("framework", ""))
     try:
         answer = kb.ask(workload_of(m))
         predicted, option = predict(m, answer, kb)
     except (*ASK_ERRORS, LookupError, ZeroDivisionError, expr.ExpressionError) as err:
-        return Point(m.id, m.quantity, measured, None, None, m.source, gpu, reason=str(err))
+        return Point(m.id, m.quantity, measured, None, None, m.source, gpu, reason=str(err), framework=framework)
     return Point(m.id, m.quantity, measured, predicted, predicted / measured, m.source, gpu,
-                 _rules(option, KIND_OF[m.quantity]))
+                 _rules(option, KIND_OF[m.quantity]), framework=framework)
 
 
 def validate(kb: KnowledgeBase) -> Validation:
     points = [check_point(kb, m) for _, m in sorted(kb.measurements.items()) if m.status != "deprecated"]
     quantities = sorted({p.quantity for p in points})
     thresholds = {name: kb.policy(pid) for name, pid in THRESHOLD_POLICIES.items() if pid in kb.policies}
+    frameworks = sorted({p.framework for p in points})
     return Validation(points, Summary.of(points),
-                      {q: Summary.of([p for p in points if p.quantity == q]) for q in quantities}, thresholds)
+                      {q: Summary.of([p for p in points if p.quantity == q]) for q in quantities}, thresholds,
+                      {f: Summary.of([p for p in points if p.framework == f]) for f in frameworks})
 
 
 def compare(base: Validation, head: Validation, limit: int = 10) -> list[tuple[str, float | None, float | None]]:
@@ -267,6 +274,11 @@ def render_text(v: Validation, regression: Regression | None = None) -> str:
     for q, s in [*v.by_quantity.items(), ("all", v.overall)]:
         within = f"{s.inside} ({s.within_25:.1%})"
         lines.append(f"{q:34s} {s.points:6d}   {_pct(s.median_error):>12s}   {within:>14s}")
+    if v.by_framework:
+        lines += ["", "framework                          points   median error      within ±25%"]
+        for f, s in v.by_framework.items():
+            within = f"{s.inside} ({s.within_25:.1%})"
+            lines.append(f"{f or '(none)':34s} {s.points:6d}   {_pct(s.median_error):>12s}   {within:>14s}")
     t = v.thresholds
     lines.append(f"thresholds (kb/policies/): median error ≤ {t.get('median_error', math.inf):.0%}, "
                  f"within ±25% ≥ {t.get('within_25', 0):.0%}: {'passed' if v.passed else 'FAILED'}")

@@ -22,6 +22,9 @@ Placement = Literal["fewest", "all"]
 Mlp = Literal["gated", "standard"]
 KvPrecision = Literal["bf16", "fp16", "fp8", "int8"]
 Objective = Literal["speed", "cost"]
+# The stacks a workload may name (kb/frameworks holds what each keeps in memory and which task defaults to it)
+FrameworkId = Literal["hf", "torchtune", "fsdp", "deepspeed", "megatron", "unsloth", "vllm", "sglang", "tensorrt-llm",
+                      "llama.cpp", "lmdeploy", "mlc-llm", "exllamav2", "gpt-fast"]
 TRAINING_TASKS = ("pretrain", "full_finetune", "lora", "qlora")
 MAX_PARAMS = 10**13  # 10 trillion: beyond any published dense or MoE model
 # A custom model's `params` must lie within this factor of the count its architecture implies
@@ -123,6 +126,10 @@ class Workload(BaseModel):
         "and no gradient accumulation"))
     offload: Offload | None = None
     placement: Placement = Field(default="fewest", description="'fewest' GPUs that fit, or 'all' gpu_count GPUs")
+    framework: FrameworkId | None = Field(default=None, description=(
+        "the stack it runs on: training hf, torchtune, fsdp, deepspeed, megatron, unsloth; serving vllm, sglang, "
+        "tensorrt-llm, llama.cpp, hf (also lmdeploy, mlc-llm, exllamav2, gpt-fast); null = the task's default "
+        "(kb/frameworks), stated in the answer"))
 
     @model_validator(mode="after")
     def _fits_together(self) -> Workload:
@@ -219,6 +226,7 @@ class ResolvedWorkload(BaseModel):
     pipeline_parallel: int | None
     offload: Offload | None
     placement: Placement
+    framework: str = Field(default="hf", description="the stack it runs on (given, or the task's default)")
     expert_parallel: int | None = Field(default=None, exclude_if=lambda v: v is None)
     tp_comm_overlap: bool = Field(default=False, exclude_if=lambda v: not v)
     master_weights: bool = Field(default=True, exclude_if=lambda v: v)
