@@ -56,8 +56,8 @@ ALLOWED: frozenset[tuple[str, str]] = frozenset({
     *(("gpukb.rules", name) for name in ("CompiledOutput", "CompiledRule", "Expect", "Output", "Pattern", "Rule",
                                          "RuleTest")),
     *(("gpukb.schema", name) for name in (
-        "Claim", "CloudPrice", "Dtype", "Gpu", "Interconnect", "Manifest", "Measurement", "Model", "Moe", "Optimizer",
-        "Figure", "Policy", "Price", "Rhetoric", "Source", "Term", "TrainingBytes")),
+        "Claim", "CloudPrice", "Dtype", "Figure", "Framework", "FrameworkTerm", "Gpu", "Interconnect", "Manifest",
+        "Measurement", "Model", "Moe", "Optimizer", "Policy", "Price", "Rhetoric", "Source", "Term", "TrainingBytes")),
     ("pathlib", "PosixPath"),
     ("pydantic.networks", "HttpUrl"),
     ("pydantic_core._pydantic_core", "Url"),
