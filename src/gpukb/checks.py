@@ -85,7 +85,7 @@ def load_allowances(root: Path) -> tuple[Allowances, list[Problem]]:
     allowances = Allowances()
     if not path.is_file():
         return allowances, []
-    doc, problems = load_located(path, ALLOWANCES_FILE)
+    doc, problems = load_located(path, ALLOWANCES_FILE, Path(root))
     if doc is None or problems:
         return allowances, problems
     try:

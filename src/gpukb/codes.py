@@ -38,7 +38,7 @@ CODES: dict[str, Code] = {
     "E020": Code("an id is defined twice (the message names the first place)", "loader"),
     "E030": Code("a reference to an id that does not exist (sources, claims, interconnects, `superseded_by` of the same kind)",
                  "loader"),
-    "E040": Code("the source article `kb/article.zh.txt` is missing", "lint"),
+    "E040": Code("the source article `kb/article.zh.txt` is missing or not a regular file of the checkout", "lint"),
     "E041": Code("a claim's `quote_zh` is not a verbatim part of the article", "lint"),
     "E050": Code("a model's `params` (or `active_params`) does not match its architecture", "loader"),
     "R001": Code("a rule uses the same alias twice", "loader"),

@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from . import safepath
 from .architecture import count_parameters
 from .errors import WorkloadError
 from .schema import Mla, Model, Moe
@@ -31,6 +32,11 @@ class ConfigError(WorkloadError):
     def __init__(self, path: str, key: str, message: str):
         self.path, self.key = path, key
         super().__init__("model", f"{path}: {key}: {message}")
+
+
+def _printable(path: str) -> str:
+    """A refused path as an error can show it: control characters (a NUL byte) written as escapes."""
+    return path.encode("unicode_escape").decode("ascii") if not path.isprintable() else path
 
 
 class _Reader:
@@ -261,16 +267,16 @@ FAMILIES: dict[str, tuple[str, Callable[[_Reader], dict[str, Any]]]] = {
 
 
 def read_config(path: Path, shown: str | None = None) -> tuple[dict[str, Any], str]:
-    """A config.json (or the one in a directory) as a dict, and how errors name the file."""
+    """A config.json (or the one in a directory) as a dict, and how errors name the file. Only a
+    regular file is read (safepath): a FIFO, a device or a name no file can have is a ConfigError."""
     shown = shown or str(path)
-    if path.is_dir():
-        path = path / "config.json"
-        shown = str(Path(shown) / "config.json")
     try:
-        with path.open("rb") as handle:
-            data = handle.read(MAX_BYTES + 1)
-    except OSError as error:
-        raise ConfigError(shown, "file", f"cannot read it ({error.strerror or error})") from None
+        if safepath.is_dir(path):
+            path = path / "config.json"
+            shown = str(Path(shown) / "config.json")
+        data = safepath.read_bytes(path, MAX_BYTES)
+    except safepath.RefusedPath as error:
+        raise ConfigError(_printable(shown), "file", str(error)) from None
     if len(data) > MAX_BYTES:
         raise ConfigError(shown, "file", f"larger than {MAX_BYTES:,} bytes; not a model config")
     try:

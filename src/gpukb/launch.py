@@ -5,6 +5,7 @@ the workload's context and concurrency, the reserve policy)."""
 from __future__ import annotations
 
 import shlex
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -28,12 +29,21 @@ QUANTIZED_WEIGHTS = ("int8", "int4")
 
 
 def model_reference(w: ResolvedWorkload, hf_repo: str | None) -> str | None:
-    """What `vllm serve` takes: a Hugging Face repo id, or the folder holding the config.json read."""
+    """What `vllm serve` takes: a Hugging Face repo id, or the folder holding the config.json read.
+
+    A folder is always written so that no engine can read it as an option: a relative one starting with
+    `-` (`./--trust-remote-code/config.json`, which pathlib shortens to `--trust-remote-code`) keeps a
+    leading `./`. Its name holds no control or bidirectional character: resolve refused those (safepath),
+    so the quoted line names the very folder that was read."""
     if w.config_file:
         if w.config_file.startswith("hf:"):
             return w.config_file.removeprefix("hf:")
         path = Path(w.config_file)
-        return str(path.parent if path.name.endswith(".json") else path)
+        if w.config_file.startswith("~"):  # a shell does not expand ~ inside the quotes shlex adds
+            with suppress(RuntimeError):  # pathlib's "Could not determine home directory"
+                path = path.expanduser()
+        folder = str(path.parent if path.name.endswith(".json") else path)
+        return f"./{folder}" if folder.startswith("-") else folder
     return hf_repo
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import safepath
 from .checks import check_all, load_allowances
 from .errors import BaseRevisionError, KBError, Problem
 from .kb import KnowledgeBase
@@ -18,14 +19,20 @@ from .loader import read_checkout
 from .ruletests import run_rule_tests
 
 ARTICLE = "kb/article.zh.txt"
+MAX_ARTICLE_BYTES = 1 << 20  # the article is ~20 kB
 
 
 def check_quotes(kb: KnowledgeBase) -> list[Problem]:
     """Every claim quotes the article verbatim."""
     path = kb.root / ARTICLE
-    if not path.is_file():
+    if not path.exists():
         return [Problem(ARTICLE, 1, 1, "E040", "the source article is missing")]
-    article = path.read_text(encoding="utf-8")
+    try:  # a regular file of the checkout only: never a FIFO, a device or a link out of the checkout
+        if not safepath.inside(path, kb.root):
+            raise safepath.RefusedPath("a symbolic link leading out of the checkout")
+        article = safepath.read_text(path, MAX_ARTICLE_BYTES)
+    except safepath.RefusedPath as refused:
+        return [Problem(ARTICLE, 1, 1, "E040", f"the source article cannot be read: {refused}")]
     problems = []
     for claim_id, claim in sorted(kb.claims.items()):
         if claim.quote_zh not in article:

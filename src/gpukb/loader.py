@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from . import safepath
 from .architecture import count_parameters
 from .citations import cite
 from .errors import KBError, Problem, located
@@ -108,9 +109,21 @@ class _Reader:
         self.problems.append(located(doc, loc, code, message, prefix=prefix))
 
 
-def _yaml_files(folder: Path) -> list[Path]:
-    # rglob does not enter linked folders: they are returned, for load_located to refuse
-    return sorted(p for p in folder.rglob("*") if (p.suffix in (".yaml", ".yml") and p.is_file()) or
+def _yaml_files(r: _Reader, folder: Path) -> list[Path]:
+    """The YAML files under one of the checkout's folders. A folder that is a link out of the checkout is
+    refused before it is walked (`kb/gpus -> /usr` would read the whole target)."""
+    parts = folder.relative_to(r.root).parts
+    for depth in range(1, len(parts) + 1):  # the outermost link is the one to report, once
+        outer = r.root.joinpath(*parts[:depth])
+        if not safepath.inside(outer, r.root):
+            problem = Problem(r.display(outer), 1, 1, "E005", "a symbolic link leading out of the checkout: "
+                                                              "kb/ and rules/ hold their folders themselves")
+            if problem not in r.problems:
+                r.problems.append(problem)
+            return []
+    # rglob does not enter linked folders: they are returned, for load_located to refuse; so is a FIFO or a
+    # device named *.yaml (never opened, see safepath)
+    return sorted(p for p in folder.rglob("*") if (p.suffix in (".yaml", ".yml") and not p.is_dir()) or
                   (p.is_symlink() and p.is_dir()))
 
 
@@ -163,13 +176,13 @@ def read_checkout(root: Path) -> KnowledgeBase:
     for kind in KINDS:
         if kind.name == "rules":
             continue
-        for path in _yaml_files(root / kind.folder):
+        for path in _yaml_files(r, root / kind.folder):
             doc = r.read(path)
             if doc is not None:
                 r.add(kind, doc)
     rules = r.entries["rules"]
     for stage in STAGES:
-        for path in _yaml_files(root / "rules" / stage):
+        for path in _yaml_files(r, root / "rules" / stage):
             doc = r.read(path)
             if doc is None:
                 continue
@@ -179,8 +192,8 @@ def read_checkout(root: Path) -> KnowledgeBase:
                 if rules[rule_id].stage != stage:
                     r.problem_at("rules", rule_id, ("stage",), "R008",
                                  f"stage '{rules[rule_id].stage}' does not match its folder rules/{stage}/")
-    for path in _yaml_files(root / "rules"):
-        if path.parent.name not in STAGES:
+    for path in _yaml_files(r, root / "rules"):
+        if path.parent.name not in STAGES and not (path.parent == root / "rules" and path.name in STAGES):
             message = f"rules live in rules/<stage>/, stage one of {', '.join(STAGES)}"
             r.problems.append(Problem(r.display(path), 1, 1, "R008", message))
     _check_references(r)

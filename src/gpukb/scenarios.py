@@ -10,6 +10,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from . import safepath
 from .answer import Answer
 from .errors import ASK_ERRORS
 from .kb import KnowledgeBase
@@ -26,6 +27,9 @@ class Scenario(BaseModel):
     workload: dict[str, Any] = Field(min_length=1, description="a workload exactly as ask() takes it")
 
 
+MAX_BYTES = 1 << 20  # the site's scenarios file is ~10 kB
+
+
 class ScenarioError(ValueError):
     pass
 
@@ -33,7 +37,11 @@ class ScenarioError(ValueError):
 def load_scenarios(path: str | Path) -> list[Scenario]:
     """Read and check a scenario file: a YAML list of {id, title, description?, workload}."""
     path = Path(path)
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    try:
+        text = safepath.read_text(path, MAX_BYTES)
+    except safepath.RefusedPath as refused:
+        raise ScenarioError(f"{path}: {refused}") from None
+    data = yaml.safe_load(text)
     if not isinstance(data, list):
         raise ScenarioError(f"{path}: expected a list of scenarios")
     scenarios, seen = [], set()

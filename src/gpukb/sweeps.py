@@ -22,6 +22,7 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
+from . import safepath
 from .expr import MAX_MAGNITUDE
 from .packaged import load_kb
 
@@ -40,6 +41,9 @@ def grid(models: GridValues, tasks: GridValues, seq_lens: GridValues = (), gpus:
             workload["gpus"] = [gpu]
         workloads.append(workload)
     return workloads
+
+
+MAX_FILE_BYTES = 1 << 30  # a million workloads of ~200 bytes each, with room to spare
 
 
 class SweepFileError(ValueError):
@@ -64,12 +68,15 @@ def read_workloads(path: str | Path) -> list[dict[str, Any]]:
 def read_located_workloads(path: str | Path) -> tuple[list[dict[str, Any]], list[str]]:
     """read_workloads, and where each workload starts (`file:line`), for its error record to name."""
     path = Path(path)
-    if not path.is_file():
-        raise SweepFileError(f"{path}: {'not a regular file' if path.exists() else 'no such file'}")
-    with path.open("rb") as handle:
-        starts_with_mapping = handle.read(4096).lstrip().startswith(b"{")  # a YAML or JSON list starts otherwise
+    try:  # a regular file only (a FIFO or /dev/stdin would block or be read half), its name bounded
+        data = safepath.read_bytes(path, MAX_FILE_BYTES)
+    except safepath.RefusedPath as refused:
+        raise SweepFileError(f"{path}: {refused}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise SweepFileError(f"{path}: larger than {MAX_FILE_BYTES:,} bytes")
+    starts_with_mapping = data[:4096].lstrip().startswith(b"{")  # a YAML or JSON list starts otherwise
     if path.suffix == ".jsonl" or starts_with_mapping:
-        return _json_lines(path)
+        return _json_lines(path, data)
     from .yamlpos import load_located
 
     located, problems = load_located(path, str(path))
@@ -88,8 +95,7 @@ def read_located_workloads(path: str | Path) -> tuple[list[dict[str, Any]], list
     return located.data, places
 
 
-def _json_lines(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
-    data = path.read_bytes()
+def _json_lines(path: Path, data: bytes) -> tuple[list[dict[str, Any]], list[str]]:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:

@@ -28,6 +28,7 @@ try:
 except ImportError:  # PyYAML built without libyaml: every file takes the pure-Python loader
     CParser = None
 
+from . import safepath
 from .errors import Problem
 from .expr import MAX_MAGNITUDE
 from .positions import Loc, Located
@@ -141,14 +142,14 @@ def _walk(node: yaml.Node, path: Loc, out: dict[Loc, tuple[int, int]], dups: lis
 
 def _read(path: Path, display: str, root: Path | None) -> tuple[str | None, list[Problem]]:
     """The file's text, or why it is refused: outside the checkout, too large, not UTF-8."""
-    if root is not None and not path.resolve().is_relative_to(Path(root).resolve()):
+    if root is not None and not safepath.inside(path, Path(root)):
         return None, [Problem(display, 1, 1, "E005", "a symbolic link leading out of the checkout: "
                                                      "kb/ and rules/ hold their files themselves")]
-    if not path.is_file():
-        return None, [Problem(display, 1, 1, "E005", "not a regular file (a linked folder?): kb/ and rules/ hold "
-                                                     "their YAML files themselves")]
-    with path.open("rb") as handle:  # read at most one byte past the limit, whatever the file claims to be
-        raw = handle.read(MAX_FILE_BYTES + 1)
+    try:  # a regular file only, opened without blocking (a FIFO or a device is refused, never waited on)
+        raw = safepath.read_bytes(path, MAX_FILE_BYTES)
+    except safepath.RefusedPath as refused:
+        return None, [Problem(display, 1, 1, "E005", f"{refused}: kb/ and rules/ hold their YAML files "
+                                                     "themselves")]
     if len(raw) > MAX_FILE_BYTES:
         return None, [Problem(display, 1, 1, "E005", f"larger than {MAX_FILE_BYTES:,} bytes: split it")]
     try:

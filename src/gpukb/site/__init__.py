@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .. import safepath
 from ..answer import Answer
 from ..kb import KnowledgeBase
 from ..rules import STAGES
@@ -27,6 +28,7 @@ __all__ = ["LANGUAGES", "Run", "Scenario", "ScenarioError", "SiteContent", "buil
            "run_scenarios", "task_answers"]
 
 NavItem = dict[str, Any]
+MAX_REPOSITORY_MARKDOWN = 1 << 20  # README.md, CHANGELOG.md, CONTRIBUTING.md: each well under 200 kB
 
 
 @dataclass(frozen=True)
@@ -169,8 +171,14 @@ def generate(root: str | Path, scenarios_file: str | Path, docs_dir: str | Path 
     kb = load_kb(root)
 
     def text(name: str) -> str | None:
+        """A repository Markdown file: a regular file of the checkout, or none (never a link out of it)."""
         path = root / name
-        return path.read_text(encoding="utf-8") if path.is_file() else None
+        if not safepath.is_regular(path) or not safepath.inside(path, root):
+            return None
+        try:
+            return safepath.read_text(path, MAX_REPOSITORY_MARKDOWN)
+        except safepath.RefusedPath as refused:
+            raise ValueError(f"{name}: {refused}") from None
 
     handwritten: set[str] = set()
     if docs_dir is not None and Path(docs_dir).is_dir():
