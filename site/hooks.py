@@ -20,11 +20,13 @@ from typing import Any
 from mkdocs.commands.build import build
 from mkdocs.config import load_config
 from mkdocs.config.defaults import MkDocsConfig
+from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File, Files
 from mkdocs.structure.pages import Page
 
 from gpukb.site import LANGUAGES, SiteContent, generate
 from gpukb.site.links import counterpart
+from gpukb.site.safety import unsafe_html
 from gpukb.site.search import chinese_words
 
 log = logging.getLogger("mkdocs.hooks.gpukb")
@@ -66,6 +68,14 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
     for path, content in _site.pages.items():
         files.append(File.generated(config, path, content=content))
     return files
+
+
+def on_page_content(html: str, page: Page, config: MkDocsConfig, files: Files) -> str:
+    """No page is written with anything that could run script (gpukb.site.safety): the build fails instead."""
+    found = unsafe_html(html)
+    if found:
+        raise PluginError(f"{page.file.src_uri}: unsafe HTML in the rendered page: {'; '.join(found[:5])}")
+    return html
 
 
 def on_page_context(context: dict[str, Any], page: Page, config: MkDocsConfig, nav: Any) -> dict[str, Any]:

@@ -48,6 +48,9 @@ SITE = REPO / "site"
 SCENARIOS = SITE / "scenarios.yaml"
 IN_CI = bool(os.environ.get("CI"))
 EVIL = '<script>alert("gpukb-xss")</script><img src=x onerror=alert(1)> **not bold** [a link](javascript:alert(2)) {#id}'
+EVIL_MARKDOWN = ('<script>alert("repo-md")</script> <img src=x onerror=alert(1)> [a](javascript:alert(2)) '
+                 "<javascript:alert(3)> [b][e] [c](&#106;avascript:alert(4)) ![d](data:image/svg+xml,<svg onload=alert(5)>)"
+                 "\n\n[e]: javascript:alert(6)\n\n## Planted {onclick=alert(7)}\n\n  ```\n<script>alert(8)</script>\n  ```\n")
 EVIL_URL = "https://arxiv.org/abs/2211.05102)[CLICK](javascript:alert(document.domain)"  # a valid https URL
 
 
@@ -432,6 +435,10 @@ def _tampered_checkout(root: Path) -> None:
         if source.get("url"):
             source["url"] = EVIL_URL
     sources.write_text(yaml.safe_dump(data, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    for name in ("README.md", "CHANGELOG.md", "CONTRIBUTING.md"):  # published as pages: planted markup too
+        text = (REPO / name).read_text(encoding="utf-8")
+        first = text.index("\n## ")
+        (root / name).write_text(f"{text[:first]}\n\n{EVIL_MARKDOWN}\n{text[first:]}\n\n{EVIL_MARKDOWN}\n", encoding="utf-8")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -580,6 +587,10 @@ def test_malicious_text_is_escaped_in_the_built_html(builds):
     assert "‹script›alert" in _page(root, P.gpu_page(gpu)).read_text(encoding="utf-8")  # its name, as a title
     assert "2211.05102%29%5BCLICK%5D%28javascript:alert" in _page(root, P.SOURCES).read_text(encoding="utf-8")
     assert "‹script›alert" in _page(root, P.rule_page(rule)).read_text(encoding="utf-8")  # its title, as the page's
+    for page in (P.HOME, P.CHANGELOG, P.REPOSITORY_GUIDE):  # the repository's Markdown: its markup shown as text
+        text = _page(root, page).read_text(encoding="utf-8")
+        assert "alert(&quot;repo-md&quot;)" in text or 'alert("repo-md")' in text, page
+        assert not re.search(r"<[a-z][^<>]*\s(onerror|onclick|onload)\s*=|(href|src)=\"(data|javascript):", text, re.I), page
 
 
 
