@@ -42,7 +42,7 @@ def test_a_rule_change_names_the_new_count_and_the_rule_responsible(repo):
     assert (f"- **Best option:** {before.count} × h100-sxm-80gb → **{after.count} × h100-sxm-80gb**"
             in section)
     assert "- Memory for one replica: " in section
-    assert f"`req.memory.full-training@{old + 1}` (**changed here**, was @{old})" in section
+    assert f"`req.memory.full-training@{old + 1}` (**changed here**, was v{old})" in section
     assert "recomputed from changed inputs: " in section and "`planner.fewest-gpus@1`" in section
     assert "| Full fine-tuning of a 7B model on H100s | " in text  # the summary table
     assert "<summary>2 scenario(s) unchanged</summary>" in text

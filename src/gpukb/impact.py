@@ -21,6 +21,7 @@ import yaml
 from .answer import Answer, Option
 from .errors import ASK_ERRORS, KBError
 from .fmt import gb
+from .gfm import code, text
 from .ids import split_versioned
 from .kb import KnowledgeBase
 from .loader import read_checkout
@@ -61,7 +62,7 @@ def load_scenarios(path: Path) -> list[Scenario]:
 
 
 def _heading(scenario: Scenario) -> str:
-    return f"{scenario.title} (`{scenario.id}`)"
+    return f"{text(scenario.title)} ({code(scenario.id)})"
 
 
 # --- comparing two answers ----------------------------------------------------------------------
@@ -95,12 +96,17 @@ def _steps(trace: Iterable[Any]) -> dict[tuple[str, tuple[str, ...]], list[Any]]
 
 
 def _placement(o: Option | None) -> str:
-    return f"{o.count} × {o.gpu}" if o else "none fits"
+    return f"{o.count} × {text(o.gpu)}" if o else "none fits"
+
+
+def _said(message: str, rule: str) -> str:
+    """A finding's sentence and the rule that wrote it, as report text."""
+    return f"{text(_short(message))} [{text(rule)}]"
 
 
 def _reason(o: Option) -> str:
     worst = [f for f in o.findings if f.severity == "error"] or o.findings
-    return f"{_short(worst[0].message)} [{worst[0].rule}]" if worst else "no finding recorded"
+    return _said(worst[0].message, worst[0].rule) if worst else "no finding recorded"
 
 
 def _short(text: str) -> str:
@@ -128,10 +134,10 @@ def compare(base: Answer | str, head: Answer | str) -> Comparison:
     """What differs between two answers to the same workload, as Markdown bullet lines."""
     if isinstance(base, str) or isinstance(head, str):
         if isinstance(base, str) and isinstance(head, str):
-            return Comparison([] if base == head else [f"Fails before: {base}", f"Fails now: {head}"], [])
+            return Comparison([] if base == head else [f"Fails before: {text(base)}", f"Fails now: {text(head)}"], [])
         if isinstance(base, str):
-            return Comparison([f"Failed before ({base}); now answers: best option {_placement(head.best)}"], [])  # type: ignore[union-attr]
-        return Comparison([f"Answered before (best option {_placement(base.best)}); now fails: {head}"], [])
+            return Comparison([f"Failed before ({text(base)}); now answers: best option {_placement(head.best)}"], [])  # type: ignore[union-attr]
+        return Comparison([f"Answered before (best option {_placement(base.best)}); now fails: {text(head)}"], [])
     lines: list[str] = []
     touched: set[str] = set()  # rule ids in the traces of changed parts
     b_best, h_best = base.best, head.best
@@ -155,24 +161,24 @@ def compare(base: Answer | str, head: Answer | str) -> Comparison:
     for gpu in sorted(set(b_fit) & set(h_fit)):
         a, b = b_fit[gpu], h_fit[gpu]
         if a.count != b.count:
-            counts.append(f"{gpu}: {a.count} → {b.count}")
+            counts.append(f"{text(gpu)}: {a.count} → {b.count}")
         if (a.count, a.per_gpu_bytes, a.strategy, a.score, a.tier) != (b.count, b.per_gpu_bytes, b.strategy, b.score, b.tier):
             touched |= {rule_id(s.rule) for s in a.trace + b.trace}
     for gpu in sorted(set(b_fit) & (set(h_all) - set(h_fit))):
-        now_rejected.append(f"{gpu} — {_reason(h_all[gpu])}")
+        now_rejected.append(f"{text(gpu)} — {_reason(h_all[gpu])}")
         touched |= {rule_id(s.rule) for s in b_fit[gpu].trace + h_all[gpu].trace}
     for gpu in sorted(set(h_fit) & (set(b_all) - set(b_fit))):
-        now_fits.append(f"{gpu} ({h_fit[gpu].count} GPU(s))")
+        now_fits.append(f"{text(gpu)} ({h_fit[gpu].count} GPU(s))")
         touched |= {rule_id(s.rule) for s in b_all[gpu].trace + h_fit[gpu].trace}
-    new = [f"{g}: " + (f"fits, {h_all[g].count} GPU(s)" if g in h_fit else "rejected")
+    new = [f"{text(g)}: " + (f"fits, {h_all[g].count} GPU(s)" if g in h_fit else "rejected")
            for g in sorted(set(h_all) - set(b_all))]
-    gone = sorted(set(b_all) - set(h_all))
+    gone = [text(g) for g in sorted(set(b_all) - set(h_all))]
     lines += _capped("GPU counts", counts) + _capped("Now rejected", now_rejected) + _capped("Now fits", now_fits)
     lines += _capped("New candidates", new) + _capped("No longer candidates", gone)
     b_rank = [o.gpu for o in base.options[:RANKED]]
     h_rank = [o.gpu for o in head.options[:RANKED]]
     if b_rank != h_rank and b_rank[:1] == h_rank[:1]:
-        lines.append(f"Ranking (top {RANKED}): {', '.join(b_rank)} → {', '.join(h_rank)}")
+        lines.append(f"Ranking (top {RANKED}): {', '.join(map(text, b_rank))} → {', '.join(map(text, h_rank))}")
 
     def key(f: Any) -> tuple[str, str, str, str]:
         return (rule_id(f.rule), f.gpu or "", f.kind, f.severity)
@@ -185,14 +191,14 @@ def compare(base: Answer | str, head: Answer | str) -> Comparison:
             continue
         touched.add(k[0])
         if a is None:
-            added.append(f"{b.severity}: {_short(b.message)} [{b.rule}]")  # type: ignore[union-attr]
+            added.append(f"{text(b.severity)}: {_said(b.message, b.rule)}")  # type: ignore[union-attr]
         elif b is None:
-            removed.append(f"{a.severity}: {_short(a.message)} [{a.rule}]")
+            removed.append(f"{text(a.severity)}: {_said(a.message, a.rule)}")
         else:
             refigured[b.rule] = refigured.get(b.rule, 0) + 1
     lines += _capped("Findings added", added) + _capped("Findings removed", removed)
     if refigured:
-        lines.append("Findings with new figures: " + ", ".join(f"{n} from `{r}`" for r, n in sorted(refigured.items())))
+        lines.append("Findings with new figures: " + ", ".join(f"{n} from {code(r)}" for r, n in sorted(refigured.items())))
 
     b_rem = {(r.id, r.gpu or ""): r for r in base.remedies}
     h_rem = {(r.id, r.gpu or ""): r for r in head.remedies}
@@ -202,13 +208,13 @@ def compare(base: Answer | str, head: Answer | str) -> Comparison:
         if a and b and (a.effect, a.title) == (b.effect, b.title):
             continue
         touched.add(rule_id((b or a).rule))  # type: ignore[union-attr]
-        where = f" on {k[1]}" if k[1] else ""
+        where = f" on {text(k[1])}" if k[1] else ""
         if a is None:
-            remedy_lines.append(f"added: {b.title}{where}: {b.effect} [{b.rule}]")  # type: ignore[union-attr]
+            remedy_lines.append(f"added: {text(b.title)}{where}: {text(b.effect)} [{text(b.rule)}]")  # type: ignore[union-attr]
         elif b is None:
-            remedy_lines.append(f"removed: {a.title}{where} [{a.rule}]")
+            remedy_lines.append(f"removed: {text(a.title)}{where} [{text(a.rule)}]")
         else:
-            remedy_lines.append(f"{b.title}{where}: {a.effect} → {b.effect} [{b.rule}]")
+            remedy_lines.append(f"{text(b.title)}{where}: {text(a.effect)} → {text(b.effect)} [{text(b.rule)}]")
     lines += _capped("Remedies", remedy_lines)
 
     if not lines:
@@ -234,13 +240,13 @@ def _rules_line(keys: list[str], base_kb: KnowledgeBase, head_kb: KnowledgeBase)
         rid = rule_id(key)
         old, new = base_kb.rules.get(rid), head_kb.rules.get(rid)
         if old is not None and new is None:
-            changed.append(f"`{key}` (removed)")
+            changed.append(f"{code(key)} (removed)")
         elif new is not None and old is None:
-            changed.append(f"`{key}` (new rule)")
+            changed.append(f"{code(key)} (new rule)")
         elif old is not None and new is not None and (content(old) != content(new) or old.version != new.version):
-            changed.append(f"`{key}` (**changed here**, was @{old.version})")
+            changed.append(f"{code(key)} (**changed here**, was v{old.version})")
         else:
-            recomputed.append(f"`{key}`")
+            recomputed.append(code(key))
     parts = changed + ([f"recomputed from changed inputs: {', '.join(recomputed)}"] if recomputed else [])
     return "Rules responsible: " + "; ".join(parts)
 
@@ -258,7 +264,7 @@ def _entries_in_play(changes: list[Any], answer: Answer | str, kb: KnowledgeBase
     out = []
     for c in changes:
         if c.kind in used and (used[c.kind] is None or c.id in used[c.kind]):  # type: ignore[operator]
-            out.append(f"`{c.kind}:{c.id}`")
+            out.append(code(f"{c.kind}:{c.id}"))
     return out
 
 
@@ -272,13 +278,15 @@ def render(base_kb: KnowledgeBase, head_kb: KnowledgeBase, rev: str, scenarios: 
            source: str) -> str:
     from .versions import diff
 
+    # every title, message and id below comes from the pull request: copied through gfm.text or gfm.code,
+    # never raw (versions are checked semver by the manifest's schema)
     d = diff(base_kb, head_kb)
     out = ["## gpukb impact report", "",
-           f"Knowledge base **{base_kb.version}** at `{rev}` (`{base_kb.content_hash[:12]}`) → "
-           f"**{head_kb.version}** in this change (`{head_kb.content_hash[:12]}`); scenarios from `{source}`.", ""]
+           f"Knowledge base **{base_kb.version}** at {code(rev)} (`{base_kb.content_hash[:12]}`) → "
+           f"**{head_kb.version}** in this change (`{head_kb.content_hash[:12]}`); scenarios from {code(source)}.", ""]
     if d.changed:
         out.append(f"**What changed** (calls for a **{d.level}** bump of the KB version):")
-        items = [c.describe() for c in d.changes] + [what for what, _ in d.other]
+        items = [text(c.describe()) for c in d.changes] + [text(what) for what, _ in d.other]
         out += [f"- {item}" for item in items[:20]]
         if len(items) > 20:
             out.append(f"- … and {len(items) - 20} more")
@@ -301,11 +309,11 @@ def render(base_kb: KnowledgeBase, head_kb: KnowledgeBase, rev: str, scenarios: 
             if not isinstance(before, str) and not isinstance(after, str):
                 memory = gb(after.memory.total) if before.memory.total == after.memory.total else \
                     f"{gb(before.memory.total)} → {gb(after.memory.total)}"
-            out.append(f"| {scenario.title} | {_best_cell(before)} | {_best_cell(after)} | {memory} |")
+            out.append(f"| {text(scenario.title)} | {_best_cell(before)} | {_best_cell(after)} | {memory} |")
         out.append("")
     for scenario, before, after, comparison in changed:
         out += [f"### {_heading(scenario)}", "",
-                f"Workload: `{json.dumps(scenario.workload, ensure_ascii=False, sort_keys=True)}`", ""]
+                f"Workload: {code(json.dumps(scenario.workload, ensure_ascii=False, sort_keys=True))}", ""]
         for line in comparison.lines:
             out.append(line if line.startswith("  - ") else f"- {line}")
         if comparison.rules:
