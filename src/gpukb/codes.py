@@ -27,7 +27,7 @@ CODES: dict[str, Code] = {
     "E003": Code("a file holds something other than an entry or a list of entries", "loader"),
     "E004": Code("no knowledge base: `kb/manifest.yaml` is missing", "loader"),
     "E005": Code("a file is refused: larger than 262,144 bytes, more than 20,000 values, nested more than 32 "
-                 "levels, or a symbolic link leading out of the checkout", "loader"),
+                 "levels, not a regular file (a FIFO, a device), or a symbolic link leading out of the checkout", "loader"),
     "E006": Code("a YAML anchor (`&name`) or alias (`*name`): write the value out", "loader"),
     "E010": Code("a field has a wrong value (type, range, unit, a source without url or path, ...)", "loader"),
     "E011": Code("unknown field (a typo, or a field this kind does not have)", "loader"),

@@ -110,6 +110,16 @@ def test_a_folder_that_starts_with_a_dash_is_never_an_option(tmp_path, monkeypat
     assert shlex.split(result.stdout)[2] == "./--trust-remote-code"
 
 
+@pytest.mark.parametrize("name", ["a b", "$(touch pwned)", "it's", "-x y", "ü-名", "`id`", "a\\b"])
+def test_the_quoted_launch_line_names_the_folder(tmp_path, name):
+    folder = tmp_path / name
+    folder.mkdir()
+    shutil.copy(CONFIG, folder / "config.json")
+    answer = gpukb.ask({"model": str(folder), "task": "inference", "gpus": ["h100-sxm-80gb"]})
+    words = shlex.split(answer.best.launch["vllm"])
+    assert words[:3] == ["vllm", "serve", str(folder)] and not (tmp_path / "pwned").exists()
+
+
 def test_the_launch_line_names_the_folder_read():
     class W:
         config_file = "-x/config.json"
