@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from . import safepath
 from .errors import BaseRevisionError, Problem
 from .kb import KnowledgeBase
 from .kinds import KEYED
@@ -185,11 +186,16 @@ def _files(root: Path) -> dict[str, bytes]:
     return out
 
 
+MAX_SCHEMA_BYTES = 1 << 22  # the generated schemas are each well under 100 kB
+
+
 def _schema_fields(root: Path) -> dict[str, set[str]]:
     """Entry kind -> its fields, from the generated kb/schema/*.schema.json."""
     out: dict[str, set[str]] = {}
     for path in sorted((root / "kb" / "schema").glob("*.schema.json")):
-        document = json.loads(path.read_text(encoding="utf-8"))
+        if not safepath.is_regular(path):  # as _files: only regular files count (a FIFO would never answer)
+            continue
+        document = json.loads(safepath.read_text(path, MAX_SCHEMA_BYTES))
         name = path.name.removesuffix(".schema.json")
         props: set[str] = set(document.get("properties", {}))
         for def_name, definition in document.get("$defs", {}).items():
