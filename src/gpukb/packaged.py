@@ -38,9 +38,16 @@ def load_kb(path: str | Path | None = None) -> KnowledgeBase:
     Raises KBError listing every problem as file:line:column.
     """
     if path is not None:
+        from . import safepath
         from .loader import read_checkout
 
-        return read_checkout(Path(path).resolve())
+        try:  # a name no folder can have is no knowledge base, not a traceback
+            safepath.check_name(path)
+            root = Path(path).resolve()
+        except (safepath.RefusedPath, OSError, RuntimeError) as error:
+            shown = str(path).encode("unicode_escape").decode("ascii")[:300]
+            raise KBError([Problem("kb/manifest.yaml", 1, 1, "E004", f"no knowledge base at {shown}: {error}")]) from None
+        return read_checkout(root)
     global _packaged
     if _packaged is None:
         with _packaged_lock:
