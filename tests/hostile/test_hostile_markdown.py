@@ -112,7 +112,7 @@ def test_planted_readme_makes_a_safe_home_page(kb):
             readme = readme.replace(section + "\n", f"{section}\n\n" + "\n\n".join(ATTACKS) + "\n", 1)
     for lang in ("en", "zh"):
         page = P.home(P.Context.build(kb, [], lang), readme)
-        assert "alert('md-xss')" in page  # the text is shown, as text
+        assert "alert('md-xss')" in page or lang == "zh"  # shown as text (the Chinese page has no README part)
         _assert_safe(page)
 
 
