@@ -104,3 +104,13 @@ def test_the_tests_run_on_the_lowest_and_highest_supported_python():
     assert job["strategy"]["matrix"]["python"] == [f"3.{low}", f"3.{int(high) - 1}"]
     assert job["container"] == "python:${{ matrix.python }}-bookworm"
     assert "CI" not in job.get("env", {}), ".ci/run sets CI itself"
+
+
+def test_the_readme_fits_a_few_screens_and_its_links_resolve():
+    """The README is the two commands, the journeys and where the reference lives: at most 150 lines."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 150
+    for target in re.findall(r"\]\(([^)#]+)", text):
+        if not target.startswith("http"):
+            assert (REPO / target).exists(), target
+    assert (REPO / "site" / "docs" / "guide" / "index.md").is_file() and (REPO / "benchmarks" / "README.md").is_file()

@@ -58,6 +58,7 @@ def _nav(ctx: p.Context, handwritten: set[str], generated: set[str]) -> list[Nav
             rule_stages.append({stage_name(ctx, stage): [entry(ctx.rule_title(r.id), p.rule_page(r.id)) for r in rules]})
     nav: list[NavItem] = [
         {t("Home", "首页"): p.HOME},
+        *([{t("Guide", "使用指南"): p.GUIDE}] if p.GUIDE in handwritten else []),
         {t("Scenarios", "场景"): [p.SCENARIOS, *(entry(ctx.field(r.scenario, "title"), p.scenario_page(r.scenario.id))
                                                 for r in ctx.runs)]},
         {t("Decision tree", "决策树"): p.TREE},

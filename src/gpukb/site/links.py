@@ -34,6 +34,7 @@ PRECISIONS = "reference/precisions.md"
 GLOSSARY = "reference/glossary.md"
 VALIDATION = "reference/accuracy.md"
 CONTRIBUTING = "contributing/index.md"  # hand-written, in site/docs/
+GUIDE = "guide/index.md"  # hand-written, in site/docs/: the reference the README only names
 REPOSITORY_GUIDE = "contributing/repository.md"  # the repository's CONTRIBUTING.md, when there is one
 CHANGELOG = "changelog.md"
 # Repository files that have a page here; links to them from included Markdown are pointed at it.
@@ -236,7 +237,7 @@ class Context:
         return link(code(ic_id), here, INTERCONNECTS, ic_id) if ic_id in self.kb.interconnects else code(ic_id)
 
 
-__all__ = ["ARTICLE", "CHANGELOG", "CHART", "CONTRIBUTING", "GLOSSARY", "GPUS", "HOME", "INTERCONNECTS", "LANGUAGES", "MODELS",
+__all__ = ["ARTICLE", "CHANGELOG", "CHART", "CONTRIBUTING", "GLOSSARY", "GPUS", "GUIDE", "HOME", "INTERCONNECTS", "LANGUAGES", "MODELS",
            "POLICIES", "PRECISIONS", "REPOSITORY_GUIDE", "REPOSITORY_PAGES", "RULES", "SCENARIOS", "SOURCES", "TREE",
            "VALIDATION",
            "Context", "Role", "claim_page", "counterpart", "gpu_page", "model_page", "page_url", "rel", "rule_page",

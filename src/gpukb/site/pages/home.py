@@ -13,6 +13,7 @@ from ..links import (
     ARTICLE,
     CHANGELOG,
     GPUS,
+    GUIDE,
     HOME,
     MODELS,
     REPOSITORY_PAGES,
@@ -149,6 +150,6 @@ def home(ctx: Context, readme: str | None, pages: dict[str, str] | None = None) 
             out += [render_step(ctx, here, step, heading_level=4, anchors=False), ""]
         out += [t(f"The {link('scenarios', here, SCENARIOS)} show complete traces.",
                   f"{link('场景', here, SCENARIOS)}页面给出完整的推理记录。"), ""]
-    if "How an answer is built" in found and not ctx.zh:
-        out += ["## How an answer is built", "", found["How an answer is built"], ""]
+    out += [t(f"How an answer is built, how far to trust it and every workload field: the {link('guide', here, GUIDE)}.",
+              f"回答如何构建、可信度如何、每个工作负载字段的含义，见{link('使用指南', here, GUIDE)}。"), ""]
     return "\n".join(out)
