@@ -69,7 +69,7 @@ def test_ci_runs_the_readme_test_command_last_and_cannot_mask_its_status():
     commands = [line for line in lines if line and not line.startswith("#")]
     options = {o for line in commands if line.startswith("set ") for o in shlex.split(line)[1:]}
     assert {"-euo", "pipefail"} <= options or {"-e", "-o", "pipefail"} <= options
-    assert commands[-1] == _readme_test_command() == "pip install '.[test,docs,probe]' && python -m pytest"
+    assert commands[-1] == _readme_test_command() == "pip install '.[test,docs]' && python -m pytest"
     assert not commands[-2].endswith("\\"), "the test command is a line of its own"
     for word in ("trap", "set +e", "alias ", "exit", "|| true", "|| :", "function "):
         assert word not in "\n".join(commands), f"{word!r} could change the script's exit status"
