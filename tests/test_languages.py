@@ -107,3 +107,14 @@ def test_a_finding_s_chinese_message_is_written_when_read(kb):
     message = finding.message_zh
     assert HAN.search(message) and message == finding.text("zh") == step.sentence_zh
     assert step.__dict__["sentence_zh"] == message
+
+
+def test_the_trace_says_whether_a_rule_rests_on_a_claim_or_refutes_it():
+    answer = gpukb.ask({"model": "llama-2-7b", "task": "lora", "gpus": ["h100-sxm-80gb"]})
+    for lang, rests, refutes in (("en", "rests on", "refutes"), ("zh", "依据", "反驳")):
+        text = answer.explain(lang=lang)
+        lines = [line.strip() for line in text.splitlines() if "「" in line]
+        contradicted = [line for line in lines if "[contradicted]" in line or "[不成立]" in line]
+        assert contradicted and all(line.startswith(refutes) for line in contradicted), contradicted[:3]
+        assert any(line.startswith(rests) for line in lines)
+        assert not any(line.startswith(rests) for line in contradicted)

@@ -24,7 +24,9 @@ def render_step(step: TraceStep, indent: str = "  ", lang: Lang = "en", number: 
         if value["expr"]:
             lines.append(f"{indent}    {value['name']} = {value['expr']} = {fmt_number(value['value'])}")
     for claim in step.claims:
-        lines.append(f"{indent}    {say(lang, 'rests_on')} {claim.id} [{term(lang, claim.verdict)}] 「{claim.quote_zh}」")
+        # a rule that cites a contradicted claim does so to refute it, not to rest on it
+        relation = say(lang, "refutes" if claim.verdict == "contradicted" else "rests_on")
+        lines.append(f"{indent}    {relation} {claim.id} [{term(lang, claim.verdict)}] 「{claim.quote_zh}」")
     if step.sources:
         lines.append(f"{indent}    {say(lang, 'sources')}{say(lang, 'colon')}{', '.join(step.sources)}")
     return lines

@@ -237,8 +237,7 @@ class Context:
         return link(code(ic_id), here, INTERCONNECTS, ic_id) if ic_id in self.kb.interconnects else code(ic_id)
 
 
-__all__ = ["ARTICLE", "CHANGELOG", "CHART", "CONTRIBUTING", "GLOSSARY", "GPUS", "GUIDE", "HOME", "INTERCONNECTS", "LANGUAGES", "MODELS",
-           "POLICIES", "PRECISIONS", "REPOSITORY_GUIDE", "REPOSITORY_PAGES", "RULES", "SCENARIOS", "SOURCES", "TREE",
-           "VALIDATION",
-           "Context", "Role", "claim_page", "counterpart", "gpu_page", "model_page", "page_url", "rel", "rule_page",
-           "scenario_page", "short"]
+__all__ = ["ARTICLE", "CHANGELOG", "CHART", "CONTRIBUTING", "GLOSSARY", "GPUS", "GUIDE", "HOME", "INTERCONNECTS",
+           "LANGUAGES", "MODELS", "POLICIES", "PRECISIONS", "REPOSITORY_GUIDE", "REPOSITORY_PAGES", "RULES",
+           "SCENARIOS", "SOURCES", "TREE", "VALIDATION", "Context", "Role", "claim_page", "counterpart", "gpu_page",
+           "model_page", "page_url", "rel", "rule_page", "scenario_page", "short"]
