@@ -33,13 +33,42 @@ def test_every_task_answers_with_traced_options(kb, task):
         getattr(answer.memory, p) for p in ("weights", "gradients", "optimizer", "activations", "kv_cache", "overhead"))
 
 
-def test_options_are_ranked_by_tier_then_score_then_count(kb):
+def test_options_are_ranked_by_speed_and_the_articles_pick_is_marked_not_ranked_up(kb):
     answer = kb.ask({"model": "llama-2-7b", "task": "full_finetune"})
-    keys = [(o.tier, -o.score, o.count, o.gpu) for o in answer.options]
+    keys = [(-o.score, o.count, o.gpu) for o in answer.options]
     assert keys == sorted(keys)
-    # the decision tree prefers 80 GB-class cards for full training of a mid-size model
+    # the decision tree prefers 80 GB-class cards for full training of a mid-size model: they are marked
     assert all(kb.gpus[o.gpu].memory_bytes >= 80e9 for o in answer.options if o.tier == 0)
-    assert answer.options[0].tier == 0
+    assert any(o.tier == 0 and o.branch == "mid-size-80gb" for o in answer.options)
+
+
+def test_lora_puts_the_fastest_card_first_not_the_consumer_cards_the_tree_prefers(kb):
+    # issue 31: RTX 5090/4090/3090 (1,630/1,286/787 tokens/s) were forced above a B200 at 26,263
+    answer = kb.ask({"model": "llama-3.1-8b", "task": "lora"})
+    best = answer.options[0]
+    assert best.score == max(o.score for o in answer.options) and best.branch is None
+    picked = [o for o in answer.options if o.branch == "lora-consumer"]
+    assert picked and all(o.score < best.score for o in picked)
+    assert answer.summary.fastest.gpu == best.gpu
+    assert answer.summary.article_pick.gpu == max(picked, key=lambda o: o.score).gpu
+    assert "lora-consumer" in answer.summary.article_pick.why and "slower than" in answer.summary.article_pick.why
+
+
+@pytest.mark.parametrize("objective", ["speed", "cost", "gpus"])
+def test_each_objective_ranks_by_its_own_figure(kb, objective):
+    answer = kb.ask({"model": "llama-2-13b", "task": "full_finetune", "objective": objective})
+    options = answer.options
+    assert len(options) > 3 and answer.summary.objective == objective
+    if objective == "speed":
+        assert [o.score for o in options] == sorted((o.score for o in options), reverse=True)
+    elif objective == "gpus":
+        keys = [(o.count, -o.score) for o in options]
+        assert keys == sorted(keys) and options[0].gpu == answer.summary.fewest_gpus.gpu
+    else:
+        priced = [o for o in options if o.usd_per_hour]
+        per_token = [o.usd_per_hour / o.tokens_per_s for o in priced]
+        assert per_token == sorted(per_token) and options[0].gpu == answer.summary.cheapest.gpu
+        assert list(options[: len(priced)]) == priced  # unpriced options last
 
 
 def test_rejected_gpus_say_why_with_figures(kb):

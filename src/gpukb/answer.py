@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from .fmt import Lang, gb
+from .summary import Summary
 from .trace import Collector, TraceStep
 from .words import say
 from .workload import ResolvedWorkload
@@ -141,6 +142,10 @@ class Option(BaseModel):
     usd_per_hour: float | None = None
     cost_usd: float | None = None  # training: to train the workload's tokens
     usd_per_million_tokens: float | None = None  # inference: per million generated tokens
+    # training with tokens: GPUs x hours to train them (rec.rank.training); left out of the JSON otherwise
+    gpu_hours: float | None = Field(default=None, exclude_if=lambda v: v is None)
+    # training with a deadline (deadline_days, or the pre-training horizon): whether this option trains in time
+    meets_deadline: bool | None = Field(default=None, exclude_if=lambda v: v is None)
     score: float
     tier: int
     branch: str | None
@@ -167,6 +172,9 @@ class Answer(BaseModel):
     findings: tuple[Finding, ...]
     remedies: tuple[Remedy, ...]
     trace: tuple[TraceStep, ...]
+    # the decision first: fastest, cheapest, fewest GPUs, the article's pick; or, when nothing fits, the
+    # nearest misses and what makes them fit (gpukb.summary). Set by ask() once the options are ranked.
+    summary: Summary | None = None
 
     @property
     def best(self) -> Option | None:
@@ -223,27 +231,40 @@ def _remedy(c: Collector, fact: dict[str, Any]) -> Remedy:
                   title_zh=fact.get("title_zh", ""), effect_zh=effect_zh)
 
 
-DEFAULT_TIER = 1  # options no decision-tree branch prefers; a preferred option has tier 0
+DEFAULT_TIER = 1  # options no decision-tree branch prefers; a preferred option has tier 0 (marked, never ranked up)
+
+
+def _late(o: Option) -> bool:
+    """With a deadline, options that miss it rank after those that meet it, whatever the objective."""
+    return o.meets_deadline is False
 
 
 def option_sort_key(o: Option, price: float) -> tuple[Any, ...]:
-    """Best first: preferred tier, then effective tokens/s (= shorter time to train), then fewer GPUs,
-    then tokens/s per dollar where a dated price is known, then the id for a stable order."""
+    """objective 'speed': effective tokens/s first (= shorter time to train), then fewer GPUs, then tokens/s
+    per dollar where a dated price is known, then the id for a stable order. The article's pick (tier 0)
+    is marked, not ranked above faster options. With a deadline each GPU type is sized to just meet it, so
+    the times are alike: what differs is each GPU's speed, and the fewest GPU-hours come first."""
     per_dollar = o.score / (o.count * price) if price else 0.0
-    return (o.tier, -o.score, o.count, -per_dollar, o.gpu)
+    effort = o.gpu_hours if o.meets_deadline and o.gpu_hours else 0.0
+    return (_late(o), effort, -o.score, o.count, -per_dollar, o.gpu)
+
+
+def gpus_sort_key(o: Option, price: float) -> tuple[Any, ...]:
+    """objective 'gpus': the fewest GPUs first, then the 'speed' order."""
+    return (_late(o), o.count, *option_sort_key(o, price)[1:])
 
 
 def latency_sort_key(o: Option, price: float) -> tuple[Any, ...]:
     """With latency targets (ttft_ms, tpot_ms) every option left meets them: the fewest GPUs first, then the
     usual order (effective tokens/s, tokens/s per dollar, the id)."""
-    return (o.tier, o.count, *option_sort_key(o, price)[1:])
+    return gpus_sort_key(o, price)
 
 
 def cost_sort_key(o: Option, usd_per_million_tokens: float | None) -> tuple[Any, ...]:
     """objective 'cost': cheapest per token first (the same order as the cost to train a token count),
     options without a dated cloud price last; then effective tokens/s, fewer GPUs, the id."""
     priced = usd_per_million_tokens is not None
-    return (not priced, usd_per_million_tokens if priced else 0.0, -o.score, o.count, o.gpu)
+    return (_late(o), not priced, usd_per_million_tokens if priced else 0.0, -o.score, o.count, o.gpu)
 
 
 def build_answer(c: Collector, kb_version: str, kb_hash: str, workload: ResolvedWorkload,
@@ -263,6 +284,7 @@ def build_answer(c: Collector, kb_version: str, kb_hash: str, workload: Resolved
     for f in findings:
         by_gpu.setdefault(f.get("gpu") or "", []).append(f)
     options, rejected = [], []
+    deadline_s = (workload.deadline_days or 0) * 86400 if workload.task != "inference" else 0
     per_token: dict[str, float] = {}  # dollars per million tokens, for objective 'cost'
     for plan in of_kind.get("plan", []):
         gpu = plan["gpu"]
@@ -293,6 +315,9 @@ def build_answer(c: Collector, kb_version: str, kb_hash: str, workload: Resolved
             usd_per_hour=cost["usd_per_hour"] if cost else None,
             cost_usd=(cost["cost_usd"] or None) if cost and workload.task != "inference" else None,
             usd_per_million_tokens=cost["usd_per_million_tokens"] if cost and workload.task == "inference" else None,
+            gpu_hours=(rank.get("gpu_hours") or None) if rank else None,
+            meets_deadline=(rank["time_to_train_s"] <= deadline_s if rank and fits and rank.get("time_to_train_s")
+                            else None) if deadline_s else None,
             score=rank["score"] if rank and fits else 0.0,
             tier=min((p["tier"] for p in facts.get("preference", [])), default=DEFAULT_TIER),
             branch=min(((p["tier"], p["branch"]) for p in facts.get("preference", [])), default=(0, None))[1],
@@ -304,6 +329,8 @@ def build_answer(c: Collector, kb_version: str, kb_hash: str, workload: Resolved
             per_token[gpu] = cost["usd_per_million_tokens"]
     if workload.objective == "cost":
         options.sort(key=lambda o: cost_sort_key(o, per_token.get(o.gpu)))
+    elif workload.objective == "gpus":
+        options.sort(key=lambda o: gpus_sort_key(o, prices.get(o.gpu, 0.0)))
     elif workload.task == "inference" and (workload.ttft_ms or workload.tpot_ms):
         options.sort(key=lambda o: latency_sort_key(o, prices.get(o.gpu, 0.0)))
     else:

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from .fmt import Lang, gb
 from .fmt import number as fmt_number
+from .summary import per_million_tokens
 from .trace import TraceStep
 from .words import say, term
 
@@ -32,10 +33,21 @@ def render_step(step: TraceStep, indent: str = "  ", lang: Lang = "en", number: 
     return lines
 
 
-def why_lower(option: Option, best: Option, lang: Lang = "en") -> str:
-    """Why an option that fits ranks below the best one, by the ranking's own order of keys."""
-    if option.tier > best.tier:
-        return say(lang, "not_picked", best=best.gpu)
+def why_lower(option: Option, best: Option, lang: Lang = "en", objective: str = "speed") -> str:
+    """Why an option that fits ranks below the best one, by the ranking's own order of keys (answer.*_sort_key)."""
+    if option.meets_deadline is False and best.meets_deadline:
+        return say(lang, "late", best=best.gpu)
+    if objective == "cost":
+        mine, theirs = per_million_tokens(option), per_million_tokens(best)
+        if mine is None:
+            return say(lang, "unpriced", best=best.gpu)
+        if theirs is not None and mine > theirs:
+            return say(lang, "dearer", usd=f"{mine:,.2f}", best_usd=f"{theirs:,.2f}", best=best.gpu)
+    if objective == "gpus" and option.count > best.count:
+        return say(lang, "more_gpus", count=option.count, best_count=best.count, best=best.gpu)
+    if option.gpu_hours and best.gpu_hours and best.meets_deadline and option.gpu_hours > best.gpu_hours:
+        return say(lang, "more_gpu_hours", hours=f"{option.gpu_hours:,.0f}", best_hours=f"{best.gpu_hours:,.0f}",
+                   best=best.gpu)
     if option.score < best.score:
         return say(lang, "slower", speed=f"{option.score:,.0f}", best_speed=f"{best.score:,.0f}", best=best.gpu)
     if option.count > best.count:
@@ -58,6 +70,9 @@ def render_answer(answer: Answer, lang: Lang = "en") -> str:
                    activations=gb(m.activations), kv_cache=gb(m.kv_cache), overhead=gb(m.overhead), total=gb(m.total)))
     for note in w.assumptions:
         out.append(say(lang, "assumption", note=note))
+    if answer.summary is not None:  # the decision first, then the reasoning behind it
+        head, *rest = answer.summary.lines(lang)
+        out += ["", head, *(f"  {line}" for line in rest)]
     best = answer.best
     if best is None:
         out.append("\n" + say(lang, "no_option"))
@@ -75,9 +90,8 @@ def render_answer(answer: Answer, lang: Lang = "en") -> str:
     if best is not None and len(answer.options) > 1:
         out.append("\n" + say(lang, "lower_ranked"))
         for option in answer.options[1:]:
-            rule = (_rule_producing(best, "preference") if option.tier > best.tier
-                    else _rule_producing(option, "rank"))
-            out.append(f"  {option.gpu}{colon}{why_lower(option, best, lang)}" + (f" [{rule}]" if rule else ""))
+            rule = _rule_producing(option, "rank")
+            out.append(f"  {option.gpu}{colon}{why_lower(option, best, lang, w.objective)}" + (f" [{rule}]" if rule else ""))
     general = [f for f in answer.findings if f.gpu is None]
     if general:
         out.append("\n" + say(lang, "findings"))

@@ -12,6 +12,7 @@ import typer
 from rich import box
 from rich.console import Console
 from rich.measure import Measurement
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
@@ -71,6 +72,9 @@ class Format(StrEnum):  # the names of reporters.REPORTERS
     json = "json"
 
 
+NOTHING_FITS = 3  # exit code: the ask was valid, but no candidate GPU type can run it within its limits
+
+
 def _fail_kb(error: KBError) -> None:
     for problem in error.problems:
         err.print(clean(problem), markup=False, highlight=False)
@@ -107,7 +111,8 @@ def ask(
     kv_cache_precision: Annotated[str | None, typer.Option(help="inference: bf16, fp16, fp8 or int8")] = None,
     ttft_ms: Annotated[float | None, typer.Option(help="inference: time-to-first-token target in ms")] = None,
     tpot_ms: Annotated[float | None, typer.Option(help="inference: time-per-output-token target in ms")] = None,
-    objective: Annotated[str | None, typer.Option(help="rank by speed (default) or cost")] = None,
+    objective: Annotated[str | None, typer.Option(
+        help="rank by speed (default), cost (cheapest per token) or gpus (fewest GPUs, then speed)")] = None,
     activation_checkpointing: Annotated[bool | None, typer.Option(
         "--activation-checkpointing/--no-activation-checkpointing", help="default: the engine decides")] = None,
     flash_attention: Annotated[bool | None, typer.Option(
@@ -117,6 +122,9 @@ def ask(
     gpu: Annotated[list[str] | None, typer.Option(
         "--gpu", help="candidate GPU id (repeat; `gpukb list gpus`); default all")] = None,
     tokens: Annotated[str | None, typer.Option(help="training tokens, e.g. 2T: enables time-to-train")] = None,
+    deadline_days: Annotated[float | None, typer.Option(
+        help="training with --tokens: days the run may take; each GPU type is sized (whole nodes past one) to "
+             "finish within it (pre-training defaults to a 30-day horizon, policy pretrain-horizon)")] = None,
     zero_stage: Annotated[int | None, typer.Option()] = None,
     tensor_parallel: Annotated[int | None, typer.Option()] = None,
     pipeline_parallel: Annotated[int | None, typer.Option()] = None,
@@ -161,7 +169,7 @@ def ask(
         "master_weights": master_weights, "optimizer_in_backward": optimizer_in_backward,
         "mlp": mlp, "global_batch_size": global_batch_size, "prompt_len": prompt_len, "output_len": output_len,
         "kv_cache_precision": kv_cache_precision, "placement": placement, "ttft_ms": ttft_ms, "tpot_ms": tpot_ms,
-        "objective": objective, "framework": framework,
+        "objective": objective, "framework": framework, "deadline_days": deadline_days,
     }
     workload = {k: (v.value if isinstance(v, Enum) else v) for k, v in values.items() if v is not None}
     try:
@@ -176,11 +184,14 @@ def ask(
         return
     if as_json:
         sys.stdout.write(answer.model_dump_json(indent=2) + "\n")
-        return
-    if explain:
+    elif explain:
         out.print(clean(answer.explain(lang.value)), markup=False, highlight=False)
-        return
-    _print_answer(answer, lang.value)
+    else:
+        _print_answer(answer, lang.value)
+    if not answer.options:  # nothing fits: a script must not read an empty table as an answer
+        if as_json or explain:  # the headline on stderr too, where the output itself is for a program or a reader
+            err.print(clean(answer.summary.headline if answer.summary else "nothing fits"), markup=False, highlight=False)
+        raise typer.Exit(NOTHING_FITS)
 
 
 def _print_launch(answer: Any, engine: str) -> None:
@@ -206,6 +217,11 @@ def _print_answer(answer: Any, lang: Lang) -> None:
     out.print(Text(clean(w.model), style="bold") + Text(clean(
         f" · {w.task} · {w.precision}" + (f" · {w.optimizer}" if w.optimizer else "")
         + f" · seq {w.seq_len}   (kb {answer.kb_version})")))
+    if answer.summary is not None:  # the decision first, then the figures behind it
+        head, *rest = answer.summary.lines(lang, shown=8)
+        out.print(Text(clean(head), style="bold"), soft_wrap=False)  # wrapped to the terminal, at spaces
+        for line in rest:
+            out.print(Padding(Text(clean(line)), (0, 0, 0, 2)), soft_wrap=False)
     parts = ("weights", "gradients", "optimizer", "activations", "kv_cache", "overhead", "total")
     memory = Table(title="One replica, before sharding (GB = 1e9 bytes)", box=box.SIMPLE_HEAD, padding=(0, 1))
     headers = ("weights", "grads", "optimizer", "activations", "KV cache", "overhead", "total")
@@ -222,21 +238,32 @@ def _print_answer(answer: Any, lang: Lang) -> None:
         ("strategy", "left", [o.strategy.tag() for o in options]),
         ("tokens/s", "right", [f"{o.tokens_per_s:,.0f}" if o.tokens_per_s else "—" for o in options]),
         ("time to train", "right", [duration(o.time_to_train_s) if o.time_to_train_s else "" for o in options]),
+        ("GPU-h", "right", [f"{o.gpu_hours:,.0f}" if o.gpu_hours else "" for o in options]),
         ("TTFT", "right", [f"{o.ttft_s * 1000:,.0f} ms" if o.ttft_s else "" for o in options]),
         ("ms/tok", "right", [f"{o.tpot_s * 1000:,.1f}" if o.tpot_s else "" for o in options]),
         ("pick", "center", ["*" if o.branch else "" for o in options]),
     ]
     if w.objective == "cost":  # ranked by cost, not by the article's tree: the cost columns replace memory and strategy
         picked = []
-        keep = ("GPU", "GPUs", "tokens/s", "time to train", "ms/tok")
+        keep = ("GPU", "GPUs", "tokens/s", "time to train", "GPU-h", "ms/tok")
         columns = [c for c in columns if c[0] in keep]
         columns[2:2] = [
             ("$/h", "right", [f"{o.usd_per_hour:,.2f}" if o.usd_per_hour else "—" for o in options]),
             ("$/Mtok", "right", [f"{o.usd_per_million_tokens:,.2f}" if o.usd_per_million_tokens else "" for o in options]),
             ("cost", "right", [f"${o.cost_usd:,.0f}" if o.cost_usd else "" for o in options]),
         ]
+    if any(o.gpu_hours for o in options) and w.objective == "cost":  # the time and the cost say what tokens/s would
+        columns = [c for c in columns if c[0] != "tokens/s"]
+    elif any(o.gpu_hours for o in options):
+        # time and GPU-hours decide a run with a token count; its memory per GPU is in --json and --explain,
+        # and the article's pick is marked on the id, so the table still fits 80 columns
+        columns = [c for c in columns if c[0] not in ("GB/GPU used/usable", "pick")]
+        columns[0] = ("GPU", "left", [o.gpu + ("*" if o.branch else "") for o in options])
     columns = [c for c in columns if any(c[2])]  # a column that carries nothing is left out
-    table = Table(title="Options, best first", box=box.SIMPLE_HEAD, padding=(0, 1))
+    order = {"speed": "fastest first", "cost": "cheapest first", "gpus": "fewest GPUs first"}[w.objective]
+    if w.deadline_days and w.task != "inference" and w.objective == "speed":
+        order = f"within {w.deadline_days:g} days, fewest GPU-hours first"
+    table = Table(title=f"Options, {order}", box=box.SIMPLE_HEAD, padding=(0, 1))
     for header, justify, _ in columns:
         wraps = header == "strategy"  # ids and numbers never wrap or get cut; the strategy folds
         table.add_column(header, justify=justify, no_wrap=not wraps, overflow="fold" if wraps else "ellipsis")  # type: ignore[arg-type]
@@ -244,8 +271,8 @@ def _print_answer(answer: Any, lang: Lang) -> None:
         table.add_row(*map(_cell, row))
     out.print(table)
     if picked:
-        out.print(f"* the article's pick: its decision tree ({', '.join(picked)}) prefers these GPUs, so they rank "
-                  "first; the rest follow by effective tokens/s", markup=False, highlight=False, soft_wrap=False)
+        out.print(f"* the article's pick: its decision tree ({', '.join(picked)}) prefers these GPUs; they are "
+                  "marked, not ranked up", markup=False, highlight=False, soft_wrap=False)
     if answer.rejected:
         rejected = Table(title="Rejected", box=box.SIMPLE_HEAD, padding=(0, 1))
         rejected.add_column("GPU", no_wrap=True)

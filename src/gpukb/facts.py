@@ -67,7 +67,7 @@ RULE_KINDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
                         "bubble_time_s", "cp_bytes", "cp_bandwidth", "cp_time_s", "exposed_cp_s"})),
     # what ranks an option: effective throughput after communication, and its time to train
     "rank": (frozenset({"gpu", "score", "tokens_per_s"}),
-             frozenset({"gpu", "score", "tokens_per_s", "time_to_train_s", "efficiency", "tokens_per_dollar", "mfu",
+             frozenset({"gpu", "score", "tokens_per_s", "time_to_train_s", "gpu_hours", "efficiency", "tokens_per_dollar", "mfu",
                         "ttft_s", "tpot_s"})),
     # what an option costs at the lowest dated cloud on-demand price of its GPU
     "cost": (frozenset({"gpu", "usd_per_hour", "usd_per_million_tokens"}),

@@ -8,12 +8,15 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from .answer import Answer, build_answer
+from .deadline import sized_for_deadline
 from .engine import ENGINE
 from .errors import EngineError
 from .launch import launch_commands, model_reference
-from .planner import Raise, plan_gpu, replica_cache
+from .misses import nearest_misses
+from .planner import NO_LIMIT, Raise, Sized, plan_gpu, replica_cache
 from .resolve import gpu_fact, policy_fact, resolve
 from .sla import fewest_meeting, has_targets
+from .summary import summarize
 from .trace import Collector, Value
 from .workload import ResolvedWorkload, Workload, parse_workload
 
@@ -49,21 +52,35 @@ def _cycle_collector_paused() -> Iterator[None]:
 
 def _ask(kb: KnowledgeBase, workload: Workload | dict[str, Any]) -> Answer:
     w = parse_workload(workload)
+    answer = _answer(kb, w)
+    # nothing fits: the nearest miss per GPU type and the smallest change that makes it fit (a few more asks)
+    misses = nearest_misses(w, answer, lambda fields: _answer(kb, parse_workload(fields))) if not answer.options else ()
+    horizon = w.deadline_days is None and answer.workload.deadline_days is not None
+    return answer.model_copy(update={"summary": summarize(answer, misses, horizon)})
+
+
+def _answer(kb: KnowledgeBase, w: Workload) -> Answer:
     resolved, wfields = resolve(kb, w)
 
-    def run(raised: dict[str, Raise], finish: Callable[[Collector], None] | None) -> Answer:
-        return _ask_once(kb, resolved, wfields, raised, finish)
+    def run(raised: dict[str, Raise], finish: Callable[[Collector], None] | None,
+            sizes: dict[str, Sized] | None = None) -> Answer:
+        return _ask_once(kb, resolved, wfields, raised, finish, sizes or {})
 
     # latency targets: the fewest GPUs that meet them, by raising tensor parallelism where they are missed
-    if not has_targets(resolved):
-        return run({}, None)
-    return fewest_meeting(resolved, run, {g: kb.gpus[g].scale_up_domain for g in resolved.gpus})
+    if has_targets(resolved):
+        return fewest_meeting(resolved, run, {g: kb.gpus[g].scale_up_domain for g in resolved.gpus})
+    # a deadline (or the pre-training horizon): per GPU type, the cluster that trains the tokens in time
+    if resolved.task != "inference" and resolved.deadline_days and resolved.tokens:
+        most = min(resolved.gpu_count or NO_LIMIT, round(kb.policy("largest-cluster")))
+        return sized_for_deadline(resolved.tokens, resolved.deadline_days * 86400, most,
+                                  lambda sizes: run({}, None, sizes))
+    return run({}, None)
 
 
 def _ask_once(kb: KnowledgeBase, resolved: ResolvedWorkload, wfields: dict[str, Any], raised: dict[str, Raise],
-              finish: Callable[[Collector], None] | None) -> Answer:
-    """One rules-engine session; `raised` sets tensor-parallel sizes per GPU type, `finish` adds steps
-    that look at the whole answer (gpukb.sla) before it is built."""
+              finish: Callable[[Collector], None] | None, sizes: dict[str, Sized]) -> Answer:
+    """One rules-engine session; `raised` sets tensor-parallel sizes per GPU type (latency targets), `sizes`
+    training GPU counts (a deadline), `finish` adds steps that look at the whole answer (gpukb.sla)."""
     c = Collector(kb)
     policy = c.new_fact("policy", policy_fact(kb), 0)
     wfact = c.new_fact("workload", wfields, 0)
@@ -81,7 +98,8 @@ def _ask_once(kb: KnowledgeBase, resolved: ResolvedWorkload, wfields: dict[str, 
         # Stage 2: the planner places the replica on each candidate GPU type; later rules diagnose
         # the plans, propose remedies and estimate throughput.
         plan_cache = replica_cache(memory, wfact)
-        plans = [plan_gpu(c, resolved, wfact, policy, memory, g, plan_cache, raised.get(g["gpu"])) for g in gpus]
+        plans = [plan_gpu(c, resolved, wfact, policy, memory, g, plan_cache, raised.get(g["gpu"]), sizes.get(g["gpu"]))
+                 for g in gpus]
         fleet = _fleet(c, plans)
         session.assert_facts([*plans, fleet])
     if finish is not None:

@@ -317,16 +317,39 @@ class Raise:
     because_zh: str
 
 
+@dataclass(frozen=True)
+class Sized:
+    """Why a training plan uses more GPUs than memory needs: a deadline (gpukb.deadline). `tried` is the
+    search's list of (GPUs, seconds to train) for this GPU type, filled as it goes; the sentences read it
+    when the trace is read, so they name every count tried before this one."""
+
+    count: int
+    deadline_s: float
+    tokens: int
+    tried: list[tuple[int, float]]
+
+    def because(self, zh: bool = False) -> str:
+        days = f"{self.deadline_s / 86400:g}"
+        before = [(n, t) for n, t in self.tried if n != self.count]
+        if zh:
+            shown = "；".join(f"{n} 块 GPU 需 {t / 86400:,.1f} 天" for n, t in before)
+            return f"为在 {days} 天内训练完 {self.tokens:,} 个 token，定为 {self.count} 块 GPU（{shown}）。"
+        shown = "; ".join(f"{n} GPU(s) take {t / 86400:,.1f} days" for n, t in before)
+        return f"Sized to {self.count} GPUs to train {self.tokens:,} tokens within {days} days ({shown})."
+
+
 def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], policy: dict[str, Any],
              memory: dict[str, Any], gpu: dict[str, Any], cache: PlanCache, raised: Raise | None = None,
-             ) -> dict[str, Any]:
+             size: Sized | None = None) -> dict[str, Any]:
     """Choose the plan for one GPU type, record it as a trace step, and return the plan fact.
 
     `cache` is shared by the GPU types of one ask (same workload and replica); `raised` sets the
-    smallest tensor-parallel size for an inference plan that latency targets require.
+    smallest tensor-parallel size for an inference plan that latency targets require; `size` (training)
+    the GPUs a deadline needs (gpukb.deadline): the least intrusive layout on that many, as placement 'all'.
     """
     inference = w.task == "inference"
     limit = w.gpu_count or NO_LIMIT
+    every = size.count if size is not None and not inference else (limit if w.placement == "all" else None)
     base = {"m": memory, "w": wfact}
     usable = float(USABLE.evaluate({"g": gpu, "p": policy}))
     host_usable = policy["host_memory_per_gpu"]
@@ -347,13 +370,13 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
                 host = cache.host_split(layout, base) if layout.offload != "none" else None
                 return _least_dp(cache.split(layout, base, False), usable, host, host_usable)
 
-            best = (_least_intrusive_at(menu, fewest_dp, limit) if w.placement == "all" else None) \
+            best = (_least_intrusive_at(menu, fewest_dp, every) if every else None) \
                 or _fewest_training(menu, fewest_dp, limit, zero_pinned=w.zero_stage is not None)
         if best:
             chosen = best
             break
-    if chosen is not None and w.placement == "all":
-        chosen = _use_all(chosen, limit)
+    if chosen is not None and every:
+        chosen = _use_all(chosen, every)
     if chosen is None:  # the closest miss: the layout with the least memory per GPU at the limit
         # with no gpu_count limit only the unshardable part can fail to fit: show it at one node
         chosen = _closest_miss(w, base, tried, limit if w.gpu_count else NODE_SIZE, inference, cache)
@@ -405,6 +428,8 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
                      " Memory that no sharding divides (activations of one micro-batch, runtime overhead) alone exceeds it.")
         if raised is not None and inference:
             text += f" {raised.because}"
+        if size is not None and not inference:
+            text += f" {size.because()}"
         return text
 
     def sentence_zh() -> str:
@@ -417,6 +442,8 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
                 f"{'放得下' if fits else '放不下'}。")
         if raised is not None and inference:
             text += raised.because_zh
+        if size is not None and not inference:
+            text += size.because(zh=True)
         if not fits:
             text += (f"这是 gpu_count {limit} 以内 {strategies} 种策略中最接近的一种。" if w.gpu_count else
                      "任何切分都分不掉的显存（一个微批次的激活值、运行时开销）本身就已超出。")

@@ -31,6 +31,7 @@ POLICY_IDS = {"reserve_fraction": "reserve-fraction", "runtime_overhead": "runti
 # the default (the entry of this id, which lists none). They become fields of the gpu fact.
 GPU_POLICIES = {"utilisation": "mfu", "node_network_bandwidth": "node-network-bandwidth",
                 "elementwise_work": "elementwise-work", "utilisation_hidden_size": "utilisation-hidden-size"}
+HORIZON = "pretrain-horizon"  # the policy: how long a pre-training run without deadline_days may take
 QUANTIZED = ("int8", "int4")  # weight-only formats: embeddings and the output layer stay in 16 bit
 KV_BYTES = {"fp32": 4.0, "fp8": 1.0, "int8": 1.0}  # by kv_cache_precision, else the weights' (fp32 only) or 16-bit
 QLORA_BASE = "nf4"
@@ -241,19 +242,27 @@ def resolve(kb: KnowledgeBase, w: Workload) -> tuple[ResolvedWorkload, dict[str,
     framework, note = _framework(kb, w)
     if note:
         arch = {**arch, "assumptions": [*arch["assumptions"], note]}
+    deadline_days, assumptions = w.deadline_days, tuple(arch["assumptions"])
+    if deadline_days is None and w.task == "pretrain" and w.tokens:
+        # nobody plans a pre-training run that takes years: size it to the horizon published runs take
+        deadline_days = kb.policy(HORIZON) / 86400
+        assumptions += (f"deadline_days not given: pre-training of {w.tokens:,} tokens sized to finish within "
+                        f"{deadline_days:g} days, as published runs do (policy {HORIZON}); give deadline_days "
+                        "to choose another",)
     resolved = ResolvedWorkload(
         framework=framework, task=w.task, precision=w.precision, optimizer=optimizer, seq_len=seq_len,
         micro_batch_size=w.micro_batch_size if training else 0, batch_size=w.batch_size if not training else 0,
         global_batch_size=w.global_batch_size, prompt_len=w.prompt_len, output_len=w.output_len,
         kv_cache_precision=w.kv_cache_precision, ttft_ms=w.ttft_ms, tpot_ms=w.tpot_ms, objective=w.objective,
-        placement=w.placement,
+        deadline_days=deadline_days, placement=w.placement,
         activation_checkpointing=w.activation_checkpointing, flash_attention=w.flash_attention,
         lora_rank=w.lora_rank if w.task in ("lora", "qlora") else None,
         gpu_count=w.gpu_count, gpus=list(gpus), tokens=w.tokens, zero_stage=w.zero_stage,
         tensor_parallel=w.tensor_parallel, pipeline_parallel=w.pipeline_parallel, offload=w.offload,
         expert_parallel=w.expert_parallel, tp_comm_overlap=w.tp_comm_overlap,
         master_weights=w.master_weights, optimizer_in_backward=w.optimizer_in_backward,
-        virtual_pipeline_stages=w.virtual_pipeline_stages, context_parallel=w.context_parallel, **arch,
+        virtual_pipeline_stages=w.virtual_pipeline_stages, context_parallel=w.context_parallel,
+        **{**arch, "assumptions": assumptions},
     )
     return resolved, workload_fact(kb, resolved)
 

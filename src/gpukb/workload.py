@@ -21,7 +21,7 @@ Offload = Literal["none", "optimizer", "optimizer+params"]
 Placement = Literal["fewest", "all"]
 Mlp = Literal["gated", "standard"]
 KvPrecision = Literal["bf16", "fp16", "fp8", "int8"]
-Objective = Literal["speed", "cost"]
+Objective = Literal["speed", "cost", "gpus"]
 # The stacks a workload may name (kb/frameworks holds what each keeps in memory and which task defaults to it)
 FrameworkId = Literal["hf", "torchtune", "fsdp", "deepspeed", "megatron", "unsloth", "vllm", "sglang", "tensorrt-llm",
                       "llama.cpp", "lmdeploy", "mlc-llm", "exllamav2", "gpt-fast"]
@@ -93,7 +93,9 @@ class Workload(BaseModel):
                                   description="inference: SLA target for the time to the first token, in ms")
     tpot_ms: float | None = Field(default=None, gt=0, le=1e9, allow_inf_nan=False,
                                   description="inference: SLA target for the time per output token, in ms")
-    objective: Objective = Field(default="speed", description="rank options by 'speed' (default) or 'cost'")
+    objective: Objective = Field(default="speed", description=(
+        "rank options by 'speed' (default: the shortest time, the most tokens/s), 'cost' (the cheapest per token) "
+        "or 'gpus' (the fewest GPUs, then speed)"))
     activation_checkpointing: bool | None = None
     flash_attention: bool = Field(default=True, description=(
         "training: fused (flash) attention keeps the s×s attention scores out of GPU memory; false for stacks "
@@ -102,6 +104,9 @@ class Workload(BaseModel):
     gpu_count: Int | None = Field(default=None, gt=0, le=1_000_000)
     gpus: list[str] | None = Field(default=None, min_length=1)
     tokens: Count | None = Field(default=None, gt=0, le=10**16)
+    deadline_days: float | None = Field(default=None, gt=0, le=3650, allow_inf_nan=False, description=(
+        "training with tokens: days the run may take; each GPU type gets the GPUs (whole nodes past one node) "
+        "that train the tokens within it"))
     zero_stage: Int | None = Field(default=None, ge=0, le=3)
     tensor_parallel: Int | None = Field(default=None, gt=0, le=512)
     pipeline_parallel: Int | None = Field(default=None, gt=0, le=1024)
@@ -138,8 +143,9 @@ class Workload(BaseModel):
             raise ValueError("give either model (a catalog id) or params (with its architecture), not both or neither")
         if self.task == "inference":
             for name in ("optimizer", "activation_checkpointing", "flash_attention", "zero_stage", "offload",
-                         "micro_batch_size", "tokens", "lora_rank", "global_batch_size", "tp_comm_overlap",
-                         "master_weights", "optimizer_in_backward", "virtual_pipeline_stages", "context_parallel"):
+                         "micro_batch_size", "tokens", "deadline_days", "lora_rank", "global_batch_size",
+                         "tp_comm_overlap", "master_weights", "optimizer_in_backward", "virtual_pipeline_stages",
+                         "context_parallel"):
                 if name in given:
                     raise ValueError(f"{name}: not used for inference; remove it")
         else:
@@ -162,6 +168,10 @@ class Workload(BaseModel):
                     raise ValueError(f"{name}: not combined with CPU offload here; drop one of them")
             if self.context_parallel and self.seq_len % self.context_parallel:
                 raise ValueError(f"context_parallel: {self.context_parallel} does not divide seq_len {self.seq_len}")
+        if self.deadline_days is not None and self.tokens is None and self.task != "inference":
+            raise ValueError("deadline_days: sizes the cluster that trains `tokens` in time; give tokens too")
+        if self.deadline_days is not None and self.placement == "all":
+            raise ValueError("deadline_days: chooses the GPU count itself; placement 'all' fixes it: drop one of them")
         if (self.virtual_pipeline_stages or 1) > 1 and (self.pipeline_parallel or 1) < 2:
             raise ValueError("virtual_pipeline_stages: interleaves the stages of a pipeline; give "
                              "pipeline_parallel of 2 or more with it")
@@ -238,6 +248,7 @@ class ResolvedWorkload(BaseModel):
     ttft_ms: float | None = Field(default=None, exclude_if=lambda v: v is None)
     tpot_ms: float | None = Field(default=None, exclude_if=lambda v: v is None)
     objective: Objective = Field(default="speed", exclude_if=lambda v: v == "speed")
+    deadline_days: float | None = Field(default=None, exclude_if=lambda v: v is None)
     flash_attention: bool = Field(default=True, exclude_if=lambda v: v)
     # Only some architectures have these; left out of the JSON where they do not apply.
     expert_params: int = Field(default=0, exclude_if=lambda v: v == 0,
