@@ -1,0 +1,197 @@
+"""Advice an expert would sign (issue 31): the summary first, time budgets for training, loud failure."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from gpukb import WorkloadError
+from gpukb.cli import app
+from gpukb.deadline import cluster_size, largest_size
+from gpukb.planner import NODE_SIZE
+
+runner = CliRunner()
+DAY = 86400
+
+
+@pytest.mark.parametrize("workload", [
+    {"model": "llama-2-7b", "task": "full_finetune"},
+    {"model": "llama-3-70b", "task": "inference", "batch_size": 8},
+    {"model": "mixtral-8x7b", "task": "qlora"},
+    {"model": "llama-2-13b", "task": "full_finetune", "tokens": "20B", "objective": "cost"},
+    {"model": "qwen2.5-14b", "task": "inference", "batch_size": 4, "objective": "gpus"},
+])
+def test_every_answer_names_the_fastest_the_cheapest_and_the_fewest_gpus_with_their_figures(kb, workload):
+    answer = kb.ask(workload)
+    s = answer.summary
+    options = answer.options
+    assert s is not None and not s.nothing_fits and s.objective == workload.get("objective", "speed")
+    assert s.fastest.gpu == max(options, key=lambda o: o.score).gpu
+    assert f"{max(o.score for o in options):,.0f} tokens/s" in s.fastest.why
+    fewest = min(o.count for o in options)
+    assert s.fewest_gpus.count == fewest and f"{fewest} GPU(s)" in s.fewest_gpus.why
+    assert s.cheapest is not None and "$" in s.cheapest.why
+    first = options[0]
+    assert f"{first.count} x {first.gpu}" in s.headline
+    data = json.loads(answer.model_dump_json())["summary"]
+    assert data["fastest"]["gpu"] == s.fastest.gpu and "why_zh" not in data["fastest"]
+    assert set(data) >= {"headline", "objective", "fastest", "cheapest", "fewest_gpus", "article_pick", "nothing_fits"}
+
+
+def test_the_cheapest_training_option_is_the_cheapest_per_job_when_tokens_are_given(kb):
+    answer = kb.ask({"model": "llama-2-13b", "task": "full_finetune", "tokens": "20B"})
+    priced = [o for o in answer.options if o.cost_usd]
+    cheapest = min(priced, key=lambda o: o.cost_usd)
+    assert answer.summary.cheapest.gpu == cheapest.gpu
+    assert f"${cheapest.cost_usd:,.0f} for 20B tokens" in answer.summary.cheapest.why
+
+
+def test_serving_cheapest_is_per_million_tokens(kb):
+    answer = kb.ask({"model": "llama-3-8b", "task": "inference", "batch_size": 16})
+    priced = [o for o in answer.options if o.usd_per_million_tokens is not None]
+    cheapest = min(priced, key=lambda o: o.usd_per_million_tokens)
+    assert answer.summary.cheapest.gpu == cheapest.gpu
+    assert "per million generated tokens" in answer.summary.cheapest.why
+
+
+def test_the_articles_pick_is_named_where_its_tree_applies_and_absent_where_not(kb):
+    full = kb.ask({"model": "llama-2-13b", "task": "full_finetune"})
+    assert full.summary.article_pick is not None and "mid-size-80gb" in full.summary.article_pick.why
+    serving = kb.ask({"model": "llama-3-8b", "task": "inference"})
+    assert serving.summary.article_pick is None and not any(o.branch for o in serving.options)
+
+
+def test_explain_and_the_cli_show_the_summary_first(kb):
+    answer = kb.ask({"model": "llama-3.1-8b", "task": "lora"})
+    text = answer.explain()
+    assert text.index(answer.summary.headline) < text.index("Best option:")
+    assert "fastest: 1 x b200-sxm-180gb" in text
+    zh = answer.explain(lang="zh")
+    assert "首选方案（最快）：1 × b200-sxm-180gb" in zh
+    result = runner.invoke(app, ["ask", "--model", "llama-3.1-8b", "--task", "lora"], env={"COLUMNS": "100"})
+    assert result.exit_code == 0
+    out = result.output
+    assert out.index("first option (fastest): 1 x b200-sxm-180gb") < out.index("One replica")
+    assert out.index("article's pick: 1 x rtx-5090-32gb") < out.index("Options, fastest first")
+
+
+# --- time budgets -------------------------------------------------------------------------------
+
+def test_cluster_sizes_are_what_people_build():
+    assert [cluster_size(n) for n in (0.2, 1, 1.5, 3, 5, 8, 8.01, 9, 17, 64)] == [1, 1, 2, 4, 8, 8, 16, 16, 24, 64]
+    assert largest_size(16384) == 16384 and largest_size(100) == 96 and largest_size(6) == 4 and largest_size(1) == 1
+
+
+@pytest.mark.parametrize("days", [7, 30, 90])
+def test_a_deadline_sizes_every_gpu_type_in_whole_nodes_and_meets_it(kb, days):
+    answer = kb.ask({"model": "llama-2-7b", "task": "pretrain", "tokens": "1T", "deadline_days": days,
+                     "gpus": ["h100-sxm-80gb", "a100-sxm-80gb", "mi300x-192gb", "l40s-48gb"]})
+    assert len(answer.options) == 4
+    for o in answer.options:
+        assert o.meets_deadline and o.time_to_train_s <= days * DAY, (o.gpu, o.count, o.time_to_train_s / DAY)
+        assert o.count in (1, 2, 4, 8) or o.count % NODE_SIZE == 0, (o.gpu, o.count)
+        assert o.strategy.nodes == max(1, o.count // NODE_SIZE)
+        assert o.gpu_hours == pytest.approx(o.count * o.time_to_train_s / 3600)
+        # the smallest such cluster: one cluster size down misses the deadline (or is what memory needs)
+        if o.count > NODE_SIZE:
+            smaller = kb.ask({"model": "llama-2-7b", "task": "pretrain", "tokens": "1T", "gpus": [o.gpu],
+                              "gpu_count": o.count - NODE_SIZE, "placement": "all"})
+            assert smaller.options[0].time_to_train_s > days * DAY
+    # the trace says why the cluster is larger than memory needs
+    plan = next(step for step in answer.options[0].trace if step.rule.startswith("planner.fewest-gpus"))
+    assert f"within {days} days" in plan.sentence
+
+
+def test_a_deadline_that_gpu_count_cannot_meet_is_reported_and_ranked_last(kb):
+    answer = kb.ask({"model": "llama-2-7b", "task": "pretrain", "tokens": "1T", "deadline_days": 3, "gpu_count": 64,
+                     "gpus": ["h100-sxm-80gb", "v100-sxm-32gb"]})
+    late = [o for o in answer.options if o.meets_deadline is False]
+    assert late and all(o.count <= 64 for o in answer.options)
+    assert answer.options[-len(late):] == tuple(late)
+    assert "cannot meet it" in answer.summary.headline
+
+
+def test_pretraining_without_a_deadline_uses_the_stated_horizon_and_never_takes_years(kb):
+    horizon = kb.policies["pretrain-horizon"]
+    assert horizon.value == 30 * DAY and horizon.sources  # a policy with its reason and sources
+    answer = kb.ask({"model": "llama-2-70b", "task": "pretrain", "tokens": "2T"})
+    first = answer.options[0]
+    assert first.time_to_train_s <= 30 * DAY  # it was 16 x Gaudi 3 in 933.6 days
+    assert all(o.time_to_train_s < 365 * DAY for o in answer.options)
+    assert answer.workload.deadline_days == 30
+    assert any("pretrain-horizon" in note for note in answer.workload.assumptions)
+    assert "30-day pre-training horizon (policy pretrain-horizon" in answer.summary.headline
+    # fine-tuning has no horizon: the fewest GPUs memory needs, with their GPU-hours
+    tune = kb.ask({"model": "llama-2-7b", "task": "full_finetune", "tokens": "50B", "gpus": ["h100-sxm-80gb"]})
+    assert tune.options[0].count == 2 and tune.options[0].meets_deadline is None and tune.options[0].gpu_hours
+
+
+@pytest.mark.parametrize("fields, field", [
+    ({"model": "llama-2-7b", "task": "pretrain", "deadline_days": 30}, "deadline_days"),
+    ({"model": "llama-2-7b", "task": "inference", "deadline_days": 30}, "deadline_days"),
+    ({"model": "llama-2-7b", "task": "pretrain", "tokens": "1T", "deadline_days": 0}, "deadline_days"),
+    ({"model": "llama-2-7b", "task": "pretrain", "tokens": "1T", "deadline_days": 30, "gpu_count": 8,
+      "placement": "all"}, "deadline_days"),
+])
+def test_deadline_days_errors_name_the_field(kb, fields, field):
+    with pytest.raises(WorkloadError) as error:
+        kb.ask(fields)
+    assert error.value.field == field
+
+
+def test_gpu_hours_column_shows_wherever_tokens_are_given():
+    result = runner.invoke(app, ["ask", "--model", "llama-2-7b", "--task", "full_finetune", "--tokens", "10B",
+                                 "--gpu", "h100-sxm-80gb", "--gpu", "a100-sxm-80gb"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0 and "GPU-h" in result.output
+    assert max(len(line) for line in result.output.split("Findings")[0].splitlines()) <= 80
+    result = runner.invoke(app, ["ask", "--model", "llama-2-7b", "--task", "pretrain", "--tokens", "1T",
+                                 "--deadline-days", "14", "--gpu", "h100-sxm-80gb", "--json"])
+    data = json.loads(result.output)
+    assert data["workload"]["deadline_days"] == 14 and data["options"][0]["meets_deadline"] is True
+    assert data["options"][0]["gpu_hours"] > 0 and data["summary"]["deadline_days"] == 14
+
+
+# --- failure is loud ----------------------------------------------------------------------------
+
+def test_nothing_fits_exits_3_with_a_headline_and_the_nearest_miss_per_gpu_type(kb):
+    workload = ["--model", "llama-2-70b", "--task", "full_finetune", "--gpu-count", "2",
+                "--gpu", "h100-sxm-80gb", "--gpu", "rtx-4090-24gb"]
+    result = runner.invoke(app, ["ask", *workload])
+    assert result.exit_code == 3
+    assert "nothing fits: none of the 2 GPU type(s)" in result.output and "gpu_count" in result.output
+    as_json = runner.invoke(app, ["ask", *workload, "--json"])
+    assert as_json.exit_code == 3
+    summary = json.loads(as_json.stdout)["summary"]
+    assert summary["nothing_fits"] is True and summary["headline"].startswith("nothing fits")
+    misses = {m["gpu"]: m for m in summary["nearest_misses"]}
+    assert set(misses) == {"h100-sxm-80gb", "rtx-4090-24gb"}
+    # the smallest change: more GPUs than gpu_count 4, and the count they then need
+    h100 = misses["h100-sxm-80gb"]
+    assert set(h100["change"]) == {"gpu_count"} and h100["change"]["gpu_count"] > 2
+    fixed = kb.ask({"model": "llama-2-70b", "task": "full_finetune", "gpus": ["h100-sxm-80gb"], **h100["change"]})
+    assert fixed.options and fixed.options[0].count == h100["change"]["gpu_count"]
+
+
+@pytest.mark.parametrize("workload, field", [
+    # no gpu_count: no number of GPUs shards one 65k-token sequence's activations; a shorter sequence fits
+    ({"model": "llama-2-13b", "task": "full_finetune", "gpus": ["rtx-4090-24gb", "t4-16gb"], "seq_len": 65536},
+     "seq_len"),
+    # 64 sequences of 128k tokens of 405B: the KV cache is the part to shrink
+    ({"model": "llama-3.1-405b", "task": "inference", "gpus": ["rtx-4090-24gb"], "seq_len": 131072, "batch_size": 64},
+     "kv_cache_precision"),
+])
+def test_a_miss_more_gpus_cannot_fix_names_the_format_or_shape_change_that_does(kb, workload, field):
+    answer = kb.ask(workload)
+    assert not answer.options and answer.summary.nothing_fits
+    for miss in answer.summary.nearest_misses:
+        assert set(miss.change) == {field} and miss.rule.startswith("bottleneck.capacity.")
+        fixed = kb.ask({**workload, "gpus": [miss.gpu], **miss.change})
+        assert fixed.options, miss
+    assert answer.summary.headline.startswith("nothing fits: none of the")
+
+
+def test_an_answer_that_fits_exits_0():
+    result = runner.invoke(app, ["ask", "--model", "llama-2-7b", "--task", "lora", "--gpu", "h100-sxm-80gb"])
+    assert result.exit_code == 0
