@@ -26,7 +26,7 @@ from ..links import (
 )
 from ..markdown import repository_markdown, sections
 from ..text import code, esc, link, table
-from .scenarios import render_step
+from .scenarios import PICKS, render_step
 
 # The reader's entry points: (English, Chinese, what to do, the tasks whose scenarios it lists)
 GOALS = (
@@ -54,10 +54,19 @@ def goals(ctx: Context, here: str) -> list[str]:
         out += [f"### {ctx.t(en, zh)}", "", ctx.t(what_en, what_zh), ""]
         items = []
         for run in runs:
-            best = run.answer.best
-            plan = (f"{best.count} × {esc(ctx.kb.gpus[best.gpu].name if best.gpu in ctx.kb.gpus else best.gpu)}"
-                    if best else ctx.t("no GPU fits", "没有 GPU 放得下"))
-            items.append(f"- {link(esc(ctx.field(run.scenario, 'title')), here, scenario_page(run.scenario.id))} → {plan}")
+            # the decision first: the answer's summary, each named option with the figure that decides it
+            s = run.answer.summary
+            title = link(esc(ctx.field(run.scenario, 'title')), here, scenario_page(run.scenario.id))
+            if s is None or s.nothing_fits:
+                items.append(f"- {title} → " + (esc((ctx.zh and s.headline_zh) or s.headline) if s else
+                                                ctx.t("no GPU fits", "没有 GPU 放得下")))
+                continue
+            items.append(f"- {title} → {esc((ctx.zh and s.headline_zh) or s.headline)}")
+            for key, en, zh in PICKS:
+                pick = getattr(s, key)
+                if pick is not None:
+                    name = esc(ctx.kb.gpus[pick.gpu].name if pick.gpu in ctx.kb.gpus else pick.gpu)
+                    items.append(f"    - {ctx.t(en, zh)}: {pick.count} × {name} — {esc(pick.text(ctx.lang))}")
         out += items or [ctx.t("See the scenarios.", "见场景列表。")]
         out += [""]
     return out

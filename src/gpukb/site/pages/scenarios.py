@@ -161,16 +161,38 @@ def _key_warnings(ctx: Context, here: str, a: Answer) -> list[str]:
     return lines
 
 
+PICKS = (("fastest", "Fastest", "最快"), ("cheapest", "Cheapest", "最便宜"), ("fewest_gpus", "Fewest GPUs", "GPU 最少"),
+         ("article_pick", "The article's pick", "文章之选"))
+
+
+def decisions(ctx: Context, here: str, a: Answer) -> list[str]:
+    """answer.summary as a list: the headline, then the fastest, the cheapest, the fewest-GPU option and the
+    article's pick with the figure that decides each, or, when nothing fits, the nearest miss per GPU type."""
+    s = a.summary
+    if s is None:
+        return []
+    out = [f"**{esc((ctx.zh and s.headline_zh) or s.headline)}**", ""]
+    for key, en, zh in PICKS:
+        pick = getattr(s, key)
+        if pick is not None:
+            out.append(f"- {ctx.t(en, zh)}: **{pick.count} × {ctx.gpu_named(here, pick.gpu)}** — {esc(pick.text(ctx.lang))}")
+    for miss in s.nearest_misses:
+        closest = (f" ({ctx.t('closest', '最接近')}: {miss.count} × {gb_exact(miss.per_gpu_bytes)} / "
+                   f"{gb_exact(miss.usable_bytes)}, {ctx.rule(here, miss.rule)})") if miss.rule else ""
+        out.append(f"- {ctx.gpu_named(here, miss.gpu)}{closest} — {esc(miss.text(ctx.lang))}")
+    return [*out, ""]
+
+
 def summary(ctx: Context, here: str, a: Answer) -> list[str]:
     t = ctx.t
     best = a.best
-    out = [f"## {t('Summary', '结论')} {{#summary}}", ""]
+    out = [f"## {t('Summary', '结论')} {{#summary}}", "", *decisions(ctx, here, a)]
     if best is None:
         out += [t("No candidate GPU type can run this workload within the limits given.",
                   "在给定的限制内，没有任何候选 GPU 能运行这个工作负载。"), ""]
     else:
         g = ctx.kb.gpus.get(best.gpu)
-        out += [t("**Recommended:** ", "**推荐：** ") + _plan_line(ctx, here, best), "",
+        out += [t("**First option:** ", "**首选方案：** ") + _plan_line(ctx, here, best), "",
                 memory_bar(ctx, best.memory, best.usable_bytes, g.memory if g else None), ""]
         alternatives = a.options[1:1 + TOP_ALTERNATIVES]
         if alternatives:
@@ -256,16 +278,19 @@ def scenario(ctx: Context, run: Run) -> str:
             table([t("Part", "部分"), "GB", t("Share", "占比")],
                   [[esc(part_name(ctx, p)), gb_exact(getattr(m, p)), f"{getattr(m, p) / m.total:.0%}" if m.total else "—"]
                    for p in MEMORY_PARTS] + [[f"**{t('total', '合计')}**", f"**{gb_exact(m.total)}**", ""]], "lrr"), ""]
-    out += [f"## {t('Options', '可选方案')} {{#options}}", "", t("Every GPU type that can run the workload, best first.",
-                                                               "每种能运行该工作负载的 GPU，最优在前。"), ""]
+    order = {"speed": t("fastest first", "最快在前"), "cost": t("cheapest first", "最便宜在前"),
+             "gpus": t("fewest GPUs first", "GPU 最少在前")}[w.objective]
+    out += [f"## {t('Options', '可选方案')} {{#options}}", "",
+            t(f"Every GPU type that can run the workload, {order}; the article's pick (✱) is marked, not ranked up.",
+              f"每种能运行该工作负载的 GPU，{order}；文章之选（✱）只作标记，不提前。"), ""]
     if a.options:
-        rows = [[str(i), ctx.gpu_named(here, o.gpu), str(o.count), esc(_strategy(ctx, o)),
-                 f"{gb_exact(o.per_gpu_bytes)} / {gb_exact(o.usable_bytes)}", _speed(o), _time(ctx, o), _cost(ctx, o),
-                 _rent(o), _run_cost(o)]
+        rows = [[str(i), ctx.gpu_named(here, o.gpu) + (" ✱" if o.branch else ""), str(o.count), esc(_strategy(ctx, o)),
+                 f"{gb_exact(o.per_gpu_bytes)} / {gb_exact(o.usable_bytes)}", _speed(o), _time(ctx, o),
+                 f"{o.gpu_hours:,.0f}" if o.gpu_hours else "—", _cost(ctx, o), _rent(o), _run_cost(o)]
                 for i, o in enumerate(a.options, start=1)]
         full = table(["#", "GPU", t("Count", "卡数"), t("Strategy", "并行策略"), t("Memory / usable per GPU", "每卡显存 / 可用"),
-                      "Tokens/s", t("Time to train", "训练用时"), t("GPU price", "GPU 价格"), *_cost_headers(ctx, a)],
-                     rows, "rlrlrrrrrr")
+                      "Tokens/s", t("Time to train", "训练用时"), t("GPU-hours", "GPU 小时"), t("GPU price", "GPU 价格"),
+                      *_cost_headers(ctx, a)], rows, "rlrlrrrrrrr")
         out += _folded(_details_title(t(f"All {len(a.options)} options", f"全部 {len(a.options)} 个方案")), full,
                        open_=len(a.options) <= TOP_ALTERNATIVES + 1)
     else:
@@ -324,4 +349,4 @@ def esc_pre(text: str) -> str:
     return "&#10;".join(esc_spaced(line.rstrip()) for line in text.splitlines())
 
 
-__all__ = ["as_json", "esc_pre", "render_step", "scenario", "scenarios_index", "summary"]
+__all__ = ["as_json", "decisions", "esc_pre", "render_step", "scenario", "scenarios_index", "summary"]
