@@ -58,11 +58,14 @@ def test_175b_pretraining_needs_more_than_one_8_gpu_node(kb):
     assert best.time_to_train_s and best.time_to_train_s > 86400
 
 
-def test_lora_prefers_one_consumer_card(kb):
+def test_lora_marks_one_consumer_card_as_the_articles_pick_without_ranking_it_first(kb):
     answer = kb.ask({"model": "llama-2-7b", "task": "qlora"})
+    pick = answer.summary.article_pick
+    chosen = next(o for o in answer.options if o.gpu == pick.gpu)
+    assert pick.count == 1 and kb.gpus[pick.gpu].segment == "consumer" and chosen.branch == "lora-consumer"
+    assert any(s.rule.startswith("rec.tree.lora-consumer@") for s in chosen.trace)
     best = answer.options[0]
-    assert best.count == 1 and kb.gpus[best.gpu].segment == "consumer"
-    assert any(s.rule.startswith("rec.tree.lora-consumer@") for s in best.trace)
+    assert best.score > chosen.score and best.branch is None  # faster options stay above the article's pick
 
 
 def test_fp8_training_speeds_up_the_multiplies_not_the_element_wise_work(kb):

@@ -269,7 +269,8 @@ def cost_sort_key(o: Option, usd_per_million_tokens: float | None) -> tuple[Any,
 
 def build_answer(c: Collector, kb_version: str, kb_hash: str, workload: ResolvedWorkload,
                  memory: dict[str, Any], prices: dict[str, float],
-                 launch: Callable[[Strategy, dict[str, Any]], dict[str, str]] | None = None) -> Answer:
+                 launch: Callable[[Strategy, dict[str, Any]], dict[str, str]] | None = None,
+                 largest_cluster: int = 0) -> Answer:
     of_kind: dict[str, list[dict[str, Any]]] = {}
     for fact in c.facts.values():
         of_kind.setdefault(fact["kind"], []).append(fact)
@@ -335,6 +336,8 @@ def build_answer(c: Collector, kb_version: str, kb_hash: str, workload: Resolved
         options.sort(key=lambda o: latency_sort_key(o, prices.get(o.gpu, 0.0)))
     else:
         options.sort(key=lambda o: option_sort_key(o, prices.get(o.gpu, 0.0)))
+    if largest_cluster:  # clusters larger than any built (policy largest-cluster) follow, whatever their speed
+        options.sort(key=lambda o: o.count > largest_cluster)
     rejected.sort(key=lambda o: o.gpu)
     remedies: dict[tuple[str, str], Remedy] = {}
     best = options[0].gpu if options else ""

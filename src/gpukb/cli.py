@@ -262,7 +262,8 @@ def _print_answer(answer: Any, lang: Lang) -> None:
     columns = [c for c in columns if any(c[2])]  # a column that carries nothing is left out
     order = {"speed": "fastest first", "cost": "cheapest first", "gpus": "fewest GPUs first"}[w.objective]
     if w.deadline_days and w.task != "inference" and w.objective == "speed":
-        order = f"within {w.deadline_days:g} days, fewest GPU-hours first"
+        order = (f"within {w.deadline_days:g} days, fewest GPU-hours first" if options and options[0].meets_deadline
+                 else f"none within {w.deadline_days:g} days: fastest first")
     table = Table(title=f"Options, {order}", box=box.SIMPLE_HEAD, padding=(0, 1))
     for header, justify, _ in columns:
         wraps = header == "strategy"  # ids and numbers never wrap or get cut; the strategy folds

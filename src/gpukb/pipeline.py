@@ -23,6 +23,8 @@ from .workload import ResolvedWorkload, Workload, parse_workload
 if TYPE_CHECKING:
     from .kb import KnowledgeBase
 
+LARGEST_CLUSTER = "largest-cluster"  # the policy: the most GPUs of one type a training cluster is built of
+
 
 def ask(kb: KnowledgeBase, workload: Workload | dict[str, Any]) -> Answer:
     with _cycle_collector_paused():
@@ -56,7 +58,8 @@ def _ask(kb: KnowledgeBase, workload: Workload | dict[str, Any]) -> Answer:
     # nothing fits: the nearest miss per GPU type and the smallest change that makes it fit (a few more asks)
     misses = nearest_misses(w, answer, lambda fields: _answer(kb, parse_workload(fields))) if not answer.options else ()
     horizon = w.deadline_days is None and answer.workload.deadline_days is not None
-    return answer.model_copy(update={"summary": summarize(answer, misses, horizon)})
+    summary = summarize(answer, misses, horizon, round(kb.policy(LARGEST_CLUSTER)))
+    return answer.model_copy(update={"summary": summary})
 
 
 def _answer(kb: KnowledgeBase, w: Workload) -> Answer:
@@ -71,7 +74,7 @@ def _answer(kb: KnowledgeBase, w: Workload) -> Answer:
         return fewest_meeting(resolved, run, {g: kb.gpus[g].scale_up_domain for g in resolved.gpus})
     # a deadline (or the pre-training horizon): per GPU type, the cluster that trains the tokens in time
     if resolved.task != "inference" and resolved.deadline_days and resolved.tokens:
-        most = min(resolved.gpu_count or NO_LIMIT, round(kb.policy("largest-cluster")))
+        most = min(resolved.gpu_count or NO_LIMIT, round(kb.policy(LARGEST_CLUSTER)))
         return sized_for_deadline(resolved.tokens, resolved.deadline_days * 86400, most,
                                   lambda sizes: run({}, None, sizes))
     return run({}, None)
@@ -110,7 +113,8 @@ def _ask_once(kb: KnowledgeBase, resolved: ResolvedWorkload, wfields: dict[str, 
     reserve = policy["reserve_fraction"]
     return build_answer(c, kb.version, kb.content_hash, resolved, memory, prices,
                         launch=lambda strategy, plan: launch_commands(model_ref, resolved, strategy, reserve, plan,
-                                                                   kb.gpus[plan["gpu"]].fp8_flops is not None))
+                                                                   kb.gpus[plan["gpu"]].fp8_flops is not None),
+                        largest_cluster=round(kb.policy(LARGEST_CLUSTER)))
 
 
 def _fleet(c: Collector, plans: list[dict[str, Any]]) -> dict[str, Any]:

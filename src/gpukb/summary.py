@@ -142,13 +142,14 @@ def _pick(o: Option, en: str, zh: str) -> Pick:
     return Pick(gpu=o.gpu, count=o.count, why=en, why_zh=zh)
 
 
-def summarize(answer: Answer, misses: Sequence[Miss] = (), horizon: bool = False) -> Summary:
+def summarize(answer: Answer, misses: Sequence[Miss] = (), horizon: bool = False, largest_cluster: int = 0) -> Summary:
     """The summary of an Answer whose options are already ranked by its objective; `horizon`: the deadline is
-    the pre-training horizon (policy pretrain-horizon), not one the workload gave."""
+    the pre-training horizon (policy pretrain-horizon), not one the workload gave; options of more GPUs than
+    `largest_cluster` (a cluster nobody has built) are named only when there is nothing else."""
     w = answer.workload
     inference = w.task == "inference"
     tokens = w.tokens if not inference else None
-    options = list(answer.options)
+    options = [o for o in answer.options if not largest_cluster or o.count <= largest_cluster] or list(answer.options)
     deadline = w.deadline_days if not inference else None
     if not options:
         return _nothing_fits(answer, misses)
@@ -180,7 +181,7 @@ def summarize(answer: Answer, misses: Sequence[Miss] = (), horizon: bool = False
                      f"文章的决策树（{article.branch}）优先选择这种卡；{_speed(article, tokens, 'zh')}{slower_zh}")
     first = options[0]
     word, word_zh = OBJECTIVE_WORDS[w.objective]
-    if deadline is not None and w.objective == "speed":  # each type sized to just meet it: per-GPU speed decides
+    if deadline is not None and w.objective == "speed" and first.meets_deadline:  # each type sized to just meet it
         word, word_zh = "fewest GPU-hours", "GPU 小时最少"
     named = {"speed": fastest, "cost": cheapest, "gpus": fewest}[w.objective]
     reason = named is not None and named.gpu == first.gpu and named.count == first.count
