@@ -195,3 +195,17 @@ def test_a_miss_more_gpus_cannot_fix_names_the_format_or_shape_change_that_does(
 def test_an_answer_that_fits_exits_0():
     result = runner.invoke(app, ["ask", "--model", "llama-2-7b", "--task", "lora", "--gpu", "h100-sxm-80gb"])
     assert result.exit_code == 0
+
+
+def test_clusters_larger_than_any_built_rank_last_and_stay_out_of_the_summary(kb):
+    cap = kb.policies["largest-cluster"].value
+    answer = kb.ask({"model": "llama-3.1-405b", "task": "pretrain", "tokens": "15T",
+                     "gpus": ["b200-sxm-180gb", "h100-sxm-80gb", "rtx-4090-24gb"]})
+    counts = [o.count for o in answer.options]
+    assert counts[0] <= cap and counts == sorted(counts, key=lambda n: n > cap)
+    assert any(n > cap for n in counts)  # 24 GB cards need more than 16K GPUs for the states alone
+    s = answer.summary
+    assert all(p.count <= cap for p in (s.fastest, s.fewest_gpus, s.cheapest) if p is not None)
+    # 15T tokens of 405B do not train in 30 days on 16K GPUs: the first option is the fastest, and says it is late
+    assert answer.options[0].meets_deadline is False and s.headline.startswith("first option (fastest)")
+    assert "cannot meet it" in s.headline

@@ -75,10 +75,11 @@ class Summary(BaseModel):
         for key in ("fastest", "cheapest", "fewest_gpus", "article_pick"):
             pick: Pick | None = getattr(self, key)
             if pick is not None:
-                out.append(f"{labels[key]}: {pick.count} x {pick.gpu} — {pick.text(lang)}")
+                out.append(f"{labels[key]}{labels['colon']}{pick.count} {labels['x']} {pick.gpu}{labels['dash']}"
+                           f"{pick.text(lang)}")
         for miss in self.nearest_misses[:shown]:
             out.append(f"{miss.gpu} ({labels['closest']} {miss.count}: {gb(miss.per_gpu_bytes)}/{gb(miss.usable_bytes)}"
-                       f"{labels['per_gpu']}, {miss.rule}) — {miss.text(lang)}")
+                       f"{labels['per_gpu']}, {miss.rule}){labels['dash']}{miss.text(lang)}")
         if len(self.nearest_misses) > shown:
             out.append(labels["more"].format(n=len(self.nearest_misses) - shown))
         return out
@@ -86,9 +87,11 @@ class Summary(BaseModel):
 
 LABELS: dict[Lang, dict[str, str]] = {
     "en": {"fastest": "fastest", "cheapest": "cheapest", "fewest_gpus": "fewest GPUs", "article_pick": "article's pick",
-           "closest": "closest plan", "per_gpu": " used/usable per GPU", "more": "... {n} more GPU types (--json lists all)"},
+           "closest": "closest plan", "per_gpu": " used/usable per GPU", "more": "... {n} more GPU types (--json lists all)",
+           "colon": ": ", "x": "x", "dash": " — "},
     "zh": {"fastest": "最快", "cheapest": "最便宜", "fewest_gpus": "GPU 最少", "article_pick": "文章之选",
-           "closest": "最接近的方案", "per_gpu": "（每块 GPU 占用/可用）", "more": "……另有 {n} 种 GPU（--json 列出全部）"},
+           "closest": "最接近的方案", "per_gpu": "（每块 GPU 占用/可用）", "more": "……另有 {n} 种 GPU（--json 列出全部）",
+           "colon": "：", "x": "×", "dash": "——"},
 }
 OBJECTIVE_WORDS = {"speed": ("fastest", "最快"), "cost": ("cheapest", "最便宜"), "gpus": ("fewest GPUs", "GPU 最少")}
 
@@ -196,9 +199,9 @@ def summarize(answer: Answer, misses: Sequence[Miss] = (), horizon: bool = False
         which = (f"the {deadline:g}-day pre-training horizon (policy pretrain-horizon; deadline_days sets another)"
                  if horizon else f"deadline_days {deadline:g}")
         which_zh = f"{deadline:g} 天的预训练期限（策略 pretrain-horizon；可用 deadline_days 另设）" if horizon else \
-            f"deadline_days {deadline:g}"
+            f" deadline_days {deadline:g} "
         headline += f"; clusters sized to {which}" + (f"; {len(late)} GPU type(s) cannot meet it" if late else "")
-        headline_zh += f"；集群按 {which_zh} 配置" + (f"；{len(late)} 种 GPU 做不到" if late else "")
+        headline_zh += f"；集群按{which_zh}配置" + (f"；{len(late)} 种 GPU 做不到" if late else "")
     return Summary(headline=headline, headline_zh=headline_zh, objective=w.objective, fastest=speed_line(fastest),
                    cheapest=cheap, fewest_gpus=few, article_pick=pick, deadline_days=deadline)
 
