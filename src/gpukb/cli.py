@@ -243,8 +243,8 @@ def _print_answer(answer: Any, lang: Lang) -> None:
         ("ms/tok", "right", [f"{o.tpot_s * 1000:,.1f}" if o.tpot_s else "" for o in options]),
         ("pick", "center", ["*" if o.branch else "" for o in options]),
     ]
-    if w.objective == "cost":  # ranked by cost, not by the article's tree: the cost columns replace memory and strategy
-        picked = []
+    if w.objective == "cost":  # the cost columns replace memory and strategy; the article's pick is marked on the id
+        columns[0] = ("GPU", "left", [o.gpu + ("*" if o.branch else "") for o in options])
         keep = ("GPU", "GPUs", "tokens/s", "time to train", "GPU-h", "ms/tok")
         columns = [c for c in columns if c[0] in keep]
         columns[2:2] = [
