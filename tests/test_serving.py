@@ -324,8 +324,9 @@ def test_inference_cost_by_hand(kb):
 
 def test_training_cost_by_hand(kb):
     (option,) = kb.ask({"model": "llama-2-7b", "task": "pretrain", "tokens": "2T", "gpus": ["h100-sxm-80gb"]}).options
-    assert option.count == 2 and option.usd_per_hour == pytest.approx(2 * 3.49)
-    assert option.cost_usd == pytest.approx(2 * 3.49 * option.time_to_train_s / 3600, rel=1e-12)
+    # sized to the 30-day pre-training horizon (policy pretrain-horizon): 80 GPUs, not the 2 memory needs
+    assert option.count == 80 and option.usd_per_hour == pytest.approx(80 * 3.49)
+    assert option.cost_usd == pytest.approx(80 * 3.49 * option.time_to_train_s / 3600, rel=1e-12)
     assert option.usd_per_million_tokens is None
     assert kb.ask({"model": "llama-2-7b", "task": "pretrain", "gpus": ["h100-sxm-80gb"]}).options[0].cost_usd is None
 
@@ -356,10 +357,11 @@ def test_gpukb_ask_objective_cost_shows_the_cost_columns_in_80_columns():
                                 env={"COLUMNS": "80"})
     assert result.exit_code == 0, result.output
     table = result.stdout[result.stdout.index("Options"):result.stdout.index("Findings")]
-    assert "$185,962" in table and "6.98" in table and "h100-sxm-80gb" in table
+    # each type sized to the 30-day pre-training horizon: 80 H100s at $279.20 an hour, the same $185,962 for 2T tokens
+    assert "$185,962" in table and "279.20" in table and "h100-sxm-80gb" in table
     assert all(len(line) <= 80 for line in table.splitlines())
     lines = [line for line in table.splitlines() if "-80gb" in line]
-    assert lines[0].split()[0] == "h100-sxm-80gb"  # cheaper to train the 2T tokens despite the higher hourly price
+    assert lines[0].split()[0] == "h100-sxm-80gb*"  # (* the article's pick) cheaper to train the 2T tokens despite the higher hourly price
 
 
 def test_gpukb_ask_sla_flags_reject_with_the_figures():
@@ -369,7 +371,8 @@ def test_gpukb_ask_sla_flags_reject_with_the_figures():
 
     result = CliRunner().invoke(app, ["ask", "--model", "llama-3-8b", "--task", "inference", "--gpu", "l4-24gb",
                                       "--tpot-ms", "20", "--gpu-count", "1"], env={"COLUMNS": "80"})
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 3, result.output  # nothing fits
+    assert "nothing fits" in result.stdout and "gpu_count 8" in result.stdout  # tp=8 meets the target
     assert "Rejected" in result.stdout and "75.13 ms" in result.stdout and "bottleneck.sla.tpot@2" in result.stdout
     assert "No option meets tpot_ms 20" in result.stdout
 
