@@ -361,7 +361,8 @@ def test_gpukb_ask_objective_cost_shows_the_cost_columns_in_80_columns():
     assert "$185,962" in table and "279.20" in table and "h100-sxm-80gb" in table
     assert all(len(line) <= 80 for line in table.splitlines())
     lines = [line for line in table.splitlines() if "-80gb" in line]
-    assert lines[0].split()[0] == "h100-sxm-80gb*"  # (* the article's pick) cheaper to train the 2T tokens despite the higher hourly price
+    # (* marks the article's pick) cheaper to train the 2T tokens despite the higher hourly price
+    assert lines[0].split()[0] == "h100-sxm-80gb*"
 
 
 def test_gpukb_ask_sla_flags_reject_with_the_figures():
