@@ -124,7 +124,7 @@ def ask(
     tokens: Annotated[str | None, typer.Option(help="training tokens, e.g. 2T: enables time-to-train")] = None,
     deadline_days: Annotated[float | None, typer.Option(
         help="training with --tokens: days the run may take; each GPU type is sized (whole nodes past one) to "
-             "finish within it (pre-training defaults to a 30-day horizon, policy pretrain-horizon)")] = None,
+             "finish within it (pre-training defaults to the horizon of policy pretrain-horizon)")] = None,
     zero_stage: Annotated[int | None, typer.Option()] = None,
     tensor_parallel: Annotated[int | None, typer.Option()] = None,
     pipeline_parallel: Annotated[int | None, typer.Option()] = None,
