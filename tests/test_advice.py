@@ -209,3 +209,9 @@ def test_clusters_larger_than_any_built_rank_last_and_stay_out_of_the_summary(kb
     # 15T tokens of 405B do not train in 30 days on 16K GPUs: the first option is the fastest, and says it is late
     assert answer.options[0].meets_deadline is False and s.headline.startswith("first option (fastest)")
     assert "cannot meet it" in s.headline
+
+
+def test_launch_when_nothing_fits_exits_3_with_the_headline():
+    result = runner.invoke(app, ["ask", "--model", "llama-3-70b", "--task", "inference", "--gpu", "l4-24gb",
+                                 "--gpu-count", "1", "--launch", "vllm"])
+    assert result.exit_code == 3 and "nothing fits" in result.output and not result.stdout

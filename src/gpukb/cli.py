@@ -204,9 +204,10 @@ def _print_launch(answer: Any, engine: str) -> None:
     best = answer.best
     command = (best.launch or {}).get(engine) if best else None
     if command is None:
-        why = "no option fits the workload" if best is None else missing(engine, answer.workload)
-        err.print(f"error: --launch: {why}", markup=False, highlight=False)
-        raise typer.Exit(1)
+        why = (answer.summary.headline if answer.summary else "nothing fits") if best is None \
+            else missing(engine, answer.workload)
+        err.print(clean(f"error: --launch: {why}"), markup=False, highlight=False)
+        raise typer.Exit(NOTHING_FITS if best is None else 1)
     sys.stdout.write(clean(command) + "\n")
 
 
