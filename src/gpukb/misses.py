@@ -46,7 +46,7 @@ def _changes(w: Workload) -> Iterator[tuple[dict[str, Any], str, str]]:
             yield {"offload": None}, "CPU offload", "卸载到 CPU"
         if w.micro_batch_size > 1:
             yield {"micro_batch_size": 1}, "micro_batch_size 1", "micro_batch_size 1"
-    for seq in (w.seq_len // 2, w.seq_len // 4):  # an inference seq_len below prompt + output is refused
+    for seq in (w.seq_len // 2, w.seq_len // 4, w.seq_len // 8):  # inference: below prompt + output is refused
         if seq >= SHORTEST:
             yield {"seq_len": seq}, f"seq_len {seq}", f"seq_len {seq}"
     if inference and w.batch_size > 1:
