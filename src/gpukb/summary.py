@@ -3,20 +3,22 @@ the figure that decides it, and, when nothing fits, the nearest miss per GPU typ
 makes it fit.
 
 The models are part of the Answer (answer.summary); `summarize` reads an Answer's options and writes them.
-It imports the Answer's types for checking only, so the Answer can hold a Summary without an import cycle.
+It does not import the Answer's module, so the Answer can hold a Summary without an import cycle.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from .fmt import Lang, duration, gb
 
-if TYPE_CHECKING:
-    from .answer import Answer, Option
+# The Answer holds a Summary, so this module names the Answer's types without importing them (imports go one
+# way: gpukb.answer -> gpukb.summary): an option is any object with the Option's fields.
+Answer = Any
+Option = Any
 
 Objective = Literal["speed", "cost", "gpus"]
 
