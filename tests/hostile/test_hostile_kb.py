@@ -75,7 +75,7 @@ def test_the_guide_states_the_limits_the_code_enforces():
     from gpukb import expr, workload, yamlpos
 
     guide = (Path(__file__).resolve().parents[2] / "CONTRIBUTING.md").read_text(encoding="utf-8")
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).resolve().parents[2] / "site" / "docs" / "guide" / "index.md").read_text(encoding="utf-8")
     magnitude = f"{expr.MAX_MAGNITUDE:.0e}".replace("e+", "e")  # 1e60
     for text in (f"larger than {yamlpos.MAX_FILE_BYTES:,} bytes", f"more than {yamlpos.MAX_NODES:,} values",
                  f"nested more than {yamlpos.MAX_NESTING} levels", f"at most {magnitude} in size",
