@@ -118,3 +118,34 @@ def test_the_trace_says_whether_a_rule_rests_on_a_claim_or_refutes_it():
         assert contradicted and all(line.startswith(refutes) for line in contradicted), contradicted[:3]
         assert any(line.startswith(rests) for line in lines)
         assert not any(line.startswith(rests) for line in contradicted)
+
+
+# Words a Chinese engineer writes in English in a Chinese sentence: units, product and library names, the
+# compact strategy tags, and the command line's own flags
+ENGLISH_IN_CHINESE = {
+    "GB", "GiB", "TB", "ms", "s", "FLOP", "FLOPS", "TFLOPS", "tokens", "token", "GPU", "CPU", "KV", "GEMM", "LoRA", "QLoRA",
+    "ZeRO", "ZeRO-Offload", "NVLink", "PCIe", "FSDP", "AdamW", "adamw", "bf", "fp", "dp", "tp", "pp", "ep", "cp", "flash",
+    "kb", "explain", "json", "deadline_days", "pretrain-horizon", "h", "x", "MoE", "SXM", "Infinity", "Fabric", "roofline",
+    "NCCL", "all-reduce", "all-gather", "reduce-scatter", "Transformer", "Engine", "Tensor", "Core", "HBM", "vLLM", "SGLang",
+    "e", "T", "W", "NF", "lora-consumer", "mid-size", "cluster",  # 1e9; the decision tree's branches, named as in rules/recommendations
+}
+
+
+def test_chinese_answers_meet_no_english_outside_ids_units_and_names(monkeypatch):
+    from gpukb import cli
+
+    monkeypatch.setattr(cli.out, "width", 200)  # no id folded over two lines
+    kb = gpukb.load_kb()
+    ids = set(kb.gpus) | set(kb.models) | set(kb.rules) | set(kb.claims) | set(kb.policies)
+    runner = CliRunner()
+    for args in (["--model", "qwen2.5-7b", "--task", "lora"],
+                 ["--model", "llama-2-70b", "--task", "inference", "--batch-size", "32"],
+                 ["--model", "llama-65b", "--task", "qlora"], ["--model", "llama-2-70b", "--task", "pretrain", "--tokens", "2T"],
+                 ["--model", "llama-2-7b", "--task", "full_finetune", "--gpu", "rtx-3080-10gb", "--gpu-count", "2"]):
+        result = runner.invoke(app, ["ask", *args, "--lang", "zh"])
+        text = re.sub(r"\[[a-z0-9_.@-]+\]", " ", result.output)  # the rule each line comes from
+        for entry_id in sorted(ids, key=len, reverse=True):
+            text = text.replace(entry_id, " ")
+        words = re.findall(r"(?<![\w.])[A-Za-z][A-Za-z_'-]*", text)  # whole words, not the unit of 128gb
+        stray = {w for w in words if w.strip("-") not in ENGLISH_IN_CHINESE}
+        assert not stray, (args, sorted(stray))

@@ -65,16 +65,19 @@ class Strategy(BaseModel):
             parts.append(say(lang, "nodes", n=self.nodes))
         return say(lang, "sep").join(parts)
 
-    def tag(self) -> str:
+    def tag(self, lang: Lang = "en") -> str:
         """'dp8 ZeRO-3 ckpt': the strategy in a table cell, only what differs from one plain GPU."""
+        zh = lang == "zh"
         parts = [f"{name}{n}" for name, n in (("dp", self.data_parallel), ("tp", self.tensor_parallel),
                                              ("pp", self.pipeline_parallel), ("ep", self.expert_parallel),
                                              ("cp", self.context_parallel)) if n > 1]
         parts += [f"ZeRO-{self.zero_stage}"] if self.zero_stage else []
-        parts += ["ckpt"] if self.activation_checkpointing else []
-        parts += [f"offload {self.offload}"] if self.offload != "none" else []
-        parts += [f"{self.nodes} nodes"] if self.nodes > 1 else []
-        return " ".join(parts) or "plain"
+        parts += [("重计算" if zh else "ckpt")] if self.activation_checkpointing else []
+        if self.offload != "none":
+            parts += [(f"卸载{'优化器和参数' if self.offload == 'optimizer+params' else '优化器'}" if zh
+                       else f"offload {self.offload}")]
+        parts += [(f"{self.nodes} 个节点" if zh else f"{self.nodes} nodes")] if self.nodes > 1 else []
+        return " ".join(parts) or ("单卡" if zh else "plain")
 
 
 # Fields marked exclude=True are the second language and the titles of rules: they are read by

@@ -22,7 +22,7 @@ from .fmt import Lang, duration, gb
 from .fmt import bandwidth as fmt_bandwidth
 from .reporters import REPORTERS
 from .terminal import clean
-from .words import term
+from .words import label, say, term
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Which GPUs an LLM workload needs, what will hold it back, and what to do — with a trace.")
@@ -216,18 +216,18 @@ def _print_answer(answer: Any, lang: Lang) -> None:
 
     w, m = answer.workload, answer.memory
     out.print(Text(clean(w.model), style="bold") + Text(clean(
-        f" · {w.task} · {w.precision}" + (f" · {w.optimizer}" if w.optimizer else "")
-        + f" · seq {w.seq_len}   (kb {answer.kb_version})")))
+        f" · {term(lang, w.task)} · {w.precision}" + (f" · {w.optimizer}" if w.optimizer else "")
+        + f" · {label(lang, 'seq')} {w.seq_len}   (kb {answer.kb_version})")))
     if answer.summary is not None:  # the decision first, then the figures behind it
         head, *rest = answer.summary.lines(lang, shown=8)
         out.print(Text(clean(head), style="bold"), soft_wrap=False)  # wrapped to the terminal, at spaces
         for line in rest:
             out.print(Padding(Text(clean(line)), (0, 0, 0, 2)), soft_wrap=False)
     parts = ("weights", "gradients", "optimizer", "activations", "kv_cache", "overhead", "total")
-    memory = Table(title="One replica, before sharding (GB = 1e9 bytes)", box=box.SIMPLE_HEAD, padding=(0, 1))
+    memory = Table(title=label(lang, "One replica, before sharding (GB = 1e9 bytes)"), box=box.SIMPLE_HEAD, padding=(0, 1))
     headers = ("weights", "grads", "optimizer", "activations", "KV cache", "overhead", "total")
     for header in headers:
-        memory.add_column(header, justify="right", no_wrap=True)
+        memory.add_column(label(lang, header), justify="right", no_wrap=True)
     memory.add_row(*(gb(getattr(m, n)) for n in parts))
     out.print(memory)
     options = answer.options
@@ -236,9 +236,9 @@ def _print_answer(answer: Any, lang: Lang) -> None:
         ("GPU", "left", [o.gpu for o in options]),
         ("GPUs", "right", [str(o.count) for o in options]),
         ("GB/GPU used/usable", "right", [f"{o.per_gpu_bytes / 1e9:,.1f}/{o.usable_bytes / 1e9:,.1f}" for o in options]),
-        ("strategy", "left", [o.strategy.tag() for o in options]),
+        ("strategy", "left", [o.strategy.tag(lang) for o in options]),
         ("tokens/s", "right", [f"{o.tokens_per_s:,.0f}" if o.tokens_per_s else "—" for o in options]),
-        ("time to train", "right", [duration(o.time_to_train_s) if o.time_to_train_s else "" for o in options]),
+        ("time to train", "right", [duration(o.time_to_train_s, lang) if o.time_to_train_s else "" for o in options]),
         ("GPU-h", "right", [f"{o.gpu_hours:,.0f}" if o.gpu_hours else "" for o in options]),
         ("TTFT", "right", [f"{o.ttft_s * 1000:,.0f} ms" if o.ttft_s else "" for o in options]),
         ("ms/tok", "right", [f"{o.tpot_s * 1000:,.1f}" if o.tpot_s else "" for o in options]),
@@ -261,24 +261,24 @@ def _print_answer(answer: Any, lang: Lang) -> None:
         columns = [c for c in columns if c[0] not in ("GB/GPU used/usable", "pick")]
         columns[0] = ("GPU", "left", [o.gpu + ("*" if o.branch else "") for o in options])
     columns = [c for c in columns if any(c[2])]  # a column that carries nothing is left out
-    order = {"speed": "fastest first", "cost": "cheapest first", "gpus": "fewest GPUs first"}[w.objective]
+    order = label(lang, {"speed": "fastest first", "cost": "cheapest first", "gpus": "fewest GPUs first"}[w.objective])
     if w.deadline_days and w.task != "inference" and w.objective == "speed":
-        order = (f"within {w.deadline_days:g} days, fewest GPU-hours first" if options and options[0].meets_deadline
-                 else f"none within {w.deadline_days:g} days: fastest first")
-    table = Table(title=f"Options, {order}", box=box.SIMPLE_HEAD, padding=(0, 1))
+        order = label(lang, "within {days} days, fewest GPU-hours first" if options and options[0].meets_deadline
+                      else "none within {days} days: fastest first", days=f"{w.deadline_days:g}")
+    table = Table(title=label(lang, "Options, {order}", order=order), box=box.SIMPLE_HEAD, padding=(0, 1))
     for header, justify, _ in columns:
         wraps = header == "strategy"  # ids and numbers never wrap or get cut; the strategy folds
-        table.add_column(header, justify=justify, no_wrap=not wraps, overflow="fold" if wraps else "ellipsis")  # type: ignore[arg-type]
+        table.add_column(label(lang, header), justify=justify, no_wrap=not wraps, overflow="fold" if wraps else "ellipsis")  # type: ignore[arg-type]
     for row in zip(*(cells for _, _, cells in columns), strict=True):
         table.add_row(*map(_cell, row))
     out.print(table)
     if picked:
-        out.print(f"* the article's pick: its decision tree ({', '.join(picked)}) prefers these GPUs; they are "
-                  "marked, not ranked up", markup=False, highlight=False, soft_wrap=False)
+        out.print(label(lang, "* the article's pick: its decision tree ({branches}) prefers these GPUs; they are marked, "
+                            "not ranked up", branches=", ".join(picked)), markup=False, highlight=False, soft_wrap=False)
     if answer.rejected:
-        rejected = Table(title="Rejected", box=box.SIMPLE_HEAD, padding=(0, 1))
+        rejected = Table(title=label(lang, "Rejected"), box=box.SIMPLE_HEAD, padding=(0, 1))
         rejected.add_column("GPU", no_wrap=True)
-        rejected.add_column("why")
+        rejected.add_column(label(lang, "why"))
         for o in answer.rejected:
             reason = o.deciding_finding
             rejected.add_row(_cell(o.gpu), _cell(f"{reason.text(lang)} [{reason.rule}]" if reason else ""))
@@ -286,14 +286,16 @@ def _print_answer(answer: Any, lang: Lang) -> None:
     best = answer.best
     shown = [f for f in answer.findings if f.gpu is None or (best and f.gpu == best.gpu)]
     if shown:
-        out.print("[bold]Findings[/]")
+        out.print(f"[bold]{label(lang, 'Findings')}[/]")
         for f in shown:
-            out.print(clean(f"  {term(lang, f.severity)}: {f.text(lang)} [{f.rule}]"), markup=False, highlight=False)
+            out.print(clean(f"  {term(lang, f.severity)}{say(lang, 'colon')}{f.text(lang)} [{f.rule}]"), markup=False,
+                      highlight=False)
     if answer.remedies:
-        out.print("[bold]Remedies[/]")
+        out.print(f"[bold]{label(lang, 'Remedies')}[/]")
         for r in answer.remedies:
-            out.print(clean(f"  {r.heading(lang)}: {r.effect_text(lang)} [{r.rule}]"), markup=False, highlight=False)
-    out.print("Run with --explain for the full trace, --json for everything.")
+            out.print(clean(f"  {r.heading(lang)}{say(lang, 'colon')}{r.effect_text(lang)} [{r.rule}]"), markup=False,
+                      highlight=False)
+    out.print(label(lang, "Run with --explain for the full trace, --json for everything."), markup=False, highlight=False)
 
 
 def _split(values: list[str] | None) -> list[str]:
@@ -370,6 +372,7 @@ def explain_entry(
     entry_ids: Annotated[list[str], typer.Argument(
         metavar="ID...", help="rule, claim, GPU, model or source ids; `id@version` as a trace cites it is fine")],
     root: Annotated[Path | None, typer.Option(help="a checkout holding kb/ and rules/")] = None,
+    lang: Annotated[Language, typer.Option(help="language of the text: en or zh")] = Language.en,
 ) -> None:
     """Show knowledge-base entries and where they come from, as readable YAML."""
     from .entry_text import describe_entry
@@ -384,7 +387,7 @@ def explain_entry(
         entry_id, version = split_versioned(wanted)
         if kb.lookup(entry_id) is None and kb.lookup(entry_id.lower()) is not None:
             entry_id = entry_id.lower()  # ids are lowercase slugs: H100-SXM-80GB names h100-sxm-80gb
-        text = describe_entry(kb, entry_id)
+        text = describe_entry(kb, entry_id, lang.value)
         if text is None:
             unknown = True
             catalog = ("gpus", "models", "rules", "claims")  # what people look up most, suggested first

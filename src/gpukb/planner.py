@@ -25,6 +25,7 @@ from typing import Any, NamedTuple
 from . import expr as ex
 from .citations import cited
 from .trace import Collector, Value
+from .words import offload
 from .workload import ResolvedWorkload
 
 # Expert parallelism (GShard, Lepikhin et al. 2020; DeepSpeed-MoE, Rajbhandari et al. 2022) gives each of
@@ -435,7 +436,7 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
     def sentence_zh() -> str:
         text = (f"{gpu['gpu']}：{count} 块 GPU（dp={dp}、tp={s.tp}、pp={s.pp}、{f'ep={s.ep}、' if s.ep > 1 else ''}"
                 f"{f'cp={s.cp}、' if s.cp > 1 else ''}"
-                f"ZeRO-{zero}、激活重计算{'开' if s.checkpointing else '关'}、卸载 {s.offload}），"
+                f"ZeRO-{zero}、激活重计算{'开' if s.checkpointing else '关'}、{offload('zh', s.offload)}），"
                 f"每块 GPU 需要 {per_gpu / 1e9:,.1f} GB，可用 {usable / 1e9:,.1f} GB"
                 f"（{gpu['memory_bytes'] / 1e9:,.1f} GB 减去 {policy['reserve_fraction']:.0%} 的预留，"
                 f"运行时开销计入预留之内）{offloaded(zh=True)}："

@@ -203,7 +203,7 @@ def summarize(answer: Answer, misses: Sequence[Miss] = (), horizon: bool = False
         which_zh = f"{deadline:g} 天的预训练期限（策略 pretrain-horizon；可用 deadline_days 另设）" if horizon else \
             f" deadline_days {deadline:g} "
         headline += f"; clusters sized to {which}" + (f"; {len(late)} GPU type(s) cannot meet it" if late else "")
-        headline_zh += f"；集群按{which_zh}配置" + (f"；{len(late)} 种 GPU 做不到" if late else "")
+        headline_zh += f"；集群按 {which_zh}配置" + (f"；{len(late)} 种 GPU 做不到" if late else "")
     return Summary(headline=headline, headline_zh=headline_zh, objective=w.objective, fastest=speed_line(fastest),
                    cheapest=cheap, fewest_gpus=few, article_pick=pick, deadline_days=deadline)
 

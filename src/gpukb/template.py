@@ -14,6 +14,7 @@ from typing import Any
 
 from . import fmt
 from .fmt import Lang
+from .words import offload
 
 FORMATS: dict[str, Callable[[Any], str]] = {
     "GB": fmt.gb,
@@ -26,9 +27,13 @@ FORMATS: dict[str, Callable[[Any], str]] = {
     "f1": lambda v: f"{v:,.1f}",
     "f2": lambda v: f"{v:,.2f}",
     "s": fmt.duration,
+    "offload": lambda v: offload("en", v),
 }
 # formats whose words depend on the language of the sentence
-_LOCAL: dict[Lang, dict[str, Callable[[Any], str]]] = {"en": {}, "zh": {"s": lambda v: fmt.duration(v, "zh")}}
+_LOCAL: dict[Lang, dict[str, Callable[[Any], str]]] = {"en": {}, "zh": {
+    "s": lambda v: fmt.duration(v, "zh"),
+    "offload": lambda v: offload("zh", v),
+}}
 _PLACEHOLDER = re.compile(r"\{([A-Za-z][A-Za-z0-9_]*(?:\.[A-Za-z][A-Za-z0-9_]*)?)(?:\|([A-Za-z0-9/]+))?\}")
 
 

@@ -92,6 +92,40 @@ TERMS: dict[Lang, dict[str, str]] = {
 }
 
 
+# The command line's labels (table titles, column headers, hints) in Chinese, keyed by the English ones
+LABELS_ZH: dict[str, str] = {
+    "One replica, before sharding (GB = 1e9 bytes)": "切分前的一个副本（GB = 1e9 字节）",
+    "weights": "权重", "grads": "梯度", "optimizer": "优化器状态", "activations": "激活值", "KV cache": "KV 缓存",
+    "overhead": "运行时开销", "total": "合计", "GPU": "GPU", "GPUs": "卡数", "GB/GPU used/usable": "每卡 GB 占用/可用",
+    "strategy": "并行策略", "tokens/s": "tokens/s", "time to train": "训练用时", "GPU-h": "GPU 小时", "TTFT": "首 token",
+    "ms/tok": "毫秒/token", "pick": "文章之选", "$/h": "美元/小时", "$/Mtok": "美元/百万 token", "cost": "费用",
+    "fastest first": "最快的在前", "cheapest first": "最便宜的在前", "fewest GPUs first": "卡数最少的在前",
+    "Options, {order}": "可选方案，{order}", "within {days} days, fewest GPU-hours first": "{days} 天内完成，GPU 小时最少的在前",
+    "none within {days} days: fastest first": "没有方案能在 {days} 天内完成：最快的在前",
+    "* the article's pick: its decision tree ({branches}) prefers these GPUs; they are marked, not ranked up":
+        "* 文章之选：文章的决策树（{branches}）优先推荐这些 GPU；只做标记，不提前排序",
+    "Rejected": "被排除的 GPU", "why": "原因", "Findings": "发现", "Remedies": "对策",
+    "Run with --explain for the full trace, --json for everything.": "加 --explain 查看完整推理记录，加 --json 查看全部数据。",
+    "seq": "序列长度",
+}
+
+
+_OFFLOAD: dict[Lang, dict[str, str]] = {
+    "en": {"none": "no offload", "optimizer": "optimizer offloaded", "optimizer+params": "optimizer and parameters offloaded"},
+    "zh": {"none": "不卸载", "optimizer": "卸载优化器状态", "optimizer+params": "卸载优化器状态和参数"},
+}
+
+
+def offload(lang: Lang, value: str) -> str:
+    """A plan's `offload` value in words (never the raw value inside a sentence)."""
+    return _OFFLOAD[lang].get(value, value)
+
+
+def label(lang: Lang, text: str, **values: object) -> str:
+    """A command-line label in `lang` (the English text is the key), with its values filled in."""
+    return (LABELS_ZH.get(text, text) if lang == "zh" else text).format(**values)
+
+
 def say(lang: Lang, key: str, **values: object) -> str:
     return WORDS[lang][key].format(**values)
 
