@@ -13,7 +13,7 @@ from gpukb import engine
 from gpukb.errors import EngineError, KBDefectError
 from gpukb.reachable import reachable_rules, text_gates
 from gpukb.rules import Rule, compile_rule
-from gpukb.trace import MAX_FIRINGS
+from gpukb.trace import firing_limit
 
 # remedies fire for the communication wall of PCIe-only cards at short sequences
 WALLED = {"model": "llama-2-7b", "task": "full_finetune", "gpus": ["l40s-48gb"], "gpu_count": 8, "seq_len": 1024}
@@ -35,8 +35,9 @@ explain: Another remedy.
 def test_rules_that_chain_without_end_stop_at_the_firing_bound(checkout: Path):
     (checkout / "rules/remedies/echo.yaml").write_text(ECHO_RULE, encoding="utf-8")
     kb = gpukb.load_kb(checkout)
-    with pytest.raises(EngineError, match=f"more than {MAX_FIRINGS} rule firings in one ask: rules chain "
-                                          r"without end \(last: remedy.echo@1\)"):
+    limit = firing_limit(len(WALLED["gpus"]))
+    with pytest.raises(EngineError, match=rf"more than {limit:,} rule firings in one ask \(1,000 \+ 50 per candidate "
+                                          r"GPU type, 1 here\): rules chain without end \(last: remedy.echo@1\)"):
         kb.ask(WALLED)
 
 

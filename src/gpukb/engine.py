@@ -85,6 +85,8 @@ class Session:
         """Assert each fact and run every action it triggers (and they trigger) before the next."""
         for fact in facts:
             self._engine._assert_and_run(self._ruleset, self.sid, fact)
+            if self.collector.errors:
+                break  # the ask has failed: no more work for it
         self.collector.check()
 
 
@@ -288,8 +290,6 @@ class Engine:
 
         def action(sid: str, fids: dict[str, str]) -> None:
             collector = self._collectors[sid]
-            if collector.errors:
-                return  # the ask has failed; let durable drain its agenda without doing more work
             try:
                 matched = {alias: collector.facts[fids[alias]] for alias in aliases}
                 for fact in collector.fire(compiled, matched):
@@ -308,14 +308,16 @@ class Engine:
         if not started:
             return
         message: str | None = started[1]
+        errors = self._collectors[sid].errors
         while message:
             action_name, fids = read_message(message)
             aliases, action = ruleset.actions[action_name]
             if fids.keys() == aliases:
                 action(sid, fids)
             else:  # not the text gpukb asserted (another durable version?): fail the ask, never guess
-                self._collectors[sid].errors.append(
-                    f"{action_name}: durable matched {sorted(fids)}, the rule has {sorted(aliases)}")
+                errors.append(f"{action_name}: durable matched {sorted(fids)}, the rule has {sorted(aliases)}")
+            if errors:  # the ask has failed: the rest of its agenda is left undone (its state is deleted
+                return  # soundly with an action started: see _open), so a bound on firings bounds the work
             message = _c_complete_and_start_action(ruleset.handle, state)
 
     def _open(self, name: str, sid: str) -> None:
