@@ -82,6 +82,33 @@ def test_without_opening_sessions_the_sequence_crashes():
     assert done.returncode < 0  # killed by a signal: SIGSEGV or SIGABRT (free(): invalid size)
 
 
+def test_a_fact_put_twice_into_a_new_ruleset_s_session_then_deleted_leaves_the_process_sound():
+    """The same root cause by another road: a session of a freshly registered ruleset where durable refuses a
+    fact (the same one twice) before any action started; its state is then deleted, and more asks follow."""
+    twice = textwrap.dedent("""
+        from gpukb.errors import EngineError
+        kb = gpukb.load_kb()
+        kb.ask({"model": "llama-2-7b", "task": "qlora", "gpus": ["l4-24gb"]})
+        name = engine.ENGINE._ruleset_for(kb, {"task": "qlora", "training": True})
+        fact = {"kind": "policy", "fid": "f1", "scaling_efficiency_floor": 0.8}
+        for n in range(20):
+            sid = f"twice{n}"
+            engine.ENGINE._open(name, sid)
+            engine.ENGINE._rulesets[name].put(fact, sid)
+            try:
+                engine.ENGINE._rulesets[name].put(fact, sid)
+                sys.exit("durable-rules took the same fact twice")
+            except EngineError:
+                pass  # refused before any action of the session started
+            engine.ENGINE.delete_state(name, sid)
+            outcome(lambda: kb.ask({"model": "llama-2-7b", "task": "qlora"}))
+        print(json.dumps(counts))
+    """)
+    done = _run(twice, timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout.splitlines()[-1]) == {"answers": 20, "workload errors": 0}
+
+
 # 1,000 asks drawn from a seeded generator over the workload's fields, extreme numbers included
 RANDOM_ASKS = """
 import math, random
