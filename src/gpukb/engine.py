@@ -28,7 +28,6 @@ import hashlib
 import itertools
 import json
 import math
-import re
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -154,22 +153,16 @@ def durable_json(value: Any, where: str = "") -> str:
     raise EngineError(f"'{where or 'value'}' is a {type(value).__name__}, which durable-rules cannot hold")
 
 
-def _encode_fact(fact: dict[str, Any], long_int: bool = False) -> str:
-    """The JSON durable gets for a (slim) fact: the C encoder's text, unless a number in it is one that
-    durable reads otherwise (`long_int`: the caller saw an integer outside 64 bits). Every float that
-    needs it is written with a digit, then 'e+' or 'e-' (durable_number): text without 'e+' or 'e-' is
-    sent as it is, a test that costs a sixth of encoding ('pcie-' costs the regular expression too);
-    NaN and infinities raise in the encoder."""
+def _encode_fact(fact: dict[str, Any], exact: bool = False) -> str:
+    """The JSON durable gets for a (slim) fact: the C encoder's text, or durable_json's where a number in it
+    is one that durable would read otherwise (`exact`: the caller saw one, as _Ruleset.slim does while it
+    copies the fields, which costs less than searching the text). NaN and infinities raise in the encoder."""
+    if exact:
+        return durable_json(fact, fact.get("kind", ""))
     try:
-        text = "".join(_c_encoder(fact, 0)) if _c_encoder else _encode(fact)
+        return "".join(_c_encoder(fact, 0)) if _c_encoder else _encode(fact)
     except ValueError:  # allow_nan=False: durable_json names the field
         return durable_json(fact, fact.get("kind", ""))
-    if long_int or (("e-" in text or "e+" in text) and _EXPONENT.search(text)):
-        return durable_json(fact, fact.get("kind", ""))
-    return text
-
-
-_EXPONENT = re.compile(r"[0-9]e[-+]")
 
 
 # durable's assert result codes besides 0 (RULES_OK): its rules.h calls them ERR_EVENT_NOT_HANDLED,
@@ -213,14 +206,19 @@ class _Ruleset:
         if gate is not None and type(text := fact.get(gate[0])) is str and text not in gate[1]:
             return None
         slim = {"fid": fact["fid"]}  # filled in place: a comprehension unpacked into it was a second dict
-        long_int = False
+        exact = False  # a number that durable reads otherwise as Python writes it (see durable_number)
         for k in fields:
             if k in fact:
                 value = slim[k] = fact[k]
-                if type(value) is int and (value > _LONG_LONG or value < -_LONG_LONG):
-                    long_int = True  # durable would read it saturated: durable_number writes it as a double
+                number = type(value)
+                if number is float:
+                    # Python writes an exponent below 1e-4 and from 1e16 (not always with a '.'); NaN too
+                    if value and not 1e-4 <= abs(value) < 1e16:
+                        exact = True
+                elif number is int and not -_LONG_LONG <= value <= _LONG_LONG:
+                    exact = True
         slim["sid"] = sid
-        return _encode_fact(slim, long_int)
+        return _encode_fact(slim, exact)
 
     def put(self, fact: dict[str, Any], sid: str) -> int | None:
         """Assert a fact; the state handle whose agenda may now hold actions, or None."""
