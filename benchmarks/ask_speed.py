@@ -90,9 +90,8 @@ class Timers:
 
 def breakdown(kb: gpukb.KnowledgeBase, workload: dict[str, Any], asks: int = 200) -> None:
     timers = Timers()
-    for name in ("_c_assert_fact", "_c_start_action_for_state", "_c_complete_and_start_action"):
+    for name in ("_c_assert_fact", "_c_start_action_for_state", "_c_complete_and_start_action", "_c_delete_state"):
         timers.wrap(engine, name, "durable-rules C calls (matching, agenda)")
-    timers.wrap(engine.ENGINE._host, "delete_state", "durable-rules C calls (matching, agenda)")
     timers.wrap(engine, "_encode_fact", "facts encoded for durable, messages read")
     timers.wrap(engine, "read_message", "facts encoded for durable, messages read")
     timers.wrap(pipeline, "plan_gpu", "planner (fewest GPUs per type)")

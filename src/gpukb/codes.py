@@ -49,6 +49,8 @@ CODES: dict[str, Code] = {
     "R006": Code("a name that is neither `alias.field` of an earlier pattern nor computed above", "loader"),
     "R007": Code("a `finding` or `severity` literal outside the allowed values", "loader"),
     "R008": Code("a rule outside `rules/<stage>/`, or in the folder of another stage", "loader"),
+    "R009": Code("a rule joins more patterns, or its patterns can hold more combinations of facts over the "
+                 "catalog, than the policies `rule-join-patterns` and `rule-join-combinations` allow", "loader"),
     "R101": Code("dead rule: a pattern matches a fact kind that no active rule (and not the engine) asserts, "
                  "or only rules that can never fire",
                  "lint"),

@@ -1,19 +1,22 @@
 """The only module that touches durable-rules.
 
 durable-rules is a C extension with process-global state, so this module keeps it contained:
-- one Host per process, without the timer threads `Host.__init__` would start (gpukb uses no
-  timers, and those threads never stop and could run actions concurrently with ours);
+- no durable `Host`: rulesets are created through the C extension directly (a Host starts timer
+  threads that never stop and could run actions concurrently with ours, and gpukb uses no timers);
 - a ruleset holds the rules an ask's task can fire (gpukb.reachable), is registered once, and is
   named by the KB content hash and those rules (names cannot be reused);
 - durable gets JSON text built afresh for every assert, never a dict of ours (its own wrapper would
   add `sid` to the dict it is given, and a later assert would land in an earlier session);
 - every ask has a fresh session id whose state is deleted at the end of the next ask (at most one
-  finished state is kept: see `Engine.session`);
+  finished state is kept: see `Engine.session`), and every session opens by firing one action of
+  its own (`_open`): durable-rules leaves a new state's action context unset, and deleting a state
+  in which no action ever started frees whatever that memory held (`free(): invalid size`, SIGSEGV);
+- every number reaches durable in a form its JSON reader takes (`durable_json`);
 - one lock serialises all engine calls, so concurrent asks from several threads are safe;
 - actions never raise into durable (it would swallow the error): failures are kept and re-raised.
 
-Facts go in, and the agenda is drained, through the ruleset's C handle directly (the same calls
-`durable.engine.Ruleset` makes, version pinned in pyproject.toml) rather than through its Python
+Rulesets are made, facts go in, and the agenda is drained, through the C extension directly (the
+same calls `durable.engine.Ruleset` makes, version pinned in pyproject.toml) rather than through its Python
 wrapper: the wrapper builds a Closure and encodes, decodes and writes back the session state around
 every firing, which gpukb never reads (dropping it made asks 1.2–1.5× faster: medians of six
 alternating A/B rounds per workload).
@@ -24,14 +27,17 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any
 
-from durable import engine as durable
 from durable_rules_engine import assert_fact as _c_assert_fact
 from durable_rules_engine import complete_and_start_action as _c_complete_and_start_action
+from durable_rules_engine import create_ruleset as _c_create_ruleset
+from durable_rules_engine import delete_state as _c_delete_state
+from durable_rules_engine import error as _DurableError
 from durable_rules_engine import start_action_for_state as _c_start_action_for_state
 
 from .errors import EngineError, KBDefectError
@@ -41,11 +47,6 @@ from .trace import Collector
 
 if TYPE_CHECKING:
     from .kb import KnowledgeBase
-
-
-class _Host(durable.Host):
-    def _run(self) -> None:  # no dispatch/timer threads: every assert runs its actions inline
-        return None
 
 
 def _condition_fields(rules: tuple[CompiledRule, ...]) -> dict[str, tuple[str, ...]]:
@@ -83,21 +84,87 @@ class Session:
         """Assert each fact and run every action it triggers (and they trigger) before the next."""
         for fact in facts:
             self._engine._assert_and_run(self._ruleset, self.sid, fact)
+            if self.collector.errors:
+                break  # the ask has failed: no more work for it
         self.collector.check()
 
 
 # One encoder for every fact: json.dumps with options would build a new one per call. Compact
 # separators keep the text durable parses short; non-ASCII stays as is, as durable's own wrapper sends it.
-_ENCODER = json.JSONEncoder(ensure_ascii=False, check_circular=False, separators=(",", ":"))
+# allow_nan=False: NaN and infinities raise ValueError rather than reach durable (see durable_json).
+_ENCODER = json.JSONEncoder(ensure_ascii=False, check_circular=False, separators=(",", ":"), allow_nan=False)
 _encode = _ENCODER.encode
 # JSONEncoder.encode makes its C encoder anew on every call, half the cost of encoding a small fact:
 # this is that C encoder, made once with the same options (the same text), where Python has it.
 _c_encoder = json.encoder.c_make_encoder and json.encoder.c_make_encoder(
-    None, _ENCODER.default, json.encoder.encode_basestring, None, ":", ",", False, False, True)
+    None, _ENCODER.default, json.encoder.encode_basestring, None, ":", ",", False, False, False)
+
+# What durable-rules' JSON reader takes (src/rules/json.c and state.c of durable-rules 2.0.28, the
+# pinned version): a number is an optional '-' and digits, then optionally '.' and digits, and only
+# after that fraction an exponent. Python writes 1e-05, 2e+16 and 5e-324 without a '.', so durable
+# stops at the 'e' and refuses the whole fact (error 204); '1.0e-05' it reads. Integers it reads with
+# atoll, which saturates outside 64 bits (10**20 would compare as 9223372036854775807); 'NaN' it reads
+# as null and 'Infinity' not at all. -0.0, subnormals and the largest doubles it reads as written.
+_LONG_LONG = 2**63 - 1
 
 
-def _encode_fact(fact: dict[str, Any]) -> str:
-    return "".join(_c_encoder(fact, 0)) if _c_encoder else _encode(fact)
+def durable_number(value: int | float) -> str:
+    """A number as durable-rules reads it back: Python's shortest repr, with '.0' before a bare exponent,
+    and integers outside 64 bits as the nearest double. ValueError for NaN and infinities, which
+    durable cannot hold (and no fact should)."""
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"{value!r} is not a finite number")
+        text = float.__repr__(value)
+        if "e" in text and "." not in text:
+            mantissa, _, exponent = text.partition("e")
+            text = f"{mantissa}.0e{exponent}"
+        return text
+    if -_LONG_LONG <= value <= _LONG_LONG:
+        return int.__repr__(value)
+    try:
+        return durable_number(float(value))
+    except OverflowError:
+        raise ValueError(f"an integer of {len(str(abs(value)))} digits is beyond any double") from None
+
+
+def durable_json(value: Any, where: str = "") -> str:
+    """JSON text of `value` that durable-rules reads back as the same values (see durable_number); the
+    slow, exact path behind _encode_fact, and the encoder of ruleset definitions. EngineError, naming
+    the field, for a value durable cannot hold."""
+    if value is None or value is True or value is False:
+        return "null" if value is None else "true" if value else "false"
+    if isinstance(value, str):
+        try:
+            value.encode()
+        except UnicodeEncodeError:  # a lone surrogate (a file name's undecodable byte): escaped, not refused
+            return json.encoder.encode_basestring_ascii(value)
+        return json.encoder.encode_basestring(value)
+    if isinstance(value, int | float):
+        try:
+            return durable_number(value)
+        except ValueError as err:
+            raise EngineError(f"'{where or 'value'}' cannot be given to durable-rules: {err}") from None
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{durable_json(str(k))}:{durable_json(v, f'{where}.{k}' if where else str(k))}"
+                              for k, v in value.items()) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ",".join(durable_json(v, f"{where}[{i}]") for i, v in enumerate(value)) + "]"
+    raise EngineError(f"'{where or 'value'}' is a {type(value).__name__}, which durable-rules cannot hold")
+
+
+def _encode_fact(fact: dict[str, Any], exact: bool = False) -> str:
+    """The JSON durable gets for a (slim) fact: the C encoder's text, or durable_json's where a number in it
+    is one that durable would read otherwise (`exact`: the caller saw one, as _Ruleset.slim does while it
+    copies the fields, which costs less than searching the text). NaN and infinities raise in the encoder."""
+    if exact:
+        return durable_json(fact, fact.get("kind", ""))
+    try:
+        return "".join(_c_encoder(fact, 0)) if _c_encoder else _encode(fact)
+    except ValueError:  # allow_nan=False: durable_json names the field
+        return durable_json(fact, fact.get("kind", ""))
+
+
 # durable's assert result codes besides 0 (RULES_OK): its rules.h calls them ERR_EVENT_NOT_HANDLED,
 # ERR_EVENT_OBSERVED and ERR_EVENT_DEFERRED (handed to a queue callback, which gpukb never sets)
 _NOT_HANDLED, _OBSERVED, _DEFERRED = 1, 2, 3
@@ -139,18 +206,29 @@ class _Ruleset:
         if gate is not None and type(text := fact.get(gate[0])) is str and text not in gate[1]:
             return None
         slim = {"fid": fact["fid"]}  # filled in place: a comprehension unpacked into it was a second dict
+        exact = False  # a number that durable reads otherwise as Python writes it (see durable_number)
         for k in fields:
             if k in fact:
-                slim[k] = fact[k]
+                value = slim[k] = fact[k]
+                number = type(value)
+                if number is float:
+                    # Python writes an exponent below 1e-4 and from 1e16 (not always with a '.'); NaN too
+                    if value and not 1e-4 <= abs(value) < 1e16:
+                        exact = True
+                elif number is int and not -_LONG_LONG <= value <= _LONG_LONG:
+                    exact = True
         slim["sid"] = sid
-        return _encode_fact(slim)
+        return _encode_fact(slim, exact)
 
     def put(self, fact: dict[str, Any], sid: str) -> int | None:
         """Assert a fact; the state handle whose agenda may now hold actions, or None."""
         encoded = self.slim(fact, sid)
         if encoded is None:
             return None
-        code, state = _c_assert_fact(self.handle, encoded)
+        try:
+            code, state = _c_assert_fact(self.handle, encoded)
+        except _DurableError as err:  # durable_json writes what durable reads: this is a bug, named
+            raise EngineError(f"durable-rules refused a {fact['kind']} fact ({err})") from None
         if code == _NOT_HANDLED:  # no rule condition accepts it
             return None
         if code == _OBSERVED:  # every fact carries a fresh fid, so this is a bug, not an input error
@@ -160,9 +238,16 @@ class _Ruleset:
         return state
 
 
+# Every ruleset has one rule of gpukb's own, which matches only the fact that opens a session (no rule
+# of rules/ can match its kind, which is not one of facts.ALL_KINDS, nor take its name: rule actions
+# end in _v<version>). Firing it sets the new state's action context, which durable leaves unset.
+_OPENING_ACTION = "gpukb_session_opened"
+_OPENING_KIND = "gpukb.session"
+_OPENING_RULE = {"all": [{"s": {"kind": _OPENING_KIND}}]}
+
+
 class Engine:
     def __init__(self) -> None:
-        self._host = _Host()
         self._lock = threading.RLock()
         self._rulesets: dict[str, _Ruleset] = {}
         self._names: dict[tuple[Any, ...], str] = {}  # (KB hash, the task's fields) -> its ruleset's name
@@ -180,16 +265,17 @@ class Engine:
         keys = [compiled.key for compiled in rules]
         name = f"gpukb_{kb.content_hash[:24]}_{hashlib.sha256(' '.join(keys).encode()).hexdigest()[:12]}"
         if name not in self._rulesets:  # tasks that can fire the same rules share one ruleset
-            definition = {}
-            for compiled in rules:
-                rule = compiled.durable_definition()
-                rule["run"] = _never_called
-                definition[compiled.key.replace("@", "_v")] = rule
+            definition = {compiled.key.replace("@", "_v"): compiled.durable_definition() for compiled in rules}
             if not definition:
                 given = ", ".join(f"{field} {value!r}" for field, value in known.items())
                 raise KBDefectError(f"rules/ has no active rule that an ask with {given} can fire")
-            self._host.register_rulesets({name: definition})
-            ruleset = _Ruleset(self._host.get_ruleset(name)._handle, _condition_fields(rules), text_gates(rules))
+            definition[_OPENING_ACTION] = _OPENING_RULE
+            try:
+                handle = _c_create_ruleset(name, durable_json(definition))
+            except _DurableError as err:  # a limit of durable's (rete.h) that the loader does not check
+                raise KBDefectError(f"durable-rules refused the rules an ask with task "
+                                    f"{known.get('task')!r} can fire: {err}") from None
+            ruleset = _Ruleset(handle, _condition_fields(rules), text_gates(rules))
             for compiled in rules:
                 aliases = frozenset(alias for alias, _ in compiled.aliases)
                 ruleset.actions[compiled.key.replace("@", "_v")] = (aliases, self._action(compiled, ruleset))
@@ -202,8 +288,6 @@ class Engine:
 
         def action(sid: str, fids: dict[str, str]) -> None:
             collector = self._collectors[sid]
-            if collector.errors:
-                return  # the ask has failed; let durable drain its agenda without doing more work
             try:
                 matched = {alias: collector.facts[fids[alias]] for alias in aliases}
                 for fact in collector.fire(compiled, matched):
@@ -222,15 +306,36 @@ class Engine:
         if not started:
             return
         message: str | None = started[1]
+        errors = self._collectors[sid].errors
         while message:
             action_name, fids = read_message(message)
             aliases, action = ruleset.actions[action_name]
             if fids.keys() == aliases:
                 action(sid, fids)
             else:  # not the text gpukb asserted (another durable version?): fail the ask, never guess
-                self._collectors[sid].errors.append(
-                    f"{action_name}: durable matched {sorted(fids)}, the rule has {sorted(aliases)}")
+                errors.append(f"{action_name}: durable matched {sorted(fids)}, the rule has {sorted(aliases)}")
+            if errors:  # the ask has failed: the rest of its agenda is left undone (its state is deleted
+                return  # soundly with an action started: see _open), so a bound on firings bounds the work
             message = _c_complete_and_start_action(ruleset.handle, state)
+
+    def _open(self, name: str, sid: str) -> None:
+        """Make the session's state and fire its opening action once, so that durable-rules sets the
+        state's action context (rules/src/rules/state.c, createStateNode, leaves it as malloc left it;
+        startActionForState sets it; completeAndStartAction frees it and sets it to NULL; deleteStateNode
+        frees whatever it holds). Every later state of the context is one durable made: deleting the
+        state is then sound however the ask ends, with or without actions, or with one left started."""
+        handle = self._rulesets[name].handle
+        opening = f'{{"fid":"open","kind":"{_OPENING_KIND}","sid":"{sid}"}}'
+        try:
+            code, state = _c_assert_fact(handle, opening)
+            started = _c_start_action_for_state(handle, state) if code == 0 else None
+            if started is None or not started[1].startswith(f'{{"{_OPENING_ACTION}"'):
+                raise EngineError(f"durable-rules did not open session {sid} (code {code}, {started!r})")
+            rest = _c_complete_and_start_action(handle, state)
+        except _DurableError as err:
+            raise EngineError(f"durable-rules did not open session {sid}: {err}") from None
+        if rest is not None:
+            raise EngineError(f"durable-rules ran {rest[:60]!r} when session {sid} opened")
 
     @contextmanager
     def session(self, kb: KnowledgeBase, collector: Collector, workload: dict[str, Any]) -> Iterator[Session]:
@@ -238,6 +343,7 @@ class Engine:
         with self._lock:
             ruleset = self._ruleset_for(kb, task_fields(workload))
             sid = f"ask{next(self._ids)}"
+            self._open(ruleset, sid)  # a state it fails to open is never deleted: its context may be unset
             self._collectors[sid] = collector
             try:
                 yield Session(self, ruleset, sid, collector)
@@ -249,13 +355,12 @@ class Engine:
                 # again (a full-catalog ask took a quarter more CPU time in fresh processes).
                 previous, self._finished = self._finished, (ruleset, sid)
                 if previous is not None:
-                    with suppress(Exception):  # a session that stored no facts has no state to delete
-                        self._host.delete_state(*previous)
+                    self.delete_state(*previous)
 
-
-def _never_called(_closure: Any) -> None:
-    """durable requires a `run` per rule; gpukb drains the agenda itself and never goes through it."""
-    raise EngineError("durable-rules ran an action through its own dispatcher")
+    def delete_state(self, name: str, sid: str) -> None:
+        """Delete a session's state (one that was opened: see _open)."""
+        with suppress(_DurableError):  # already deleted: durable says ERR_SID_NOT_FOUND and changes nothing
+            _c_delete_state(self._rulesets[name].handle, sid)
 
 
 ENGINE = Engine()

@@ -16,9 +16,10 @@ from . import safepath
 from .architecture import count_parameters
 from .citations import cite
 from .errors import KBError, Problem, located
+from .joins import COMBINATIONS_POLICY, PATTERNS_POLICY, WITHOUT_POLICIES, check_joins
 from .kb import KnowledgeBase
 from .kinds import BY_NAME, KEYED, KINDS, Kind
-from .rules import STAGES, compile_rule
+from .rules import STAGES, CompiledRule, compile_rule
 from .schema import Manifest, Rhetoric
 from .yamlpos import Loc, Located, load_located
 
@@ -160,6 +161,16 @@ def _check_models(r: _Reader) -> None:
                          f"{model.active_params:,} does not match the architecture's {active:,}")
 
 
+def _check_joins(r: _Reader, compiled: list[CompiledRule]) -> None:
+    """No rule joins more patterns, or more combinations of facts over the catalog, than the policies allow
+    (gpukb.joins): durable-rules would hold them all in every ask, and lint would run them in the rule tests."""
+    policies = r.entries["policies"]
+    limits = [policies[pid].value if pid in policies else WITHOUT_POLICIES[pid]
+              for pid in (PATTERNS_POLICY, COMBINATIONS_POLICY)]
+    for excess in check_joins(compiled, len(r.entries["gpus"]), *limits):
+        r.problem_at("rules", excess.rule, ("when", excess.pattern), "R009", excess.message)
+
+
 def read_checkout(root: Path) -> KnowledgeBase:
     root = Path(root)
     r = _Reader(root)
@@ -205,6 +216,7 @@ def read_checkout(root: Path) -> KnowledgeBase:
             r.problem_at("rules", rule_id, loc, code, message)
         if result is not None:
             compiled.append(result)
+    _check_joins(r, compiled)
     if r.problems or manifest is None:
         raise KBError(r.problems)
     return KnowledgeBase(

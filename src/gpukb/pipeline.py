@@ -84,7 +84,7 @@ def _ask_once(kb: KnowledgeBase, resolved: ResolvedWorkload, wfields: dict[str, 
               finish: Callable[[Collector], None] | None, sizes: dict[str, Sized]) -> Answer:
     """One rules-engine session; `raised` sets tensor-parallel sizes per GPU type (latency targets), `sizes`
     training GPU counts (a deadline), `finish` adds steps that look at the whole answer (gpukb.sla)."""
-    c = Collector(kb)
+    c = Collector(kb, len(resolved.gpus))
     policy = c.new_fact("policy", policy_fact(kb), 0)
     wfact = c.new_fact("workload", wfields, 0)
     gpus = [c.new_fact("gpu", gpu_fact(kb, kb.gpus[g], resolved.precision, resolved.kv_cache_precision), 0)

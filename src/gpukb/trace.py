@@ -24,7 +24,18 @@ from .template import TemplateError, check_values, render
 if TYPE_CHECKING:
     from .kb import KnowledgeBase
 
-MAX_FIRINGS = 5000  # a healthy ask fires a few hundred times; more means rules chain without end
+# The bound on an ask's rule firings, which grows with its candidate GPU types (most rules fire once per
+# type): a healthy ask of the packaged KB records 6-10 steps per type and a hundred or so more for the
+# workload (benchmarks/ask_speed.py's workloads, a sweep of tasks over the 28 types). Five times that,
+# it catches rules that chain without end after a fraction of a second, and lets a catalog of 1,028
+# types answer (the fixed 5,000 it replaces failed every ask of one).
+FIRINGS_PER_ASK = 1000
+FIRINGS_PER_GPU = 50
+
+
+def firing_limit(candidates: int) -> int:
+    """The most rule firings one ask over `candidates` GPU types may take."""
+    return FIRINGS_PER_ASK + FIRINGS_PER_GPU * max(candidates, 1)
 
 
 # Plain typed dicts, not models: an ask records hundreds of these and they only need serializing.
@@ -153,8 +164,10 @@ for _name, _descriptor in (("sentence", _Deferred(str, _sentence("en"))), ("sent
 class Collector:
     """Everything one ask derives: facts by id, and the steps that produced them."""
 
-    def __init__(self, kb: KnowledgeBase):
+    def __init__(self, kb: KnowledgeBase, candidates: int = 1):
         self.kb = kb  # the knowledge base asked: steps that are not rules cite its claims
+        self.candidates = candidates  # GPU types asked about: the firing bound grows with them
+        self.max_firings = firing_limit(candidates)
         self.facts: dict[str, dict[str, Any]] = {}
         self.steps: list[TraceStep] = []
         self.matched: list[dict[str, dict[str, Any]]] = []  # per step, the facts it matched by alias
@@ -194,9 +207,10 @@ class Collector:
     def fire(self, compiled: CompiledRule, matched: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
         """The generic action: compute a rule's `then` facts from the matched facts and trace it."""
         self.firings += 1
-        if self.firings > MAX_FIRINGS:
-            raise EngineError(f"more than {MAX_FIRINGS} rule firings in one ask: rules chain without end "
-                              f"(last: {compiled.key})")
+        if self.firings > self.max_firings:
+            raise EngineError(f"more than {self.max_firings:,} rule firings in one ask ({FIRINGS_PER_ASK:,} + "
+                              f"{FIRINGS_PER_GPU} per candidate GPU type, {self.candidates:,} here): rules chain "
+                              f"without end (last: {compiled.key})")
         computed = []  # per output, its expressions and their scope: the step's values, written out when read
         outputs: list[tuple[str, dict[str, Any]]] = []
         for out in compiled.outputs:

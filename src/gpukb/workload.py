@@ -6,6 +6,7 @@ question with defaults applied and the model's architecture filled in, as the An
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from typing import Annotated, Any, Literal
@@ -59,6 +60,25 @@ def _count(value: Any) -> Any:
     return value
 
 
+# More candidate GPU ids than any catalog holds (the packaged one has 28; tests ask one of 1,028): `gpus`
+# is read up to one past this, so an endless iterable is an error rather than all the memory there is.
+MAX_GPU_IDS = 10_000
+
+
+def _gpu_ids(value: Any) -> Any:
+    """At most MAX_GPU_IDS + 1 items of any iterable, read lazily; other values pass to validation."""
+    if value is None or isinstance(value, str | bytes | dict):
+        return value  # validation names what it is
+    try:
+        items = iter(value)
+    except TypeError:
+        return value
+    head = list(itertools.islice(items, MAX_GPU_IDS + 1))
+    if len(head) > MAX_GPU_IDS:
+        raise ValueError(f"more than {MAX_GPU_IDS:,} GPU ids (the catalog has far fewer; `gpu_count` is how many to use)")
+    return head
+
+
 Count = Annotated[int, BeforeValidator(_count)]
 Int = Annotated[int, BeforeValidator(_integer)]
 
@@ -102,7 +122,7 @@ class Workload(BaseModel):
         "without it (before mid-2022, Volta GPUs): the scores are stored and cross memory twice"))
     lora_rank: Int = Field(default=16, gt=0, le=65536)
     gpu_count: Int | None = Field(default=None, gt=0, le=1_000_000)
-    gpus: list[str] | None = Field(default=None, min_length=1)
+    gpus: Annotated[list[str] | None, BeforeValidator(_gpu_ids)] = Field(default=None, min_length=1)
     tokens: Count | None = Field(default=None, gt=0, le=10**16)
     deadline_days: float | None = Field(default=None, gt=0, le=3650, allow_inf_nan=False, description=(
         "training with tokens: days the run may take; each GPU type gets the GPUs (whole nodes past one node) "

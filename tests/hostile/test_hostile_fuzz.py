@@ -4,6 +4,7 @@ refused or evaluated within its time bound."""
 from __future__ import annotations
 
 import contextlib
+import itertools
 
 from cpu_budget import within_cpu_seconds
 from hypothesis import HealthCheck, given, settings
@@ -22,6 +23,10 @@ scalars = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=12),
     st.sampled_from(["7B", "1e400", "2T", "-1", "nan", "inf", "llama-2-7b", "lora", "bf16", "h100-sxm-80gb"]),
     st.lists(st.sampled_from(["h100-sxm-80gb", "l40s-48gb", "", "x"]), max_size=3),
+    # numbers durable-rules once misread or refused (an exponent without a '.', beyond 64 bits), and an
+    # endless iterable (for `gpus`)
+    st.sampled_from([1e-05, 1e-07, 5e-324, 2e16, 1e300, -0.0, 2**63, 10**30]),
+    st.builds(lambda: itertools.repeat("h100-sxm-80gb")),
 )
 fields = st.sampled_from([*Workload.model_fields, "colour"])
 
