@@ -127,7 +127,8 @@ ENGLISH_IN_CHINESE = {
     "ZeRO", "ZeRO-Offload", "NVLink", "PCIe", "FSDP", "AdamW", "adamw", "bf", "fp", "dp", "tp", "pp", "ep", "cp", "flash",
     "kb", "explain", "json", "deadline_days", "pretrain-horizon", "h", "x", "MoE", "SXM", "Infinity", "Fabric", "roofline",
     "NCCL", "all-reduce", "all-gather", "reduce-scatter", "Transformer", "Engine", "Tensor", "Core", "HBM", "vLLM", "SGLang",
-    "e", "T", "W", "NF", "lora-consumer", "mid-size", "cluster",  # 1e9; the decision tree's branches, named as in rules/recommendations
+    # 1e9; the decision tree's branches, named as in rules/recommendations
+    "e", "T", "W", "NF", "lora-consumer", "mid-size", "cluster",
 }
 
 
