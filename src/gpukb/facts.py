@@ -29,8 +29,8 @@ ENGINE_KINDS: dict[str, frozenset[str]] = {
     "gpu": frozenset({
         "gpu", "name", "vendor", "form_factor", "memory_bytes", "memory_bandwidth",
         "flops", "bf16_flops", "fp8_flops", "reference_flops", "has_bf16", "has_fp8", "architecture", "kv_cache_supported",
-        "scale_up_bandwidth",
-        "scale_up_domain", "pcie_bandwidth", "peer_bandwidth", "devices", "tdp", "liquid_only", "air_cooled", "consumer", "segment",
+        "scale_up_bandwidth", "peer_bandwidth", "devices",
+        "scale_up_domain", "pcie_bandwidth", "tdp", "liquid_only", "air_cooled", "consumer", "segment",
         "price_usd", "usd_per_gpu_hour", "price_source", "price_as_of", "price_instance",
         "utilisation", "node_network_bandwidth", "utilisation_policy", "node_network_bandwidth_policy",
         "elementwise_work", "elementwise_work_policy", "utilisation_hidden_size", "utilisation_hidden_size_policy",

@@ -113,8 +113,9 @@ def _ask_once(kb: KnowledgeBase, resolved: ResolvedWorkload, wfields: dict[str, 
     model_ref = model_reference(resolved, catalog.hf_repo if catalog else None)
     reserve = policy["reserve_fraction"]
     return build_answer(c, kb.version, kb.content_hash, resolved, memory, prices,
-                        launch=lambda strategy, plan: launch_commands(model_ref, resolved, strategy, reserve, plan,
-                                                                   kb.gpus[plan["gpu"]].fp8_flops is not None),
+                        launch=lambda strategy, plan, capacity: launch_commands(
+                            model_ref, resolved, strategy, reserve, plan, kb.gpus[plan["gpu"]].fp8_flops is not None,
+                            capacity),
                         largest_cluster=round(kb.policy(LARGEST_CLUSTER)))
 
 

@@ -439,7 +439,7 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
             text += f" Consumer cards: at most {box} GPUs, one box ({_BOXED})."
         if gpu["devices"] > 1:
             text += (f" {gpu['name']} is {gpu['devices']} devices to the framework, planned as such: GPU counts are "
-                     f"devices of {gpu['memory_bytes'] / 1e9:,.1f} GB ({count} = {count / gpu['devices']:g} packages).")
+                     f"devices of {gpu['memory_bytes'] / 1e9:,.1f} GB, {gpu['devices']} per package.")
         if raised is not None and inference:
             text += f" {raised.because}"
         if size is not None and not inference:
@@ -466,7 +466,7 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
             text += f"消费级显卡：最多 {box} 块 GPU，一台机器（{_BOXED_ZH}）。"
         if gpu["devices"] > 1:
             text += (f"{gpu['name']} 对框架而言是 {gpu['devices']} 个设备，按设备规划：GPU 数指每个 "
-                     f"{gpu['memory_bytes'] / 1e9:,.1f} GB 的设备（{count} 个 = {count / gpu['devices']:g} 个封装）。")
+                     f"{gpu['memory_bytes'] / 1e9:,.1f} GB 的设备，每个封装 {gpu['devices']} 个。")
         return text
 
     (plan,) = collector.record(
