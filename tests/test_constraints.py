@@ -128,7 +128,7 @@ def test_a_remedy_is_not_already_in_the_plan_and_is_possible_on_its_gpu(kb, work
         assert "zero-3" not in by_id
     if s.offload != "none":
         assert "offload-optimizer" not in by_id
-    if kb.gpus[best.gpu].scale_up_domain == 1 or s.tensor_parallel > 1 or best.count == 1 and workload.get("gpu_count"):
+    if kb.gpus[best.gpu].scale_up_domain == 1 or s.tensor_parallel > 1 or workload.get("gpu_count") == 1:
         assert "tensor-parallel" not in by_id
 
 
