@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+import gpukb
 from gpukb import WorkloadError
 
 REPO = Path(__file__).resolve().parent.parent
@@ -180,10 +181,12 @@ def test_answers_without_the_new_fields_keep_their_workload_json(kb):
 
 def test_the_vllm_command_line_of_a_catalog_model(kb):
     (option,) = kb.ask({"model": "llama-2-7b", "task": "inference", "gpus": ["h100-sxm-80gb"]}).options
-    # 1 - reserve-fraction 0.10 = 0.9, seq_len 4096, batch_size 1, 16-bit KV cache
+    # 1 - reserve-fraction 0.10 = 0.9, seq_len 4096, 16-bit KV cache; no latency target, so the engine may run
+    # as many sequences as the replica's KV-cache memory holds at the full context
+    assert option.max_concurrency > 1
     assert option.launch["vllm"] == ("vllm serve meta-llama/Llama-2-7b-hf --tensor-parallel-size 1 "
                                      "--pipeline-parallel-size 1 --gpu-memory-utilization 0.9 --max-model-len 4096 "
-                                     "--max-num-seqs 1 --kv-cache-dtype auto --dtype bfloat16")
+                                     f"--max-num-seqs {option.max_concurrency} --kv-cache-dtype auto --dtype bfloat16")
 
 
 def test_the_sglang_command_line_of_a_catalog_model(kb):
@@ -197,7 +200,7 @@ def test_the_sglang_command_line_of_a_catalog_model(kb):
     assert fraction == 0.8867
     assert option.launch["sglang"] == (
         "python -m sglang.launch_server --model-path meta-llama/Llama-2-7b-hf --tp-size 1 "
-        f"--mem-fraction-static {fraction:g} --context-length 4096 --max-running-requests 4 "
+        f"--mem-fraction-static {fraction:g} --context-length 4096 --max-running-requests {option.max_concurrency} "
         "--kv-cache-dtype fp8_e4m3 --dtype bfloat16")
 
 
@@ -220,7 +223,9 @@ def test_gpukb_ask_launch_sglang_prints_the_command_alone():
     args = ["ask", "--model", "llama-2-7b", "--task", "inference", "--gpu", "h100-sxm-80gb", "--launch", "sglang"]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
-    assert result.stdout.startswith("python -m sglang.launch_server --model-path meta-llama/Llama-2-7b-hf --tp-size 1 ")
+    comment, line = result.stdout.splitlines()
+    assert comment == "# h100-sxm-80gb x 1 GPU: tensor parallel 1, pipeline parallel 1, data parallel 1, 1 node"
+    assert line.startswith("python -m sglang.launch_server --model-path meta-llama/Llama-2-7b-hf --tp-size 1 ")
     result = CliRunner().invoke(app, [*args[:-1], "sglang", "--precision", "int4"])
     assert result.exit_code == 1 and "sglang has no in-flight int4 flag" in result.stderr
 
@@ -256,15 +261,17 @@ def test_the_vllm_command_line_follows_the_plan_and_the_formats(kb):
     w = {"model": "llama-2-70b", "task": "inference", "gpus": ["h100-sxm-80gb"], "precision": "fp8",
          "kv_cache_precision": "fp8", "batch_size": 16, "seq_len": 4096}
     (option,) = kb.ask(w).options
+    assert option.max_concurrency >= 16
     assert option.launch["vllm"] == (
         "vllm serve meta-llama/Llama-2-70b-hf --tensor-parallel-size 2 --pipeline-parallel-size 1 "
-        "--gpu-memory-utilization 0.9 --max-model-len 4096 --max-num-seqs 16 --kv-cache-dtype fp8 --quantization fp8")
+        f"--gpu-memory-utilization 0.9 --max-model-len 4096 --max-num-seqs {option.max_concurrency} "
+        "--kv-cache-dtype fp8 --quantization fp8")
     (option,) = kb.ask({**w, "gpus": ["a100-sxm-80gb"], "precision": "int4", "kv_cache_precision": None,
                         "placement": "all", "gpu_count": 4}).options
     assert option.strategy.data_parallel == 4
     assert option.launch["vllm"] == (
         "vllm serve meta-llama/Llama-2-70b-hf --tensor-parallel-size 1 --pipeline-parallel-size 1 "
-        "--data-parallel-size 4 --gpu-memory-utilization 0.9 --max-model-len 4096 --max-num-seqs 16 "
+        f"--data-parallel-size 4 --gpu-memory-utilization 0.9 --max-model-len 4096 --max-num-seqs {option.max_concurrency} "
         "--kv-cache-dtype auto --quantization bitsandbytes")
 
 
@@ -292,9 +299,11 @@ def test_gpukb_ask_launch_prints_the_command_line():
     result = runner.invoke(app, ["ask", "--model", "llama-3-8b", "--task", "inference", "--gpu", "l4-24gb",
                                  "--launch", "vllm"])
     assert result.exit_code == 0, result.output
-    assert result.stdout == ("vllm serve meta-llama/Meta-Llama-3-8B --tensor-parallel-size 1 --pipeline-parallel-size 1 "
-                             "--gpu-memory-utilization 0.9 --max-model-len 4096 --max-num-seqs 1 --kv-cache-dtype auto "
-                             "--dtype bfloat16\n")
+    seqs = gpukb.ask({"model": "llama-3-8b", "task": "inference", "gpus": ["l4-24gb"]}).best.max_concurrency
+    assert result.stdout == ("# l4-24gb x 1 GPU: tensor parallel 1, pipeline parallel 1, data parallel 1, 1 node\n"
+                             "vllm serve meta-llama/Meta-Llama-3-8B --tensor-parallel-size 1 --pipeline-parallel-size 1 "
+                             f"--gpu-memory-utilization 0.9 --max-model-len 4096 --max-num-seqs {seqs} "
+                             "--kv-cache-dtype auto --dtype bfloat16\n")
     result = runner.invoke(app, ["ask", "--model", "llama-3-8b", "--task", "inference", "--launch", "tgi"])
     assert result.exit_code == 2 and "unknown engine" in result.output
 

@@ -262,7 +262,7 @@ def test_the_decision_tree_is_derived_from_the_recommendation_rules(kb, checkout
         for test in path(rule):
             assert esc(test) in page
     # the drawing speaks the reader's language, not the engine's
-    assert "If: LoRA or QLoRA" in words and "parameters ≥ 100B" in words and "one GPU, a consumer card" in words
+    assert "If: LoRA or QLoRA" in words and "parameters ≥ 100B" in words and "one GPU, no CPU offload, a consumer card" in words
     assert "fits is true" not in words and "p.gpu" not in words and "'lora'" not in words
     zh_words = _svg_texts(P.diagram(P.Context.build(kb, [], "zh")))
     assert "如果：LoRA或QLoRA" in zh_words and "参数量 ≥ 1000 亿" in zh_words

@@ -97,7 +97,7 @@ MUTATIONS = [
              "elementwise_bytes: (16 * w.layers * w.hidden_size + 4 * w.layers", (RULE_TESTS,)),
     # the matrix multiplies' efficiency comes from the 16-bit rate it was measured at, whatever the precision
     Mutation("efficiency-at-the-precisions-ridge", "src/gpukb/resolve.py",
-             '"reference_flops": _rate(gpu, FLOPS_ORDER["bf16"]),',
+             '"reference_flops": _rate(gpu, FLOPS_ORDER["bf16"]) / n,',
              '"reference_flops": flops,', (RULE_TESTS,)),
     # FP8 training doubles the multiplies' rate, not the element-wise work's: the utilisation is carried from
     # the 16-bit ridge it was measured at

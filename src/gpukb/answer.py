@@ -226,12 +226,21 @@ def _remedy(c: Collector, fact: dict[str, Any]) -> Remedy:
         change = f"{fact['efficiency_before']:.0%} → {fact['efficiency_after']:.0%}"
         effect = f"scaling efficiency {change}" + (f" on {fact['gpu']}" if fact.get("gpu") else "")
         effect_zh = (f"{fact['gpu']} 上" if fact.get("gpu") else "") + f"扩展效率 {change}"
+    elif fact.get("gpu"):  # a change to that GPU type's plan: what each of its GPUs holds less
+        saved = gb(fact.get("effect_bytes", 0))
+        effect, effect_zh = f"saves about {saved} per GPU on {fact['gpu']}", f"{fact['gpu']} 上每块 GPU 约节省 {saved}"
     else:
         saved = gb(fact.get("effect_bytes", 0))
         effect, effect_zh = f"saves about {saved}", f"约节省 {saved}"
     return Remedy(id=fact["remedy"], title=fact["title"], effect=effect, effect_bytes=round(fact.get("effect_bytes", 0)),
                   rule=step.rule, claims=[cl.id for cl in step.claims], gpu=fact.get("gpu") or None,
                   title_zh=fact.get("title_zh", ""), effect_zh=effect_zh)
+
+
+def _improves(fact: dict[str, Any]) -> bool:
+    if fact.get("efficiency_after") is not None:
+        return fact["efficiency_after"] > fact["efficiency_before"]
+    return fact.get("effect_bytes", 0) > 0
 
 
 DEFAULT_TIER = 1  # options no decision-tree branch prefers; a preferred option has tier 0 (marked, never ranked up)
@@ -272,7 +281,7 @@ def cost_sort_key(o: Option, usd_per_million_tokens: float | None) -> tuple[Any,
 
 def build_answer(c: Collector, kb_version: str, kb_hash: str, workload: ResolvedWorkload,
                  memory: dict[str, Any], prices: dict[str, float],
-                 launch: Callable[[Strategy, dict[str, Any]], dict[str, str]] | None = None,
+                 launch: Callable[[Strategy, dict[str, Any], int | None], dict[str, str]] | None = None,
                  largest_cluster: int = 0) -> Answer:
     of_kind: dict[str, list[dict[str, Any]]] = {}
     for fact in c.facts.values():
@@ -307,7 +316,8 @@ def build_answer(c: Collector, kb_version: str, kb_hash: str, workload: Resolved
         option = Option(
             gpu=gpu, count=plan["count"], fits=fits, per_gpu_bytes=round(plan["per_gpu_bytes"]),
             usable_bytes=round(plan["usable_bytes"]), memory=_memory(plan, plan["per_gpu_bytes"]),
-            strategy=strategy, launch=(launch(strategy, plan) or None) if launch else None,
+            strategy=strategy,
+            launch=(launch(strategy, plan, capacity["max_concurrency"] if capacity else None) or None) if launch else None,
             tokens_per_s=rank["tokens_per_s"] if rank else None,
             time_to_train_s=(rank.get("time_to_train_s") or None) if rank else None,
             efficiency=rank.get("efficiency") if rank else None,
@@ -345,8 +355,9 @@ def build_answer(c: Collector, kb_version: str, kb_hash: str, workload: Resolved
     remedies: dict[tuple[str, str], Remedy] = {}
     best = options[0].gpu if options else ""
     for fact in sorted(of_kind.get("remedy", []), key=lambda r: (-r.get("effect_bytes", 0), r["remedy"], r.get("gpu", ""))):
-        # GPU-specific remedies are listed for the best option only; general ones once
-        if fact.get("gpu") and fact["gpu"] != best:
+        # GPU-specific remedies are listed for the best option only; general ones once; one that changes
+        # nothing (no bytes saved, no efficiency gained) is no remedy
+        if (fact.get("gpu") and fact["gpu"] != best) or not _improves(fact):
             continue
         key = (fact["remedy"], fact.get("gpu") or "")
         remedies.setdefault(key, _remedy(c, fact))

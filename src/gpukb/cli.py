@@ -173,14 +173,15 @@ def ask(
     }
     workload = {k: (v.value if isinstance(v, Enum) else v) for k, v in values.items() if v is not None}
     try:
-        answer = load_kb(root).ask(workload)
+        kb = load_kb(root)
+        answer = kb.ask(workload)
     except KBError as error:
         _fail_kb(error)
     except ASK_ERRORS as error:
         err.print(f"error: {clean(error)}", markup=False, highlight=False)
         raise typer.Exit(2) from None
     if launch is not None:
-        _print_launch(answer, launch)
+        _print_launch(answer, launch, kb)
         return
     if as_json:
         sys.stdout.write(answer.model_dump_json(indent=2) + "\n")
@@ -194,9 +195,10 @@ def ask(
         raise typer.Exit(NOTHING_FITS)
 
 
-def _print_launch(answer: Any, engine: str) -> None:
-    """The best option's command line for `engine`, alone on stdout, so a script can run it."""
-    from .launch import ENGINES, missing
+def _print_launch(answer: Any, engine: str, kb: Any) -> None:
+    """The best option's command line for `engine` on stdout, after a shell comment naming the option it is
+    for (GPU type, count, layout), so a script can still run it."""
+    from .launch import ENGINES, missing, option_comment
 
     if engine not in ENGINES:
         err.print(f"error: --launch: unknown engine '{clean(engine)}' (engines: {', '.join(ENGINES)})", markup=False)
@@ -208,7 +210,8 @@ def _print_launch(answer: Any, engine: str) -> None:
             else missing(engine, answer.workload)
         err.print(clean(f"error: --launch: {why}"), markup=False, highlight=False)
         raise typer.Exit(NOTHING_FITS if best is None else 1)
-    sys.stdout.write(clean(command) + "\n")
+    comment = option_comment(best.gpu, best.count, best.strategy, kb.gpus[best.gpu].devices)
+    sys.stdout.write(clean(comment) + "\n" + clean(command) + "\n")
 
 
 def _print_answer(answer: Any, lang: Lang) -> None:

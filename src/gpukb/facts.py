@@ -25,11 +25,11 @@ ENGINE_KINDS: dict[str, frozenset[str]] = {
     "policy": frozenset({"reserve_fraction", "runtime_overhead", "prefill_chunk", "scaling_efficiency_floor",
                          "decode_bandwidth_utilisation", "decode_step_floor", "allreduce_base_latency",
                          "allreduce_hop_latency_nvlink", "allreduce_hop_latency_pcie", "pipeline_microbatches_per_stage",
-                         "host_memory_per_gpu"}),
+                         "host_memory_per_gpu", "consumer_nodes"}),
     "gpu": frozenset({
         "gpu", "name", "vendor", "form_factor", "memory_bytes", "memory_bandwidth",
         "flops", "bf16_flops", "fp8_flops", "reference_flops", "has_bf16", "has_fp8", "architecture", "kv_cache_supported",
-        "scale_up_bandwidth",
+        "scale_up_bandwidth", "peer_bandwidth", "devices",
         "scale_up_domain", "pcie_bandwidth", "tdp", "liquid_only", "air_cooled", "consumer", "segment",
         "price_usd", "usd_per_gpu_hour", "price_source", "price_as_of", "price_instance",
         "utilisation", "node_network_bandwidth", "utilisation_policy", "node_network_bandwidth_policy",
@@ -39,6 +39,7 @@ ENGINE_KINDS: dict[str, frozenset[str]] = {
         "gpu", "count", "dp", "tp", "pp", "ep", "cp", "zero_stage", "checkpointing", "offload", "weights",
         "gradients", "optimizer", "activations", "kv_cache", "overhead", "per_gpu_bytes",
         "usable_bytes", "capacity_bytes", "fits", "fill", "nodes", "tp_over_pcie", "limit", "host_bytes", "short_of",
+        "box_limit", "devices",
     }),
     "fleet": frozenset({"candidates", "max_usable_bytes", "largest_gpu", "fitting"}),
 }

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 ALLOWED: frozenset[tuple[str, str]] = frozenset({
     *(("ast", name) for name in (
         "Add", "And", "Attribute", "BinOp", "BoolOp", "Call", "Compare", "Constant", "Div", "Eq", "Expression",
-        "Gt", "GtE", "IfExp", "In", "List", "Load", "Lt", "LtE", "Mult", "Name", "NotEq", "Sub")),
+        "Gt", "GtE", "IfExp", "In", "List", "Load", "Lt", "LtE", "Mod", "Mult", "Name", "NotEq", "NotIn", "Sub")),
     ("datetime", "date"),
     ("gpukb.citations", "CitedClaim"),
     ("gpukb.expr", "_restore"),

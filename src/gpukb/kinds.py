@@ -67,7 +67,7 @@ KINDS: tuple[Kind, ...] = (
     Kind("gpus", "gpu", "kb/gpus", Gpu, _common(Ref("superseded_by", "gpus"), Ref("scale_up", "interconnects"),
                                                Ref("pcie", "interconnects"), Ref("price.source", "sources"),
                                                Ref("cloud_prices.source", "sources"),
-                                               Ref("memory_source", "sources"))),
+                                               Ref("memory_source", "sources"), Ref("devices_source", "sources"))),
     Kind("models", "model", "kb/models", Model, _common(Ref("superseded_by", "models"))),
     Kind("interconnects", "interconnect", "kb/interconnects", Interconnect,
          _common(Ref("superseded_by", "interconnects")), shown=("name", "kind", "bandwidth", "quoted", "notes")),

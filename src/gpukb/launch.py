@@ -47,7 +47,27 @@ def model_reference(w: ResolvedWorkload, hf_repo: str | None) -> str | None:
     return hf_repo
 
 
-def vllm_command(model: str, w: ResolvedWorkload, strategy: Any, reserve_fraction: float) -> str:
+def max_sequences(w: ResolvedWorkload, capacity: int | None) -> int:
+    """The engine's cap on concurrent sequences (vLLM --max-num-seqs, SGLang --max-running-requests): the batch
+    where latency targets were planned at it; otherwise the larger of the batch and the sequences a replica's
+    KV-cache memory holds at the full context (the capacity rule's max_concurrency), so the engine neither
+    turns away the planned batch nor leaves the memory the plan frees unused."""
+    if w.ttft_ms or w.tpot_ms:
+        return max(1, w.batch_size)
+    return max(1, w.batch_size, capacity or 0)
+
+
+def option_comment(gpu: str, count: int, strategy: Any, devices: int = 1) -> str:
+    """The shell comment that names the option a command line is for: GPU type, count and layout."""
+    packages = f" ({devices} per package)" if devices > 1 else ""
+    unit = "device" if devices > 1 else "GPU"
+    layout = (f"tensor parallel {strategy.tensor_parallel}, pipeline parallel {strategy.pipeline_parallel}, "
+              f"data parallel {strategy.data_parallel}, {strategy.nodes} node{'s' if strategy.nodes != 1 else ''}")
+    return f"# {gpu} x {count} {unit}{'s' if count != 1 else ''}{packages}: {layout}"
+
+
+def vllm_command(model: str, w: ResolvedWorkload, strategy: Any, reserve_fraction: float,
+                 capacity: int | None = None) -> str:
     """`vllm serve` for one replica group: tensor x pipeline parallel, the reserve as gpu_memory_utilization."""
     args = ["vllm", "serve", model,
             "--tensor-parallel-size", str(strategy.tensor_parallel),
@@ -56,7 +76,7 @@ def vllm_command(model: str, w: ResolvedWorkload, strategy: Any, reserve_fractio
         args += ["--data-parallel-size", str(strategy.data_parallel)]
     args += ["--gpu-memory-utilization", f"{round(1 - reserve_fraction, 4):g}",
              "--max-model-len", str(w.seq_len),
-             "--max-num-seqs", str(w.batch_size),
+             "--max-num-seqs", str(max_sequences(w, capacity)),
              "--kv-cache-dtype", VLLM_KV_DTYPE.get(w.kv_cache_precision or "", "auto")]
     if w.precision in VLLM_DTYPE:
         args += ["--dtype", VLLM_DTYPE[w.precision]]
@@ -66,7 +86,7 @@ def vllm_command(model: str, w: ResolvedWorkload, strategy: Any, reserve_fractio
 
 
 def sglang_command(model: str, w: ResolvedWorkload, strategy: Any, reserve_fraction: float,
-                   activations_share: float) -> str:
+                   activations_share: float, capacity: int | None = None) -> str:
     """`python -m sglang.launch_server` for one replica group. SGLang's --mem-fraction-static is the share of
     GPU memory for the weights and the KV-cache pool; the rest holds activations and CUDA graphs. With the
     reserve policy that is 1 - reserve - the plan's activations per GPU (a share of the GPU's memory), so the
@@ -79,7 +99,7 @@ def sglang_command(model: str, w: ResolvedWorkload, strategy: Any, reserve_fract
         args += ["--dp-size", str(strategy.data_parallel)]
     args += ["--mem-fraction-static", f"{round(1 - reserve_fraction - activations_share, 4):g}",
              "--context-length", str(w.seq_len),
-             "--max-running-requests", str(w.batch_size),
+             "--max-running-requests", str(max_sequences(w, capacity)),
              "--kv-cache-dtype", SGLANG_KV_DTYPE.get(w.kv_cache_precision or "", "auto")]
     if w.precision in SGLANG_DTYPE:
         args += ["--dtype", SGLANG_DTYPE[w.precision]]
@@ -89,7 +109,8 @@ def sglang_command(model: str, w: ResolvedWorkload, strategy: Any, reserve_fract
 
 
 def launch_commands(model: str | None, w: ResolvedWorkload, strategy: Any, reserve_fraction: float,
-                    plan: dict[str, Any] | None = None, has_fp8: bool = True) -> dict[str, str]:
+                    plan: dict[str, Any] | None = None, has_fp8: bool = True,
+                    capacity: int | None = None) -> dict[str, str]:
     """Engine name → command line; empty for training and for custom models (no checkpoint to name).
 
     An engine is left out where it has no setting for the workload: a 1-byte KV cache on a GPU without
@@ -98,10 +119,10 @@ def launch_commands(model: str | None, w: ResolvedWorkload, strategy: Any, reser
         return {}
     if w.kv_cache_precision in ("fp8", "int8") and not has_fp8:
         return {}
-    commands = {"vllm": vllm_command(model, w, strategy, reserve_fraction)}
+    commands = {"vllm": vllm_command(model, w, strategy, reserve_fraction, capacity)}
     if w.precision not in QUANTIZED_WEIGHTS:
         share = plan["activations"] / plan["capacity_bytes"] if plan else 0.0
-        commands["sglang"] = sglang_command(model, w, strategy, reserve_fraction, share)
+        commands["sglang"] = sglang_command(model, w, strategy, reserve_fraction, share, capacity)
     return commands
 
 

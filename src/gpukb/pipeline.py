@@ -71,7 +71,8 @@ def _answer(kb: KnowledgeBase, w: Workload) -> Answer:
 
     # latency targets: the fewest GPUs that meet them, by raising tensor parallelism where they are missed
     if has_targets(resolved):
-        return fewest_meeting(resolved, run, {g: kb.gpus[g].scale_up_domain for g in resolved.gpus})
+        return fewest_meeting(resolved, run, {g: kb.gpus[g].scale_up_domain * kb.gpus[g].devices
+                                                for g in resolved.gpus})
     # a deadline (or the pre-training horizon): per GPU type, the cluster that trains the tokens in time
     if resolved.task != "inference" and resolved.deadline_days and resolved.tokens:
         most = min(resolved.gpu_count or NO_LIMIT, round(kb.policy(LARGEST_CLUSTER)))
@@ -107,13 +108,14 @@ def _ask_once(kb: KnowledgeBase, resolved: ResolvedWorkload, wfields: dict[str, 
         session.assert_facts([*plans, fleet])
     if finish is not None:
         finish(c)
-    prices = {g: kb.gpus[g].price.usd for g in resolved.gpus if kb.gpus[g].price}
+    prices = {g: kb.gpus[g].price.usd / kb.gpus[g].devices for g in resolved.gpus if kb.gpus[g].price}  # per device
     catalog = kb.models.get(resolved.model) if not resolved.config_file else None
     model_ref = model_reference(resolved, catalog.hf_repo if catalog else None)
     reserve = policy["reserve_fraction"]
     return build_answer(c, kb.version, kb.content_hash, resolved, memory, prices,
-                        launch=lambda strategy, plan: launch_commands(model_ref, resolved, strategy, reserve, plan,
-                                                                   kb.gpus[plan["gpu"]].fp8_flops is not None),
+                        launch=lambda strategy, plan, capacity: launch_commands(
+                            model_ref, resolved, strategy, reserve, plan, kb.gpus[plan["gpu"]].fp8_flops is not None,
+                            capacity),
                         largest_cluster=round(kb.policy(LARGEST_CLUSTER)))
 
 

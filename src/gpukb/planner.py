@@ -349,8 +349,14 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
     the GPUs a deadline needs (gpukb.deadline): the least intrusive layout on that many, as placement 'all'.
     """
     inference = w.task == "inference"
-    limit = w.gpu_count or NO_LIMIT
+    # consumer cards stay inside one box (policy consumer-nodes: their driver licence excludes data-centre
+    # deployment, and they have no scale-out network): a tighter limit than gpu_count, or the only one
+    box = NODE_SIZE * int(policy["consumer_nodes"]) if gpu["consumer"] else 0
+    boxed = bool(box) and box < (w.gpu_count or NO_LIMIT)
+    limit = box if boxed else (w.gpu_count or NO_LIMIT)
     every = size.count if size is not None and not inference else (limit if w.placement == "all" else None)
+    if every and boxed:  # a deadline's cluster of consumer cards is still one box
+        every = min(every, box)
     base = {"m": memory, "w": wfact}
     usable = float(USABLE.evaluate({"g": gpu, "p": policy}))
     host_usable = policy["host_memory_per_gpu"]
@@ -380,7 +386,7 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
         chosen = _use_all(chosen, every)
     if chosen is None:  # the closest miss: the layout with the least memory per GPU at the limit
         # with no gpu_count limit only the unshardable part can fail to fit: show it at one node
-        chosen = _closest_miss(w, base, tried, limit if w.gpu_count else NODE_SIZE, inference, cache)
+        chosen = _closest_miss(w, base, tried, limit if w.gpu_count or boxed else NODE_SIZE, inference, cache)
     parts = cache.parts_of(chosen.layout, chosen.dp, base)
     per_gpu = float(PER_GPU.evaluate(parts))
     s = chosen.layout
@@ -393,7 +399,8 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
         "offload": s.offload, **parts, "per_gpu_bytes": per_gpu, "usable_bytes": usable,
         "capacity_bytes": gpu["memory_bytes"], "fits": fits, "fill": per_gpu / gpu["memory_bytes"],
         "nodes": math.ceil(chosen.count / NODE_SIZE), "tp_over_pcie": s.tp > 1 and gpu["scale_up_domain"] < s.tp,
-        "limit": limit if w.gpu_count else 0, "host_bytes": host,
+        "limit": limit if w.gpu_count or boxed else 0, "host_bytes": host, "box_limit": box if boxed else 0,
+        "devices": gpu["devices"],
         # what a plan that does not fit is short of: GPU memory, or CPU memory for its offloaded state
         "short_of": "" if fits else ("host" if per_gpu <= usable and host > host_usable else "gpu"),
     }
@@ -425,8 +432,14 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
                 f"({gpu['memory_bytes'] / 1e9:,.1f} GB less the {policy['reserve_fraction']:.0%} reserve, which holds "
                 f"the runtime overhead){offloaded()}: {verdict}.")
         if not fits:
-            text += (f" This is the closest of {strategies} strategies within gpu_count {limit}." if w.gpu_count else
+            text += (f" This is the closest of {strategies} strategies within {_within(limit, boxed)}."
+                     if w.gpu_count or boxed else
                      " Memory that no sharding divides (activations of one micro-batch, runtime overhead) alone exceeds it.")
+        elif boxed:
+            text += f" Consumer cards: at most {box} GPUs, one box ({_BOXED})."
+        if gpu["devices"] > 1:
+            text += (f" {gpu['name']} is {gpu['devices']} devices to the framework, planned as such: GPU counts are "
+                     f"devices of {gpu['memory_bytes'] / 1e9:,.1f} GB, {gpu['devices']} per package.")
         if raised is not None and inference:
             text += f" {raised.because}"
         if size is not None and not inference:
@@ -446,17 +459,36 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
         if size is not None and not inference:
             text += size.because(zh=True)
         if not fits:
-            text += (f"这是 gpu_count {limit} 以内 {strategies} 种策略中最接近的一种。" if w.gpu_count else
+            text += (f"这是{_within(limit, boxed, zh=True)}以内 {strategies} 种策略中最接近的一种。"
+                     if w.gpu_count or boxed else
                      "任何切分都分不掉的显存（一个微批次的激活值、运行时开销）本身就已超出。")
+        elif boxed:
+            text += f"消费级显卡：最多 {box} 块 GPU，一台机器（{_BOXED_ZH}）。"
+        if gpu["devices"] > 1:
+            text += (f"{gpu['name']} 对框架而言是 {gpu['devices']} 个设备，按设备规划：GPU 数指每个 "
+                     f"{gpu['memory_bytes'] / 1e9:,.1f} GB 的设备，每个封装 {gpu['devices']} 个。")
         return text
 
     (plan,) = collector.record(
         rule="planner.fewest-gpus@1", stage="requirements",
         title="Fewest GPUs that hold one replica, least intrusive strategy first",
         inputs={"m": memory, "g": gpu, "w": wfact, "p": policy}, values=values, claims=cited(collector.kb, CLAIMS),
-        sources=SOURCES, sentence=sentence, outputs=[("plan", fields)],
+        sources=[*SOURCES, *BOX_SOURCES] if boxed else SOURCES, sentence=sentence, outputs=[("plan", fields)],
         title_zh="能放下一个副本的最少 GPU 数，先试侵入性最小的策略", sentence_zh=sentence_zh)
     return plan
+
+
+_BOXED = ("policy consumer-nodes: the GeForce driver licence excludes data-centre deployment, and consumer cards "
+          "have no NVLink or scale-out network to span servers")
+_BOXED_ZH = "策略 consumer-nodes：GeForce 驱动许可不允许数据中心部署，消费级显卡也没有 NVLink 或跨机网络"
+BOX_SOURCES = ["nvidia-geforce-driver-license"]
+
+
+def _within(limit: int, boxed: bool, zh: bool = False) -> str:
+    """What bounded the search: one box of consumer cards, or gpu_count."""
+    if boxed:
+        return f" {limit} 块消费级显卡（一台机器；{_BOXED_ZH}）" if zh else f"one box of {limit} consumer cards ({_BOXED})"
+    return f" gpu_count {limit} " if zh else f"gpu_count {limit}"
 
 
 def _use_all(chosen: Candidate, gpu_count: int) -> Candidate:

@@ -26,12 +26,14 @@ POLICY_IDS = {"reserve_fraction": "reserve-fraction", "runtime_overhead": "runti
               "allreduce_hop_latency_nvlink": "allreduce-hop-latency-nvlink",
               "allreduce_hop_latency_pcie": "allreduce-hop-latency-pcie",
               "pipeline_microbatches_per_stage": "pipeline-microbatches-per-stage",
-              "host_memory_per_gpu": "host-memory-per-gpu"}
+              "host_memory_per_gpu": "host-memory-per-gpu", "consumer_nodes": "consumer-nodes"}
 # Policies whose value depends on the GPU generation: the entry listing the GPU's architecture, else
 # the default (the entry of this id, which lists none). They become fields of the gpu fact.
 GPU_POLICIES = {"utilisation": "mfu", "node_network_bandwidth": "node-network-bandwidth",
                 "elementwise_work": "elementwise-work", "utilisation_hidden_size": "utilisation-hidden-size"}
 HORIZON = "pretrain-horizon"  # the policy: how long a pre-training run without deadline_days may take
+# the measured all-reduce rate between consumer cards, which have no PCIe peer-to-peer (gpu fact peer_bandwidth)
+CONSUMER_COLLECTIVES = "consumer-collective-bandwidth"
 QUANTIZED = ("int8", "int4")  # weight-only formats: embeddings and the output layer stay in 16 bit
 KV_BYTES = {"fp32": 4.0, "fp8": 1.0, "int8": 1.0}  # by kv_cache_precision, else the weights' (fp32 only) or 16-bit
 QLORA_BASE = "nf4"
@@ -353,7 +355,8 @@ _POLICY_FACTS: WeakKeyDictionary[KnowledgeBase, dict[str, Any]] = WeakKeyDiction
 def policy_fact(kb: KnowledgeBase) -> dict[str, Any]:
     """The fields of the policy fact; the same dict for the same knowledge base (never change it)."""
     if kb not in _POLICY_FACTS:
-        missing = [pid for pid in (*POLICY_IDS.values(), *GPU_POLICIES.values()) if pid not in kb.policies]
+        missing = [pid for pid in (*POLICY_IDS.values(), *GPU_POLICIES.values(), CONSUMER_COLLECTIVES)
+                   if pid not in kb.policies]
         if missing:
             raise KBDefectError(f"kb/policies/ lacks the policies {', '.join(missing)}")
         _POLICY_FACTS[kb] = {name: kb.policy(pid) for name, pid in POLICY_IDS.items()}
@@ -392,24 +395,31 @@ def _gpu_fact(kb: KnowledgeBase, gpu: Gpu, precision: str, kv_cache_precision: s
     # the matrix multiplies run at the precision's rate, training or serving (FP8 training casts the linear
     # layers' inputs; attention, norms and communication stay in 16 bit: the rules keep their cost unchanged)
     # 0 when the vendor publishes no throughput for this precision: estimates then do not fire
-    flops = _rate(gpu, FLOPS_ORDER[precision])
+    # A multi-die package (gpu.devices > 1) is planned as its devices, each with its share of the package.
+    n = gpu.devices
+    flops = _rate(gpu, FLOPS_ORDER[precision]) / n
     pcie = kb.interconnects[gpu.pcie].bandwidth
     cloud = gpu.cloud_price  # the lowest dated cloud on-demand price, 0 where none is known
     kv_dtype = kb.dtypes.get(kv_cache_precision) if kv_cache_precision else None
     kv_archs = kv_dtype.kv_cache_architectures if kv_dtype else None
+    consumer = gpu.segment == "consumer"
     return {
         "gpu": gpu.id, "name": gpu.name, "vendor": gpu.vendor, "form_factor": gpu.form_factor,
-        "memory_bytes": gpu.memory_bytes, "memory_bandwidth": gpu.memory_bandwidth, "flops": flops,
-        "bf16_flops": gpu.bf16_flops or 0.0, "fp8_flops": gpu.fp8_flops or 0.0,
+        "memory_bytes": gpu.memory_bytes / n, "memory_bandwidth": gpu.memory_bandwidth / n, "flops": flops,
+        "bf16_flops": (gpu.bf16_flops or 0.0) / n, "fp8_flops": (gpu.fp8_flops or 0.0) / n,
         # the 16-bit rate the utilisation policies were measured against
-        "reference_flops": _rate(gpu, FLOPS_ORDER["bf16"]),
+        "reference_flops": _rate(gpu, FLOPS_ORDER["bf16"]) / n,
         "has_bf16": gpu.bf16_flops is not None, "has_fp8": gpu.fp8_flops is not None,
         "architecture": gpu.architecture, "kv_cache_supported": kv_archs is None or gpu.architecture in kv_archs,
-        "scale_up_bandwidth": gpu.scale_up_bandwidth or 0.0,
-        "scale_up_domain": gpu.scale_up_domain, "pcie_bandwidth": pcie, "tdp": gpu.tdp,
+        "scale_up_bandwidth": (gpu.scale_up_bandwidth or 0.0) / n,
+        "scale_up_domain": gpu.scale_up_domain * n, "pcie_bandwidth": pcie, "tdp": gpu.tdp / n,
+        "devices": n,
+        # GPU to GPU over PCIe: consumer cards have no peer-to-peer, so collectives go through host memory
+        # at the measured rate (policy consumer-collective-bandwidth), never above the card's own link
+        "peer_bandwidth": min(pcie, kb.policy(CONSUMER_COLLECTIVES)) if consumer else pcie,
         "liquid_only": gpu.cooling == ["liquid"], "air_cooled": bool({"passive", "active"} & set(gpu.cooling)),
-        "consumer": gpu.segment == "consumer", "segment": gpu.segment, "price_usd": gpu.price.usd if gpu.price else 0.0,
-        "usd_per_gpu_hour": cloud.usd_per_gpu_hour if cloud else 0.0, "price_source": cloud.source if cloud else "",
+        "consumer": consumer, "segment": gpu.segment, "price_usd": gpu.price.usd / n if gpu.price else 0.0,
+        "usd_per_gpu_hour": cloud.usd_per_gpu_hour / n if cloud else 0.0, "price_source": cloud.source if cloud else "",
         "price_as_of": cloud.as_of.isoformat() if cloud else "", "price_instance": cloud.instance if cloud else "",
         **{name: kb.policy(gpu_policy(kb, pid, gpu.architecture)) for name, pid in GPU_POLICIES.items()},
         **{f"{name}_policy": gpu_policy(kb, pid, gpu.architecture) for name, pid in GPU_POLICIES.items()},

@@ -135,6 +135,11 @@ class Gpu(Entry):
     scale_up: Slug | None
     scale_up_bandwidth: Bandwidth | None = Field(description="GPU-to-GPU bandwidth per direction")
     scale_up_domain: Int = Field(ge=1, le=576)
+    devices: Int = Field(default=1, ge=1, le=8, description=(
+        "devices the driver and the framework see in one package: each die of a multi-die accelerator is its own "
+        "GPU to PyTorch (the MI250X's two GCDs). Plans count devices, each with 1/devices of the package's memory, "
+        "bandwidth, FLOP/s, power, price and scale-up bandwidth; scale_up_domain counts packages"))
+    devices_source: Slug | None = Field(default=None, description="the source that says how many devices a package is")
     pcie: Slug
     tdp: Watts = Field(gt=0)
     cooling: list[Literal["passive", "active", "liquid"]] = Field(min_length=1)
@@ -160,6 +165,8 @@ class Gpu(Entry):
             raise ValueError("scale_up and scale_up_bandwidth must both be set or both be null")
         if self.scale_up is None and self.scale_up_domain != 1:
             raise ValueError("scale_up_domain must be 1 when there is no scale-up link")
+        if self.devices > 1 and self.devices_source is None:
+            raise ValueError("devices > 1 needs devices_source: the source that says the package is several devices")
         return self
 
 

@@ -117,6 +117,8 @@ def _phrase(node: ast.AST, zh: bool) -> str | None:
             words = [TASK_WORDS.get(v.value, (v.value, v.value))[i] for v in values
                      if isinstance(v, ast.Constant) and isinstance(v.value, str)]
             return ("或" if zh else " or ").join(words)
+        if name == "offload" and isinstance(op, ast.Eq) and isinstance(right, ast.Constant) and right.value == "none":
+            return "不卸载到 CPU" if zh else "no CPU offload"
         if name in FLAGS and isinstance(op, ast.Eq) and isinstance(right, ast.Constant) and right.value is True:
             return FLAGS[name][i] or None
         if name in FIELDS and isinstance(right, ast.Constant) and isinstance(right.value, int | float) \

@@ -111,6 +111,13 @@ def gpu(ctx: Context, gpu_id: str) -> str:
         [t("Cooling", "散热"), esc(", ".join(g.cooling))], [t("As of", "数据日期"), esc(g.as_of)],
         [t("Version", "版本"), str(g.version)],
     ]
+    if g.devices > 1 and g.devices_source:  # each die its own device: plans count devices (kb/gpus field devices)
+        spec.append([t("Devices", "设备"), t(f"{g.devices} per package, planned as such: {gb(g.memory / g.devices)} each",
+                                             f"每个封装 {g.devices} 个，按设备规划：每个 {gb(g.memory / g.devices)}")
+                     + f" ({ctx.source(here, g.devices_source)})"])
+    if g.segment == "consumer":
+        spec.append([t("Plans", "规划"), t("one box of at most 8 cards (policy consumer-nodes)",
+                                           "一台机器内最多 8 张卡（策略 consumer-nodes）")])
     if g.memory_bandwidth and g.bf16_flops:
         spec.append([t("Ridge point (BF16)", "屋脊点（BF16）"), f"{g.bf16_flops / g.memory_bandwidth:,.0f} FLOP/byte"])
     if g.price:
