@@ -11,7 +11,7 @@ rule-join-patterns, or whose patterns can hold more combinations than rule-join-
 How many facts of a kind an ask can hold over the whole catalog: one workload, policy and fleet; one
 gpu and one plan per GPU type; for a kind that rules assert, one per rule output that asserts it,
 per GPU type where the kind names a GPU (most rules fire once per type). A pattern whose condition
-requires `gpu == <earlier alias>.gpu` matches the facts of that one GPU type.
+requires `gpu == <earlier alias>.gpu`, or `gpu == '<constant>'`, matches the facts of that one GPU type.
 """
 
 from __future__ import annotations
@@ -54,13 +54,15 @@ def fact_counts(rules: Iterable[CompiledRule], gpus: int) -> dict[str, int]:
 
 def _joins_on_gpu(condition: ast.AST, earlier: dict[str, str]) -> bool:
     """The condition (or one part of a top-level `and`) is `gpu == a.gpu`, `a` an earlier alias of a kind
-    that names its GPU."""
+    that names its GPU, or `gpu == '<constant>'` (one GPU type's facts, or the ask's own where it is '')."""
     if isinstance(condition, ast.BoolOp) and isinstance(condition.op, ast.And):
         return any(_joins_on_gpu(part, earlier) for part in condition.values)
     if not (isinstance(condition, ast.Compare) and len(condition.ops) == 1 and isinstance(condition.ops[0], ast.Eq)):
         return False
     sides = (condition.left, condition.comparators[0])
     for own, other in (sides, sides[::-1]):
+        if isinstance(own, ast.Name) and own.id == "gpu" and isinstance(other, ast.Constant) and isinstance(other.value, str):
+            return True
         if (isinstance(own, ast.Name) and own.id == "gpu" and isinstance(other, ast.Attribute) and other.attr == "gpu"
                 and isinstance(other.value, ast.Name) and "gpu" in fields_of(earlier.get(other.value.id, "workload"))):
             return True

@@ -109,7 +109,8 @@ def test_a_folder_that_starts_with_a_dash_is_never_an_option(tmp_path, monkeypat
     result = _gpukb("ask", "--model", "./--trust-remote-code/config.json", "--task", "inference", "--launch", "vllm",
                     cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    assert shlex.split(result.stdout)[2] == "./--trust-remote-code"
+    comment, command = result.stdout.strip().splitlines()  # the option it is for, then the line to paste
+    assert comment.startswith("# ") and shlex.split(command)[2] == "./--trust-remote-code"
 
 
 @pytest.mark.parametrize("name", ["a b", "$(touch pwned)", "it's", "-x y", "ü-名", "`id`", "a\\b"])
