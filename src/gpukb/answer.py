@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
-from .fmt import Lang, gb
+from .fmt import Lang, gb, in_lang
 from .summary import Summary
 from .trace import Collector, TraceStep
 from .words import say
@@ -101,7 +101,7 @@ class Finding(BaseModel):
         return self._step.sentence_zh if self._step is not None else ""
 
     def text(self, lang: Lang = "en") -> str:
-        return (self.message_zh or self.message) if lang == "zh" else self.message
+        return in_lang(lang, self.message, self.message_zh)
 
 
 class Remedy(BaseModel):
@@ -117,10 +117,10 @@ class Remedy(BaseModel):
     effect_zh: str = Field(default="", exclude=True)
 
     def heading(self, lang: Lang = "en") -> str:
-        return (self.title_zh or self.title) if lang == "zh" else self.title
+        return in_lang(lang, self.title, self.title_zh)
 
     def effect_text(self, lang: Lang = "en") -> str:
-        return (self.effect_zh or self.effect) if lang == "zh" else self.effect
+        return in_lang(lang, self.effect, self.effect_zh)
 
 
 class Option(BaseModel):

@@ -16,6 +16,11 @@ _DURATION_UNITS: dict[Lang, tuple[str, str, str, str]] = {  # days, hours, secon
 }
 
 
+
+def in_lang(lang: Lang, en: str, zh: str) -> str:
+    """A text in `lang`: its Chinese where it has one, else the English."""
+    return (zh or en) if lang == "zh" else en
+
 def gb(n: float) -> str:
     """Bytes in decimal gigabytes, the unit of the datasheets."""
     return f"{n / 1e9:,.1f} GB"

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .fmt import Lang, duration, gb
+from .fmt import Lang, duration, gb, in_lang
 
 # The Answer holds a Summary, so this module names the Answer's types without importing them (imports go one
 # way: gpukb.answer -> gpukb.summary): an option is any object with the Option's fields.
@@ -33,7 +33,7 @@ class Pick(BaseModel):
     why_zh: str = Field(default="", exclude=True)
 
     def text(self, lang: Lang = "en") -> str:
-        return (self.why_zh or self.why) if lang == "zh" else self.why
+        return in_lang(lang, self.why, self.why_zh)
 
 
 class Miss(BaseModel):
@@ -51,7 +51,7 @@ class Miss(BaseModel):
     fix_zh: str = Field(default="", exclude=True)
 
     def text(self, lang: Lang = "en") -> str:
-        return (self.fix_zh or self.fix) if lang == "zh" else self.fix
+        return in_lang(lang, self.fix, self.fix_zh)
 
 
 class Summary(BaseModel):
