@@ -570,6 +570,9 @@ def probe(
     tiny: Annotated[bool, typer.Option("--tiny", help="a 2-layer, 64-wide model of a few tokens: for CPUs and tests")] = False,
     layers: Annotated[int | None, typer.Option(help="run this many layers of the model (a plan too big for one GPU)")] = None,
     steps: Annotated[int, typer.Option(min=1, max=100, help="timed steps after a warm-up")] = 3,
+    force: Annotated[bool, typer.Option("--force", help=(
+        "run even where gpukb predicts the plan does not fit one GPU, to test that prediction "
+        "(running out of memory is then the measured answer, exit 3)"))] = False,
     out_dir: Annotated[Path | None, typer.Option("--out", help=(
         "write kb/measurements/ and kb/sources/ entries under this folder (a checkout, for a pull request)"))] = None,
     root: Annotated[Path | None, typer.Option(help="a checkout holding kb/ and rules/")] = None,
@@ -586,8 +589,8 @@ def probe(
     given = {k: v for k, v in given.items() if v is not None}
     try:
         result = pr.run(load_kb(root), given, device=device, tiny=tiny, layers=layers, steps=steps,
-                        command=pr.command_line(given, {"device": device, "tiny": tiny, "layers": layers,
-                                                        "steps": steps}))
+                        force=force, command=pr.command_line(given, {"device": device, "tiny": tiny, "layers": layers,
+                                                                     "steps": steps, "force": force}))
     except KBError as error:
         _fail_kb(error)
     except pr.ProbeError as error:

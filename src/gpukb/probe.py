@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 # A run's own shape for --tiny (tests, CPUs): small enough to train in a second on a laptop's CPU
 TINY = {"layers": 2, "hidden_size": 64, "heads": 4, "kv_heads": 2, "intermediate_size": 128, "vocab_size": 512}
 TINY_TOKENS = {"seq_len": 32, "micro_batch_size": 2, "batch_size": 2, "prompt_len": 16, "output_len": 8}  # at most
+# a shrunk run is a custom model, which gpukb takes as untied (gpukb.resolve); so is its module
 SHAPE_FIELDS = ("layers", "hidden_size", "heads", "kv_heads", "intermediate_size", "vocab_size", "mlp")
 # layout pins a one-GPU run drops (it runs on one device)
 MULTI_GPU = ("gpu_count", "tensor_parallel", "pipeline_parallel", "expert_parallel", "context_parallel",
@@ -59,11 +60,11 @@ class Result:
 
 
 def probe_params(w: dict[str, Any]) -> int:
-    """Parameters of the probe's module for these dimensions: untied embeddings, no biases, RMSNorm."""
+    """Parameters of the probe's module for these dimensions: no biases, RMSNorm, embeddings tied or not."""
     h, heads, kv, i, v = w["hidden_size"], w["heads"], w["kv_heads"], w["intermediate_size"], w["vocab_size"]
     head_dim = h // heads
     per_layer = 2 * h * heads * head_dim + 2 * h * kv * head_dim + (3 if w.get("mlp", "gated") == "gated" else 2) * h * i
-    return 2 * v * h + w["layers"] * (per_layer + 2 * h) + h
+    return (1 if w.get("tied_embeddings") else 2) * v * h + w["layers"] * (per_layer + 2 * h) + h
 
 
 def local_gpu(kb: KnowledgeBase, name: str, total_bytes: int) -> str:
@@ -117,12 +118,15 @@ def _resolve(kb: KnowledgeBase, w: dict[str, Any]) -> Any:
     return resolve(kb, parse_workload(w))
 
 
-def predict(kb: KnowledgeBase, w: dict[str, Any], on_gpu: bool) -> tuple[Answer, dict[str, float | None]]:
+def predict(kb: KnowledgeBase, w: dict[str, Any], on_gpu: bool,
+            force: bool = False) -> tuple[Answer, dict[str, float | None]]:
     """gpukb's figures for the run; on a GPU, refuse (ProbeError code 3) a plan that does not fit one
-    GPU without offload, which the probe cannot run."""
+    GPU without offload, which the probe cannot run, unless forced (to test that very prediction)."""
     answer = kb.ask(w)
     option = answer.options[0] if answer.options else None
-    if on_gpu:
+    if option is not None and (option.count > 1 or option.strategy.offload != "none"):
+        option = None  # not the one-GPU plan the probe runs: no speed to compare with
+    if on_gpu and not force:
         if option is None:
             why = "; ".join(f.message for o in answer.rejected for f in o.findings)[:400]
             raise ProbeError(f"would not fit one {w['gpus'][0]}: {why or 'no plan fits'}; shrink it with --layers N",
@@ -136,7 +140,7 @@ def predict(kb: KnowledgeBase, w: dict[str, Any], on_gpu: bool) -> tuple[Answer,
         "peak_allocated": float(m.total - m.overhead), "peak_device": float(m.total),
         "train_tokens_per_s": None, "prefill_tokens_per_s": None, "decode_tokens_per_s": None,
     }
-    if option is not None and on_gpu:
+    if option is not None and on_gpu:  # no option: only the memory of one replica is predicted
         if w["task"] in TRAINING_TASKS:
             predicted["train_tokens_per_s"] = option.tokens_per_s / option.count if option.tokens_per_s else None
         else:
@@ -162,8 +166,9 @@ def _versions(torch: Any, device: Any) -> dict[str, str]:
 
 
 def run(kb: KnowledgeBase, given: dict[str, Any], *, device: str = "auto", tiny: bool = False,
-        layers: int | None = None, steps: int = 3, command: str = "gpukb probe") -> Result:
-    """Plan, predict, run and measure. Raises ProbeError (with its exit code) when it cannot run."""
+        layers: int | None = None, steps: int = 3, command: str = "gpukb probe", force: bool = False) -> Result:
+    """Plan, predict, run and measure. Raises ProbeError (with its exit code) when it cannot run, or
+    (forced past a predicted misfit) when the device runs out of memory."""
     try:
         import torch
     except ImportError:
@@ -182,7 +187,7 @@ def run(kb: KnowledgeBase, given: dict[str, Any], *, device: str = "auto", tiny:
         if not gpu:
             raise ProbeError(f"device: {props.name} is not in kb/gpus, so gpukb has no prediction for it")
     w = plan(kb, given, gpu, tiny, layers)
-    answer, predicted = predict(kb, w, on_gpu=dev.type == "cuda")
+    answer, predicted = predict(kb, w, on_gpu=dev.type == "cuda", force=force)
     if dev.type == "cpu":
         ram = _ram_bytes()
         if ram and predicted["peak_allocated"] and predicted["peak_allocated"] > CPU_MEMORY_SHARE * ram:
@@ -190,16 +195,23 @@ def run(kb: KnowledgeBase, given: dict[str, Any], *, device: str = "auto", tiny:
                              f"{CPU_MEMORY_SHARE:.0%} of this machine's {ram / 1e9:,.1f} GB; use --tiny or --layers",
                              code=3)
     rw = answer.workload
-    shape = pm.Shape.of(rw)
     measured: Measured
-    if rw.task in TRAINING_TASKS:
-        measured = pm.train(shape, dev, task=rw.task, seq=rw.seq_len, micro_batch=rw.micro_batch_size,
-                            checkpointing=_checkpointing(answer), lora_rank=rw.lora_rank or 16,
-                            optimizer=rw.optimizer or "adamw", master_weights=rw.master_weights, steps=steps)
-    else:
-        prompt = rw.prompt_len or max(1, rw.seq_len - (rw.output_len or 0))
-        measured = pm.serve(shape, dev, batch=rw.batch_size, prompt=prompt, output=rw.output_len or 1, steps=steps)
+    try:
+        measured = _measure(pm, rw, answer, dev, steps)
+    except torch.cuda.OutOfMemoryError:
+        peak = torch.cuda.max_memory_allocated(dev) / 1e9 if dev.type == "cuda" else 0.0
+        raise ProbeError(f"out of memory on {gpu or dev.type} at {peak:,.1f} GB allocated: the run does not fit "
+                         f"(gpukb predicted {predicted['peak_allocated'] / 1e9:,.1f} GB allocated)", code=3) from None
     return Result(w, dev.type, gpu, predicted, measured.__dict__, _versions(torch, dev), command)
+
+
+def _measure(pm: Any, rw: Any, answer: Answer, dev: Any, steps: int) -> Measured:
+    if rw.task in TRAINING_TASKS:
+        return pm.train(pm.Shape.of(rw), dev, task=rw.task, seq=rw.seq_len, micro_batch=rw.micro_batch_size,
+                        checkpointing=_checkpointing(answer), lora_rank=rw.lora_rank or 16,
+                        optimizer=rw.optimizer or "adamw", master_weights=rw.master_weights, steps=steps)
+    prompt = rw.prompt_len or max(1, rw.seq_len - (rw.output_len or 0))
+    return pm.serve(pm.Shape.of(rw), dev, batch=rw.batch_size, prompt=prompt, output=rw.output_len or 1, steps=steps)
 
 
 def _checkpointing(answer: Answer) -> bool:
@@ -242,7 +254,21 @@ def report(r: Result) -> str:
 
 
 def _slug(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:60]
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:90]
+
+
+# each measured quantity's end of the entry id (ids are at most 80 characters)
+SUFFIX = {"peak_memory_per_gpu": "mem", "training_tokens_per_s_per_gpu": "tps", "ttft_s": "ttft",
+          "decode_tokens_per_s": "decode", "decode_tokens_per_s_total": "decode"}
+
+
+def _tag(w: dict[str, Any]) -> str:
+    """The run's shape in the id, so that one day's probes of one model are distinct entries."""
+    task = {"full_finetune": "ft", "pretrain": "pt", "inference": "inf"}.get(w["task"], w["task"])
+    if w["task"] in TRAINING_TASKS:
+        ckpt = {True: "-ckpt", False: "-nockpt"}.get(w.get("activation_checkpointing"), "")
+        return f"{task}-s{w.get('seq_len', '')}-mb{w.get('micro_batch_size', 1)}{ckpt}"
+    return f"{task}-b{w.get('batch_size', 1)}-p{w.get('prompt_len', w.get('seq_len', ''))}-o{w.get('output_len', '')}"
 
 
 def _precision(device: str, task: str) -> str:
@@ -257,7 +283,7 @@ def entries(r: Result) -> tuple[str, list[dict[str, Any]], dict[str, Any]]:
     """(base id, measurement entries, source entry) for kb/measurements/ and kb/sources/."""
     w = r.workload
     what = w.get("model") or f"custom-{w['params']}"
-    base = _slug(f"probe-{r.gpu or r.device}-{what}-{w['task']}-{r.date}")
+    base = _slug(f"probe-{r.gpu or r.device}-{what}-{_tag(w)}-{r.date.replace('-', '')}")
     setup = (f"gpukb probe on {r.gpu or r.device}: random weights in a Llama-style PyTorch module of the workload's "
              f"architecture (no biases, untied embeddings), SDPA attention, "
              f"{_precision(r.device, w['task'])}, "
@@ -271,7 +297,7 @@ def entries(r: Result) -> tuple[str, list[dict[str, Any]], dict[str, Any]]:
     def add(quantity: str, value: float | None, unit: str, title: str, **extra: Any) -> None:
         if value is None or value <= 0:
             return
-        out.append({"id": f"{base}-{_slug(quantity)}", "title": title, "quantity": quantity,
+        out.append({"id": f"{base}-{SUFFIX[quantity]}", "title": title, "quantity": quantity,
                     "value": float(f"{value:.4g}"), "unit": unit, **extra, **common,
                     "quote": f"{title}: {value:.4g} {unit}"})
 

@@ -32,12 +32,13 @@ class Shape:
     intermediate: int
     vocab: int
     gated: bool
+    tied: bool = False  # one matrix for the token embedding and the output layer (Llama 3.2 1B, Gemma)
 
     @staticmethod
     def of(w: Any) -> Shape:
         """From a gpukb.ResolvedWorkload."""
         return Shape(w.layers, w.hidden_size, w.heads, w.kv_heads, w.head_dim, w.intermediate_size, w.vocab_size,
-                     w.mlp == "gated")
+                     w.mlp == "gated", w.tied_embeddings)
 
 
 class LoraLinear(nn.Module):
@@ -123,6 +124,8 @@ class Decoder(nn.Module):
         self.blocks = nn.ModuleList(Block(s) for _ in range(s.layers))
         self.norm = nn.RMSNorm(s.hidden)
         self.lm_head = nn.Linear(s.hidden, s.vocab, bias=False)
+        if s.tied:
+            self.lm_head.weight = self.embed.weight
 
     def forward(self, ids: torch.Tensor, checkpointing: bool = False,
                 caches: list[tuple[torch.Tensor, torch.Tensor]] | None = None, start: int = 0) -> torch.Tensor:
@@ -151,6 +154,18 @@ class Measured:
     decode_tokens_per_s: float | None = None
 
 
+def build(s: Shape, device: torch.device, dtype: torch.dtype) -> Decoder:
+    """The module's weights made on the device, in their dtype, as a checkpoint loads them (torch_dtype=...):
+    no fp32 copy on the host to move and no transient fp32 copy on the GPU to count in the peak."""
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    try:
+        with device:
+            return Decoder(s)
+    finally:
+        torch.set_default_dtype(previous)
+
+
 def _sync(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
@@ -166,15 +181,11 @@ def train(s: Shape, device: torch.device, *, task: str, seq: int, micro_batch: i
     optimizer's states). Peak memory over the whole run, as a training job sees it."""
     torch.manual_seed(seed)
     cuda = device.type == "cuda"
-    if cuda:
-        torch.cuda.reset_peak_memory_stats(device)
-    model = Decoder(s).to(device)
-    if task == "lora":  # a 16-bit frozen base (on CUDA), fp32 adapters under autocast
-        if cuda:
-            model.to(torch.bfloat16)
+    # a 16-bit frozen base for LoRA and for pure 16-bit training (on CUDA); fp32 master weights otherwise
+    sixteen_bit = cuda and (task == "lora" or not master_weights)
+    model = build(s, device, torch.bfloat16 if sixteen_bit else torch.float32)
+    if task == "lora":  # fp32 adapters under autocast, as PEFT casts them over a 16-bit base
         model.add_lora(lora_rank)
-    elif not master_weights and cuda:  # pure 16-bit training: the optimizer updates bf16 weights
-        model.to(torch.bfloat16)
     params = [p for p in model.parameters() if p.requires_grad]
     opt: torch.optim.Optimizer
     if optimizer == "sgd":
@@ -185,6 +196,8 @@ def train(s: Shape, device: torch.device, *, task: str, seq: int, micro_batch: i
         opt = torch.optim.AdamW(params, lr=1e-5, fused=cuda)
     ids = torch.randint(0, s.vocab, (micro_batch, seq + 1), device=device)
     inputs, labels = ids[:, :-1], ids[:, 1:]
+    if cuda:  # the peak from here on: the loaded weights plus what training adds
+        torch.cuda.reset_peak_memory_stats(device)
     times = []
     for _ in range(steps + 1):
         _sync(device)
@@ -213,9 +226,9 @@ def serve(s: Shape, device: torch.device, *, batch: int, prompt: int, output: in
     torch.manual_seed(seed)
     cuda = device.type == "cuda"
     dtype = torch.bfloat16 if cuda else torch.float32
+    model = build(s, device, dtype).eval()
     if cuda:
         torch.cuda.reset_peak_memory_stats(device)
-    model = Decoder(s).to(device=device, dtype=dtype).eval()
     context = prompt + output
     caches = [(torch.empty(batch, s.kv_heads, context, s.head_dim, device=device, dtype=dtype),
                torch.empty(batch, s.kv_heads, context, s.head_dim, device=device, dtype=dtype)) for _ in range(s.layers)]
