@@ -51,6 +51,8 @@ def test_a_tiny_serving_run_measures_prefill_and_decode(tmp_path: Path) -> None:
     assert "prefill tokens/s" in output and "decode tokens/s" in output
     (measurements,) = (tmp_path / "kb" / "measurements").glob("*.yaml")
     assert {e["quantity"] for e in yaml.safe_load(measurements.read_text())} == {"ttft_s", "decode_tokens_per_s"}
+    # two entries of one run share its workload: each is written out in full, as the loader refuses YAML aliases
+    assert "&id" not in measurements.read_text() and "*id" not in measurements.read_text()
 
 
 def test_a_run_that_would_not_fit_is_refused_with_exit_code_3() -> None:
@@ -101,3 +103,24 @@ def test_the_local_device_maps_to_its_catalog_gpu(kb: gpukb.KnowledgeBase, name:
 
 def test_torch_is_the_probe_extra() -> None:
     assert torch.__version__
+
+
+@pytest.mark.parametrize(("task", "term"), [("lora", "layer_activation_bytes"),
+                                            ("full_finetune", "layer_activation_bytes_fp32_residual")])
+def test_the_probe_layer_saves_what_the_hf_term_states(kb: gpukb.KnowledgeBase, task: str, term: str) -> None:
+    # The probe's module stands for the hf stack: one of its layers must save, per token and hidden unit, the
+    # count of rules/requirements/activations-training.yaml plus the term kb/frameworks states for Transformers
+    # (benchmarks/saved_activations.py measures both against Transformers itself)
+    import torch
+
+    from gpukb.probe_model import Shape, build, saved_bytes_per_token
+
+    h, heads, kv, i = 2048, 16, 4, 7168  # small terms (rotary tables, rank-16 products) shrink with the width
+    s = Shape(layers=1, hidden=h, heads=heads, kv_heads=kv, head_dim=h // heads, intermediate=i, vocab=8, gated=True)
+    sixteen_bit = task == "lora"
+    model = build(s, torch.device("cpu"), torch.bfloat16 if sixteen_bit else torch.float32)
+    if sixteen_bit:
+        model.add_lora(16)
+    measured = saved_bytes_per_token(model.blocks[0], h, torch.bfloat16 if sixteen_bit else torch.float32)
+    counted = 12 + 4 * kv / heads + 8 * i / h
+    assert measured - counted == pytest.approx(getattr(kb.frameworks["hf"], term).value, abs=0.6)

@@ -284,8 +284,9 @@ def entries(r: Result) -> tuple[str, list[dict[str, Any]], dict[str, Any]]:
     w = r.workload
     what = w.get("model") or f"custom-{w['params']}"
     base = _slug(f"probe-{r.gpu or r.device}-{what}-{_tag(w)}-{r.date.replace('-', '')}")
-    setup = (f"gpukb probe on {r.gpu or r.device}: random weights in a Llama-style PyTorch module of the workload's "
-             f"architecture (no biases, untied embeddings), SDPA attention, "
+    setup = (f"gpukb probe on {r.gpu or r.device}: random weights in a PyTorch module of the workload's architecture "
+             f"that saves what Transformers' Llama layer saves (RMSNorm in fp32, rotary embedding, grouped-query heads "
+             f"inside SDPA; no biases), "
              f"{_precision(r.device, w['task'])}, "
              f"Transformers-style fp32 loss; versions: " + ", ".join(f"{k} {v}" for k, v in r.versions.items() if v))
     common = {"version": 1, "workload": {k: w[k] for k in sorted(w)}, "setup": setup,
@@ -318,6 +319,13 @@ def entries(r: Result) -> tuple[str, list[dict[str, Any]], dict[str, Any]]:
     return base, out, source
 
 
+class _NoAliases(yaml.SafeDumper):
+    """Every entry written out in full: the knowledge base's loader refuses YAML aliases (anchors)."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
 def write(r: Result, root: Path) -> list[Path]:
     """Write the entries under root/kb/measurements/ and root/kb/sources/; returns the files written."""
     base, measurements, source = entries(r)
@@ -326,7 +334,8 @@ def write(r: Result, root: Path) -> list[Path]:
         path = root / "kb" / folder / f"{base}.yaml"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(f"# yaml-language-server: $schema=../schema/{schema}.schema.json\n"
-                        + yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=120), encoding="utf-8")
+                        + yaml.dump(data, Dumper=_NoAliases, sort_keys=False, allow_unicode=True, width=120),
+                        encoding="utf-8")
         written.append(path)
     return written
 

@@ -51,17 +51,37 @@ class LoraLinear(nn.Module):
         self.b = nn.Parameter(torch.zeros(base.out_features, rank, device=base.weight.device))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.base(x) + F.linear(F.linear(x, self.a), self.b)
+        # PEFT casts the input to the adapters' fp32 first; under autocast each adapter's matmul then saves its
+        # own 16-bit copy of it
+        return self.base(x) + F.linear(F.linear(x.to(self.a.dtype), self.a), self.b)
 
 
 def _rope(x: torch.Tensor, start: int) -> torch.Tensor:
-    """Rotary position embedding of x (batch, heads, tokens, head_dim) from position `start`."""
+    """Rotary position embedding of x (batch, heads, tokens, head_dim) from position `start`, as Transformers'
+    apply_rotary_pos_emb computes it: x·cos + rotate_half(x)·sin, with cos and sin in x's dtype."""
     half = x.shape[-1] // 2
     freq = ROPE_THETA ** (-torch.arange(half, device=x.device, dtype=torch.float32) / half)
     angles = torch.arange(start, start + x.shape[-2], device=x.device, dtype=torch.float32)[:, None] * freq
+    angles = torch.cat((angles, angles), dim=-1)
     cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
-    x1, x2 = x[..., :half], x[..., half:]
-    return torch.cat((x1 * cos - x2 * sin, x2 * cos + x1 * sin), dim=-1)
+    rotated = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+    return x * cos + rotated * sin
+
+
+class RMSNorm(nn.Module):
+    """Transformers' LlamaRMSNorm: the input upcast to fp32, normalised, cast back, then scaled (what it saves
+    for the gradient is what the eager stack holds, unlike a fused kernel's)."""
+
+    def __init__(self, hidden: int, eps: float = 1e-5) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(hidden))
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        dtype = x.dtype
+        x = x.to(torch.float32)
+        x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.weight * x.to(dtype)
 
 
 class Attention(nn.Module):
@@ -84,9 +104,8 @@ class Attention(nn.Module):
             cache[0][:, :, start:start + t] = k
             cache[1][:, :, start:start + t] = v
             k, v = cache[0][:, :, :start + t], cache[1][:, :, :start + t]
-        groups = s.heads // s.kv_heads
-        k, v = k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1)
-        out = F.scaled_dot_product_attention(q, k, v, is_causal=start == 0 and t > 1)
+        # grouped-query heads inside SDPA, as Transformers calls it without a mask (no repeated K and V)
+        out = F.scaled_dot_product_attention(q, k, v, is_causal=start == 0 and t > 1, enable_gqa=s.heads != s.kv_heads)
         return self.o(out.transpose(1, 2).reshape(b, t, s.heads * s.head_dim))
 
 
@@ -107,8 +126,8 @@ class Mlp(nn.Module):
 class Block(nn.Module):
     def __init__(self, s: Shape) -> None:
         super().__init__()
-        self.norm1, self.attn = nn.RMSNorm(s.hidden), Attention(s)
-        self.norm2, self.mlp = nn.RMSNorm(s.hidden), Mlp(s)
+        self.norm1, self.attn = RMSNorm(s.hidden), Attention(s)
+        self.norm2, self.mlp = RMSNorm(s.hidden), Mlp(s)
 
     def forward(self, x: torch.Tensor, cache: tuple[torch.Tensor, torch.Tensor] | None = None,
                 start: int = 0) -> torch.Tensor:
@@ -122,17 +141,20 @@ class Decoder(nn.Module):
         self.s = s
         self.embed = nn.Embedding(s.vocab, s.hidden)
         self.blocks = nn.ModuleList(Block(s) for _ in range(s.layers))
-        self.norm = nn.RMSNorm(s.hidden)
+        self.norm = RMSNorm(s.hidden)
         self.lm_head = nn.Linear(s.hidden, s.vocab, bias=False)
         if s.tied:
             self.lm_head.weight = self.embed.weight
 
     def forward(self, ids: torch.Tensor, checkpointing: bool = False,
-                caches: list[tuple[torch.Tensor, torch.Tensor]] | None = None, start: int = 0) -> torch.Tensor:
+                caches: list[tuple[torch.Tensor, torch.Tensor]] | None = None, start: int = 0,
+                last_only: bool = False) -> torch.Tensor:
         x = self.embed(ids)
         for i, block in enumerate(self.blocks):
             # full recomputation keeps each block's input only; a KV cache is for serving, never recomputed
             x = checkpoint(block, x, use_reentrant=False) if checkpointing else block(x, caches[i] if caches else None, start)
+        if last_only:  # serving needs the next token's logits only (engines and generate() keep the last)
+            x = x[:, -1:]
         return self.lm_head(self.norm(x))
 
     def add_lora(self, rank: int) -> None:
@@ -166,13 +188,36 @@ def build(s: Shape, device: torch.device, dtype: torch.dtype) -> Decoder:
         torch.set_default_dtype(previous)
 
 
+def saved_bytes_per_token(layer: Any, hidden: int, dtype: torch.dtype, tokens: int = 64,
+                          device: torch.device | None = None) -> float:
+    """Bytes `layer` saves for its gradient per token and hidden unit under bf16 autocast, counted by autograd's
+    saved-tensor hooks (each storage once) at `tokens` and twice as many: the difference leaves out the
+    weights' copies and keeps what grows with the tokens."""
+    device = device or torch.device("cpu")
+
+    def count(t: int) -> int:
+        storages: dict[int, int] = {}
+
+        def pack(x: torch.Tensor) -> torch.Tensor:
+            storages[x.untyped_storage().data_ptr()] = x.untyped_storage().nbytes()
+            return x
+
+        x = torch.randn(1, t, hidden, dtype=dtype, device=device, requires_grad=True)
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda x: x), _autocast(device, True, force=True):
+            layer(x)
+        return sum(storages.values())
+
+    return (count(2 * tokens) - count(tokens)) / (tokens * hidden)
+
+
 def _sync(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
 
 
-def _autocast(device: torch.device, enabled: bool) -> Any:
-    return torch.autocast(device.type, dtype=torch.bfloat16, enabled=enabled and device.type == "cuda")
+def _autocast(device: torch.device, enabled: bool, force: bool = False) -> Any:
+    """bf16 autocast on CUDA; on the CPU only where forced (counting saved tensors), as CPU runs train in fp32."""
+    return torch.autocast(device.type, dtype=torch.bfloat16, enabled=enabled and (force or device.type == "cuda"))
 
 
 def train(s: Shape, device: torch.device, *, task: str, seq: int, micro_batch: int, checkpointing: bool,
@@ -205,8 +250,9 @@ def train(s: Shape, device: torch.device, *, task: str, seq: int, micro_batch: i
         with _autocast(device, master_weights or task == "lora"):
             logits = model(inputs, checkpointing=checkpointing)
         loss = F.cross_entropy(logits.float().view(-1, s.vocab), labels.reshape(-1))  # Transformers' upcast
+        del logits  # the Trainer drops the model's outputs before backward: only the loss's own fp32 tensors stay
         loss.backward()
-        del logits, loss
+        del loss
         opt.step()
         opt.zero_grad(set_to_none=True)
         _sync(device)
@@ -238,7 +284,7 @@ def serve(s: Shape, device: torch.device, *, batch: int, prompt: int, output: in
     for _ in range(2):  # the first pass warms up kernels and the allocator
         _sync(device)
         began = time.perf_counter()
-        logits = model(ids, caches=caches)
+        logits = model(ids, caches=caches, last_only=True)
         _sync(device)
         prefill.append(time.perf_counter() - began)
         token = logits[:, -1:].argmax(-1)
