@@ -93,14 +93,14 @@ def test_full_finetune_7b_needs_sharding_on_80gb_but_fits_one_141gb(kb):
     assert h100.count == 2 and (h100.strategy.zero_stage >= 1 or h100.strategy.activation_checkpointing)
     kinds = {f.kind for f in answer.findings}
     assert "memory_capacity" in kinds
+    # stored, the eager (hf) stack's activations of 4,096 tokens do not fit beside 108 GB of states even on the
+    # H200: both plans recompute, so checkpointing is no longer offered as a remedy
+    assert h100.strategy.activation_checkpointing and by_gpu["h200-sxm-141gb"].strategy.activation_checkpointing
     remedies = {r.id: r for r in answer.remedies}
-    assert remedies["activation-checkpointing"].effect_bytes == answer.memory.activations - (
-        # layer inputs, one layer's activations (37.5·s·h for Llama 2's SwiGLU MLP without dropout), and the
-        # default framework's (hf) loss: 12 bytes a logit
-        2 * 4096 * 4096 * 32 + 37.5 * 4096 * 4096 + 12 * 4096 * 32000)
+    assert "activation-checkpointing" not in remedies
     assert {"lora", "qlora", "optimizer-8bit", "offload-optimizer"} <= set(remedies)
-    # the plan-specific remedies are the best option's, and ZeRO-3 is already in it
-    assert answer.best.gpu == "h100-sxm-80gb" and answer.best.strategy.zero_stage == 3 and "zero-3" not in remedies
+    # the plan-specific remedies are the best option's (ZeRO-1 with recomputation): sharding further is offered
+    assert answer.best.gpu == "h100-sxm-80gb" and answer.best.strategy.zero_stage == 1 and "zero-3" in remedies
     assert {r.gpu for r in answer.remedies} <= {None, "h100-sxm-80gb"}
 
 

@@ -107,7 +107,7 @@ def test_gpus_added_in_0_7_keep_their_datasheet_figures(kb):
     # Ada whitepaper, FP32 accumulate, dense (as the RTX 4090 entry chose)
     assert (rtx4080.bf16_flops, rtx4080.memory_bandwidth) == (97.5e12, 716.8e9)
     # GA102 whitepaper, FP32 accumulate, dense (as the RTX 3090 entry chose); 10 GB, no NVLink
-    assert (rtx3080.bf16_flops, rtx3080.memory_bytes, rtx3080.scale_up) == (59.5e12, 10e9, None)
+    assert (rtx3080.bf16_flops, rtx3080.memory, rtx3080.scale_up) == (59.5e12, 10e9, None)
 
 
 def test_interconnect_catalog(kb):

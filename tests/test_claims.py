@@ -76,7 +76,8 @@ def test_the_revisited_verdicts_match_gpukb(kb):
     assert best("llama-3-8b", "lora", "rtx-4090-24gb", 1, framework="torchtune").strategy.offload == "none"
     assert best("llama-3-8b", "lora", "rtx-4090-24gb", 1, framework="hf").strategy.offload == "optimizer+params"
     assert best("llama-2-13b", "lora", "rtx-4090-24gb", 1).strategy.offload == "optimizer+params"
-    assert best("llama-2-13b", "lora", "rtx-5090-32gb", 1).strategy.offload == "optimizer+params"
+    # the 5090's 32,607 MiB hold 13B LoRA with recomputation, just (the claim's reason quotes it)
+    assert best("llama-2-13b", "lora", "rtx-5090-32gb", 1).strategy.offload == "none"
     one_h100 = best("llama-2-13b", "lora", "h100-sxm-80gb", 1)
     assert (one_h100.count, one_h100.strategy.offload, one_h100.strategy.zero_stage) == (1, "none", 0)
     assert best("qwen2.5-32b", "qlora", "h100-sxm-80gb", 1).strategy.offload == "none"

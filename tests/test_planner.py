@@ -20,8 +20,11 @@ from gpukb import planner
 
 N = 6_738_415_616
 W, G, OPT = 2 * N, 2 * N, 12 * N  # 13,476,831,232 / 13,476,831,232 / 80,860,987,392
-A = 32 * 4096 * 4096 * 75 // 2 + 12 * 4096 * 32_000  # 21,705,523,200 (hf's loss: 12 bytes a logit)
-C = 2 * 4096 * 4096 * 32 + 4096 * 4096 * 75 // 2 + 12 * 4096 * 32_000  # 3,275,751,424
+# 32 layers of (37.5 + 18.3)·s·h (Korthikanti's count and the hf stack's eager layer with fp32 weights) + hf's
+# loss, 12 bytes a logit: 31,530,260,889.6, as the answer rounds it
+A = 31_530_260_890
+# checkpointed: the layer inputs and the loss's 12-byte logits, which outweigh one rebuilt layer of the hf stack
+C = 2 * 4096 * 4096 * 32 + 12 * 4096 * 32_000  # 2,646,605,824
 K = 2 * 32 * 32 * 128 * 2 * 4096  # a KV cache of 4096 tokens: 2,147,483,648
 OVERHEAD = 2_000_000_000  # kb/policies: runtime-overhead, 2 GB on every GPU
 MEMORY = {"weights": W, "gradients": G, "optimizer": OPT, "activations": A, "activations_checkpointed": C,
@@ -31,8 +34,8 @@ MEMORY = {"weights": W, "gradients": G, "optimizer": OPT, "activations": A, "act
 def test_one_replica_of_llama_2_7b(kb):
     m = kb.ask({"model": "llama-2-7b", "task": "full_finetune", "gpus": ["h200-sxm-141gb"]}).memory
     assert (m.weights, m.gradients, m.optimizer) == (13_476_831_232, 13_476_831_232, 80_860_987_392)
-    assert (m.activations, m.overhead) == (21_705_523_200, 2_000_000_000)
-    assert m.total == 16 * N + A + OVERHEAD == 131_520_173_056
+    assert (m.activations, m.overhead) == (31_530_260_890, 2_000_000_000)
+    assert m.total == 16 * N + A + OVERHEAD == 141_344_910_746
 
 
 # (tp, pp, dp, zero_stage, checkpointing, offload) -> per-GPU (weights, gradients, optimizer, activations, kv_cache)
@@ -135,8 +138,8 @@ def test_tensor_parallelism_halves_activations_in_an_answer(kb):
     assert (option.count, option.strategy.tensor_parallel) == (2, 2)
     m = option.memory
     assert (m.weights, m.gradients, m.optimizer) == (W // 2, G // 2, OPT // 2)
-    assert (m.activations, m.overhead) == (10_852_761_600, OVERHEAD)
-    assert option.per_gpu_bytes == (16 * N + A) // 2 + OVERHEAD == 66_760_086_528
+    assert (m.activations, m.overhead) == (15_765_130_445, OVERHEAD)
+    assert option.per_gpu_bytes == (16 * N + A) // 2 + OVERHEAD == 71_672_455_373
 
 
 # A100 40GB: the driver reports 40,960 MiB; usable = 90% of it + the 2 GB overhead the reserve holds

@@ -317,9 +317,16 @@ def workload_fact(kb: KnowledgeBase, w: ResolvedWorkload) -> dict[str, Any]:
     prompt_len = w.prompt_len or max(1, w.seq_len - (w.output_len or 0))
     # decode reads the KV cache of the context reached so far: on average the prompt plus half the output
     decode_context = prompt_len + w.output_len / 2 if w.output_len else w.seq_len
-    loss = kb.frameworks[w.framework].loss_logit_bytes if w.framework in kb.frameworks else None
+    stack = kb.frameworks.get(w.framework)
+    loss = stack.loss_logit_bytes if stack else None
+    # fp32 weights keep the residual stream in fp32 (the embedding's dtype): autocast over fp32 master weights,
+    # or plain fp32 training
+    fp32_residual = training and (w.precision == "fp32" or (w.task in ("pretrain", "full_finetune")
+                                                             and w.master_weights is not False))
+    extra = (stack.layer_activation_bytes_fp32_residual if fp32_residual else stack.layer_activation_bytes) if stack else None
     return {
         "framework": w.framework, "loss_logit_bytes": loss.value if loss else 0.0,
+        "layer_activation_bytes": extra.value if extra else 0.0,
         "gathered_layers": kb.policy(GATHERED) if GATHERED in kb.policies else 0.0,
         "model": w.model, "task": w.task, "precision": w.precision, "optimizer": w.optimizer or "",
         "training": training, "params": w.params, "active_params": w.active_params, "layers": w.layers,

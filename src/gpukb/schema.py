@@ -344,6 +344,11 @@ class Framework(Entry):
     loss_logit_bytes: FrameworkTerm | None = Field(default=None, description=(
         "training: bytes held per logit (micro-batch x sequence x vocabulary) at the loss's peak: the 16-bit "
         "logits, any fp32 copy and what cross-entropy saves for its gradient"))
+    layer_activation_bytes: FrameworkTerm | None = Field(default=None, description=(
+        "training: bytes a layer saves for its gradient per token and hidden unit beyond Korthikanti et al.'s count "
+        "(fused kernels), with a 16-bit residual stream (LoRA, QLoRA, pure 16-bit); none: the count alone"))
+    layer_activation_bytes_fp32_residual: FrameworkTerm | None = Field(default=None, description=(
+        "the same where autocast runs over fp32 master weights, so the residual stream between layers is fp32"))
     sources: list[Slug] = Field(min_length=1)
     notes: str = ""
 
