@@ -20,7 +20,7 @@ ENGINE_KINDS: dict[str, frozenset[str]] = {
         "context_parallel",
         "optimizer_in_backward", "placement", "ttft_ms", "tpot_ms",
         "objective", "kv_cache_precision",
-        "context_length", "framework", "loss_logit_bytes", "gathered_layers",
+        "context_length", "framework", "loss_logit_bytes", "checkpoint_layers_on_gpu", "gathered_layers",
     }),
     "policy": frozenset({"reserve_fraction", "runtime_overhead", "prefill_chunk", "scaling_efficiency_floor",
                          "decode_bandwidth_utilisation", "decode_step_floor", "allreduce_base_latency",

@@ -344,6 +344,12 @@ class Framework(Entry):
     loss_logit_bytes: FrameworkTerm | None = Field(default=None, description=(
         "training: bytes held per logit (micro-batch x sequence x vocabulary) at the loss's peak: the 16-bit "
         "logits, any fp32 copy and what cross-entropy saves for its gradient"))
+    qlora_unquantized_param_bytes: FrameworkTerm | None = Field(default=None, description=(
+        "qlora: bytes a parameter the 4-bit quantization leaves out (embeddings, output layer, norms) holds; unset, "
+        "2 (16-bit, as loaded)"))
+    checkpoint_layers_on_gpu: FrameworkTerm | None = Field(default=None, description=(
+        "training with activation checkpointing: how many layers' saved inputs stay in GPU memory while the others "
+        "wait in host memory; unset, every layer's stays on the GPU"))
     sources: list[Slug] = Field(min_length=1)
     notes: str = ""
 
