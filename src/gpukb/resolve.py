@@ -314,19 +314,26 @@ def workload_fact(kb: KnowledgeBase, w: ResolvedWorkload) -> dict[str, Any]:
     # weight-only quantization (QLoRA's NF4, GPTQ/AWQ int4, LLM.int8) leaves the embeddings and the
     # output layer in 16 bit (bitsandbytes and transformers skip them)
     embedding_weight_bytes = 2.0 if (w.task == "qlora" or w.precision in QUANTIZED) else weight_bytes
+    framework = kb.frameworks.get(w.framework or "")
+    # a QLoRA stack may upcast what it leaves unquantized (PEFT's prepare_model_for_kbit_training: fp32)
+    if w.task == "qlora" and framework and framework.qlora_unquantized_param_bytes:
+        embedding_weight_bytes = framework.qlora_unquantized_param_bytes.value
     prompt_len = w.prompt_len or max(1, w.seq_len - (w.output_len or 0))
     # decode reads the KV cache of the context reached so far: on average the prompt plus half the output
     decode_context = prompt_len + w.output_len / 2 if w.output_len else w.seq_len
-    stack = kb.frameworks.get(w.framework)
-    loss = stack.loss_logit_bytes if stack else None
+    loss = framework.loss_logit_bytes if framework else None
+    # a framework that offloads checkpointed layer inputs to host memory keeps only a few on the GPU
+    on_gpu = framework.checkpoint_layers_on_gpu if framework else None
     # fp32 weights keep the residual stream in fp32 (the embedding's dtype): autocast over fp32 master weights,
     # or plain fp32 training
     fp32_residual = training and (w.precision == "fp32" or (w.task in ("pretrain", "full_finetune")
                                                              and w.master_weights is not False))
-    extra = (stack.layer_activation_bytes_fp32_residual if fp32_residual else stack.layer_activation_bytes) if stack else None
+    extra = (framework.layer_activation_bytes_fp32_residual if fp32_residual else framework.layer_activation_bytes
+             ) if framework else None
     return {
         "framework": w.framework, "loss_logit_bytes": loss.value if loss else 0.0,
         "layer_activation_bytes": extra.value if extra else 0.0,
+        "checkpoint_layers_on_gpu": min(on_gpu.value, w.layers) if on_gpu else w.layers,
         "gathered_layers": kb.policy(GATHERED) if GATHERED in kb.policies else 0.0,
         "model": w.model, "task": w.task, "precision": w.precision, "optimizer": w.optimizer or "",
         "training": training, "params": w.params, "active_params": w.active_params, "layers": w.layers,

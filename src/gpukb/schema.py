@@ -349,6 +349,12 @@ class Framework(Entry):
         "(fused kernels), with a 16-bit residual stream (LoRA, QLoRA, pure 16-bit); none: the count alone"))
     layer_activation_bytes_fp32_residual: FrameworkTerm | None = Field(default=None, description=(
         "the same where autocast runs over fp32 master weights, so the residual stream between layers is fp32"))
+    qlora_unquantized_param_bytes: FrameworkTerm | None = Field(default=None, description=(
+        "qlora: bytes a parameter the 4-bit quantization leaves out (embeddings, output layer, norms) holds; unset, "
+        "2 (16-bit, as loaded)"))
+    checkpoint_layers_on_gpu: FrameworkTerm | None = Field(default=None, description=(
+        "training with activation checkpointing: how many layers' saved inputs stay in GPU memory while the others "
+        "wait in host memory; unset, every layer's stays on the GPU"))
     sources: list[Slug] = Field(min_length=1)
     notes: str = ""
 
