@@ -36,9 +36,20 @@ def test_one_gpu_trains_at_its_generations_utilisation(kb, gpu, peak, util):
     answer = kb.ask({"model": "llama-2-7b", "task": "lora", "gpus": [gpu], "activation_checkpointing": False})
     (option,) = answer.options
     fwd = forward(N_7B, L_7B, 4096, H_7B)
-    # a frozen base: forward + activation gradients, no weight gradients
-    assert option.tokens_per_s == pytest.approx(peak * util / (2 * fwd), rel=1e-9)
-    assert option.efficiency == 1 and option.mfu == pytest.approx(util, rel=1e-9)
+    # a frozen base: forward + activation gradients, no weight gradients; the adapters' optimizer step after
+    # each micro-batch costs under a thousandth of it
+    rate = peak * util / (2 * fwd)
+    assert option.tokens_per_s == pytest.approx(with_optimizer_step(rate, option), rel=1e-9)
+    assert option.tokens_per_s == pytest.approx(rate, rel=2e-3)
+    assert option.efficiency == 1 and option.mfu == pytest.approx(util * option.tokens_per_s / rate, rel=1e-9)
+
+
+def with_optimizer_step(rate: float, option: object, tokens: int = 4096) -> float:
+    """A compute rate (tokens/s) once the estimate's own optimizer step (memory-bound, once per step of
+    `tokens` tokens on each data-parallel rank) is added to the step's time."""
+    step = values(option, "rec.throughput.training")
+    step_tokens = tokens * option.strategy.data_parallel
+    return step_tokens / (step_tokens / rate + step["optimizer_s"])
 
 
 def width_factor(peak: float, bandwidth: float, hidden: int, measured_at: int = UTIL_WIDTH) -> float:
@@ -74,7 +85,7 @@ def test_utilisation_is_carried_to_the_models_width(kb, model, hidden, layers, p
     assert (factor > 1) == (hidden > UTIL_WIDTH)
     assert step["utilisation"] == pytest.approx(util * factor, rel=1e-9)
     fwd = forward(params, layers, 4096, hidden)
-    assert step["tokens_per_s"] == pytest.approx(8 * peak * util * factor / (2 * fwd), rel=1e-9)
+    assert step["tokens_per_s"] == pytest.approx(with_optimizer_step(8 * peak * util * factor / (2 * fwd), option), rel=1e-9)
 
 
 def test_a_generation_measured_at_another_width_is_carried_from_there(kb):
@@ -91,8 +102,10 @@ def test_recomputation_is_work_the_gpu_does_not_model_flops(kb):
     (option,) = kb.ask({"model": "llama-2-7b", "task": "lora", "gpus": ["h100-sxm-80gb"],
                         "activation_checkpointing": True}).options
     fwd = forward(N_7B, L_7B, 4096, H_7B)
-    assert option.tokens_per_s == pytest.approx(H100_BF16 * UTIL["hopper"] / (3 * fwd), rel=1e-9)
-    assert option.mfu == pytest.approx(UTIL["hopper"] * 2 / 3, rel=1e-9)  # the model's FLOPs are two forwards
+    rate = H100_BF16 * UTIL["hopper"] / (3 * fwd)
+    assert option.tokens_per_s == pytest.approx(with_optimizer_step(rate, option), rel=1e-9)
+    # the model's FLOPs are two forwards of the three executed
+    assert option.mfu == pytest.approx(UTIL["hopper"] * 2 / 3 * option.tokens_per_s / rate, rel=1e-9)
 
 
 def test_the_gradient_all_reduce_crosses_nodes_at_the_nodes_aggregate_rate_and_hides_behind_backward(kb):
