@@ -20,7 +20,7 @@ from . import load_kb
 from .errors import ASK_ERRORS, BaseRevisionError, KBError, WorkloadError
 from .fmt import Lang, duration, gb
 from .fmt import bandwidth as fmt_bandwidth
-from .messages import message
+from .messages import Message, message
 from .reporters import REPORTERS
 from .terminal import clean
 from .words import label, say, term
@@ -84,7 +84,7 @@ def _fail_kb(error: KBError, lang: Lang = "en") -> None:
     raise typer.Exit(1)
 
 
-def _fail(error: object, code: int, lang: Lang = "en") -> None:
+def _fail(error: Exception | Message, code: int, lang: Lang = "en") -> None:
     """`error: ...` on stderr in `lang` (an error with a Message is written in it), then exit `code`."""
     text = error.text(lang) if hasattr(error, "text") else str(error)
     err.print(clean(message("error", detail=text).text(lang)), markup=False, highlight=False)
@@ -601,11 +601,9 @@ def probe(
     except KBError as error:
         _fail_kb(error)
     except pr.ProbeError as error:
-        err.print(f"error: {clean(error)}", markup=False, highlight=False)
-        raise typer.Exit(error.code) from None
+        _fail(error, error.code)
     except ASK_ERRORS as error:
-        err.print(f"error: {clean(error)}", markup=False, highlight=False)
-        raise typer.Exit(2) from None
+        _fail(error, 2)
     out.print(clean(pr.report(result)), markup=False, highlight=False)
     if out_dir is not None:
         for path in pr.write(result, out_dir):
