@@ -193,15 +193,24 @@ def test_an_invalid_knowledge_base_is_summed_up_in_chinese(checkout):
     assert english.exit_code == chinese.exit_code == 1
     problem = english.stderr.strip().splitlines()[0]
     assert re.match(r"kb/gpus/\S+\.yaml:\d+:\d+: E011 colour: ", problem), problem
-    first, summary, detail = chinese.stderr.splitlines()[:3]
+    first, said = chinese.stderr.splitlines()[:2]
     assert first == "知识库（kb/ 或 rules/）无效，共 1 处问题："
-    assert summary == problem.split(" colour:")[0] + " colour：未知字段（拼写错误，或这类条目没有这个字段）"
-    assert detail.strip() == problem.split(" colour: ", 1)[1]
+    assert said == problem.split(" colour:")[0] + " colour：未知字段（拼写错误，或这类条目没有这个字段）"
+    # a value pydantic refuses is said in Chinese; a validator's own sentence stays, under the code's summary
+    entry["colour"] = None
+    del entry["colour"]
+    entry["scale_up_domain"] = "eight"
+    path.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    lines = runner.invoke(app, ["explain", "llama-2-7b", "--root", str(checkout), "--lang", "zh"]).stderr.splitlines()
+    assert re.search(r": E010 scale_up_domain：需要整数$", lines[1]), lines
 
 
-def test_a_problem_without_a_chinese_summary_stays_as_it_is():
+def test_a_problem_says_in_chinese_what_it_can():
     problem = Problem("kb/x.yaml", 3, 1, "T001", "did not fire", "tests.0")
-    assert problem.text("zh") == str(problem) == "kb/x.yaml:3:1: T001 tests.0: did not fire"
+    assert problem.text("zh") == str(problem) == "kb/x.yaml:3:1: T001 tests.0: did not fire"  # a lint code
+    refused = Problem("kb/x.yaml", 3, 1, "E010", "Value error, a source needs url or path", "sources.0")
+    assert refused.text("zh") == ("kb/x.yaml:3:1: E010 sources.0：字段取值有误（类型、范围、单位，或来源缺少 url 或 path 等）"
+                                  "\n    Value error, a source needs url or path")
 
 
 def test_messages_nest_and_join_lists_in_the_reader_s_language():
@@ -209,3 +218,14 @@ def test_messages_nest_and_join_lists_in_the_reader_s_language():
     outer = Message("unknown_gpu", {"gpu": "x", "hint": hint})
     assert outer.text("en") == "unknown GPU 'x'; did you mean a, b? (`gpukb list gpus` shows the catalog)"
     assert outer.text("zh") == "未知 GPU 'x'；是否想写 a、b？（`gpukb list gpus` 列出目录）"
+
+
+def test_lint_json_stays_english():
+    import json
+
+    from gpukb.reporters import JsonReporter
+
+    problem = Problem("kb/x.yaml", 3, 1, "E011", "unknown field", "colour", "未知字段")
+    assert problem.text("zh") == "kb/x.yaml:3:1: E011 colour：未知字段"
+    (row,) = json.loads(JsonReporter().render([problem], []))
+    assert "message_zh" not in row and row["message"] == "unknown field"

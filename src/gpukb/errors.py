@@ -27,6 +27,7 @@ class Problem:
     code: str  # a key of codes.CODES
     message: str
     field: str = ""
+    message_zh: str = ""  # the same message in Chinese, where the loader can write it (pydantic's checks)
 
     def __post_init__(self) -> None:
         if self.code not in CODES:
@@ -45,19 +46,23 @@ class Problem:
         return f"{self.file}:{self.line}:{self.column}: {self.code}{where} {self.message}"
 
     def text(self, lang: Lang = "en") -> str:
-        """In Chinese: the place, the code, the field and what kind of problem it is, then the loader's own
-        detail on the next line (it quotes the file's values and ids as they are)."""
-        if lang != "zh" or self.code not in SUMMARY_ZH:
+        """In Chinese: the place, the code, the field and the message in Chinese; where the loader has no
+        Chinese for it, what kind of problem the code is, then its own detail on the next line (it quotes the
+        file's values and ids as they are)."""
+        if lang != "zh" or (not self.message_zh and self.code not in SUMMARY_ZH):
             return str(self)
-        where = f" {self.field}" if self.field else ""
-        return f"{self.file}:{self.line}:{self.column}: {self.code}{where}：{SUMMARY_ZH[self.code]}\n    {self.message}"
+        where = f"{self.file}:{self.line}:{self.column}: {self.code}{f' {self.field}' if self.field else ''}："
+        return where + (self.message_zh or f"{SUMMARY_ZH[self.code]}\n    {self.message}")
 
 
-def located(doc: Located, loc: Loc, code: str, message: str, *, prefix: Loc = (), field: str | None = None) -> Problem:
+def located(doc: Located, loc: Loc, code: str, message: str | Message, *, prefix: Loc = (),
+            field: str | None = None) -> Problem:
     """The one way to build a problem at a place in a YAML document: `loc` inside the entry at `prefix`
-    (the document itself by default); the field reads `loc` joined with dots unless `field` says otherwise."""
+    (the document itself by default); the field reads `loc` joined with dots unless `field` says otherwise.
+    A Message gives the problem its Chinese too."""
     line, column = doc.where(prefix + tuple(loc))
-    return Problem(doc.file, line, column, code, message, ".".join(map(str, loc)) if field is None else field)
+    zh = message.text("zh") if isinstance(message, Message) else ""
+    return Problem(doc.file, line, column, code, str(message), ".".join(map(str, loc)) if field is None else field, zh)
 
 
 class KBError(GpukbError):

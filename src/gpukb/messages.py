@@ -168,6 +168,9 @@ MESSAGES: dict[str, tuple[str, str]] = {
                            "kb/frameworks/ 为 task {task} 指定了 {count} 个默认框架，应当只有一个：{chosen}"),
     "policies_missing": ("kb/policies/ lacks the policies {missing}", "kb/policies/ 缺少策略 {missing}"),
     "engine_failed": ("{detail}", "规则引擎运行出错（这是 gpukb 的缺陷，请报告）：{detail}"),
+    # the loader: what is wrong with a field of kb/ or rules/ (the file, line and field are said before it)
+    "kb_unknown_field": ("unknown field", "未知字段（拼写错误，或这类条目没有这个字段）"),
+    "kb_missing_field": ("required field is missing", "缺少必填字段"),
     # the command line's own errors
     "error": ("error: {detail}", "错误：{detail}"),
     "unknown_engine": ("--launch: unknown engine '{engine}' (engines: {engines})",
