@@ -39,7 +39,7 @@ from gpukb.site.conditions import readable
 from gpukb.site.links import counterpart, page_url
 from gpukb.site.markdown import lines
 from gpukb.site.text import code, esc, plain, title_text
-from gpukb.site.tree import WIDTH, Box, _text_width, build_tree, path, phrases, recommendation_rules, tree_svg, wrap
+from gpukb.site.tree import Box, build_tree, path, phrases, recommendation_rules, tree_html
 
 REPO = Path(__file__).resolve().parent.parent
 # one worker runs every test of this file (--dist loadfile), so the strict builds and the browser are made once
@@ -248,15 +248,20 @@ def test_conditions_read_as_words():
     assert readable("task not in ['a', 'b', 'c']") == "task is none of 'a', 'b', 'c'"
 
 
-def _svg_texts(svg: str) -> str:
-    return " ".join(t.text or "" for t in ET.fromstring(svg).iter("{http://www.w3.org/2000/svg}text"))
+def _tree_texts(drawing: str) -> str:
+    """The words of the drawing, box by box (its lines joined by spaces)."""
+    return " ".join(" ".join(el.itertext()) for el in ET.fromstring(drawing.replace("<br>", "<br/>")).iter("div")
+                    if el.get("class", "").startswith("gpukb-tree-"))
+
+
+def _drawing(page: str) -> str:
+    return re.search(r'<div class="gpukb-tree".*?</ul>.*?</div></div>', page)[0]  # type: ignore[index]
 
 
 def test_the_decision_tree_is_derived_from_the_recommendation_rules(kb, checkout):
     rules = recommendation_rules(kb.rules)
     page = P.decision_tree(P.Context.build(kb, []))
-    diagram = re.search(r"<svg.*?</svg>", page)[0]  # type: ignore[index]
-    words = _svg_texts(diagram)
+    words = _tree_texts(_drawing(page))
     for rule in rules:
         assert f"{rule.id}@{rule.version}" in page
         for test in path(rule):
@@ -264,7 +269,7 @@ def test_the_decision_tree_is_derived_from_the_recommendation_rules(kb, checkout
     # the drawing speaks the reader's language, not the engine's
     assert "If: LoRA or QLoRA" in words and "parameters ≥ 100B" in words and "one GPU, no CPU offload, a consumer card" in words
     assert "fits is true" not in words and "p.gpu" not in words and "'lora'" not in words
-    zh_words = _svg_texts(P.diagram(P.Context.build(kb, [], "zh")))
+    zh_words = _tree_texts(P.diagram(P.Context.build(kb, [], "zh")))
     assert "如果：LoRA或QLoRA" in zh_words and "参数量 ≥ 1000 亿" in zh_words
     assert phrases("fits == true and count == 1") == ["one GPU"] and phrases("gpu == p.gpu") == []
     # a new recommendation rule (whatever rules already exist) changes the tree
@@ -280,19 +285,21 @@ def test_the_decision_tree_is_derived_from_the_recommendation_rules(kb, checkout
     assert any(node.test == "workload: batch_size ≥ 64" for node in build_tree(changed.rules).children[0].children
                + build_tree(changed.rules).children)
     page = P.decision_tree(P.Context.build(changed, []))
-    assert "rec.zz-site-test@3" in page and "A rule added by a test" in _svg_texts(re.search(r"<svg.*?</svg>", page)[0])  # type: ignore[index]
+    assert "rec.zz-site-test@3" in page and "A rule added by a test" in _tree_texts(_drawing(page))
     assert "```mermaid" not in page and "<script" not in page  # drawn at build time: nothing runs in the browser
 
 
-def test_the_tree_drawing_is_escaped_and_fits_a_phone():
-    svg = tree_svg('T "<&>"', "root", [(Box([EVIL], "gpukb-tree-when"), Box(["显存瓶颈往往出现在" * 4], "gpukb-tree-then"))])
-    root = ET.fromstring(svg)
-    assert root.get("viewBox", "").split()[2] == str(WIDTH) <= "400"
-    drawn = "".join(t.text or "" for t in root.iter("{http://www.w3.org/2000/svg}text"))
-    assert EVIL.replace(" ", "") in drawn.replace(" ", "")
-    assert "<script" not in svg and "**not bold**" not in svg
-    for line in wrap("显存瓶颈往往出现在" * 4 + " and a long English sentence that has to wrap somewhere", 300):
-        assert _text_width(line) <= 300
+def test_the_tree_drawing_is_escaped_text_in_the_page_s_type():
+    """The drawing is HTML on one line (Markdown leaves it alone): each text is escaped, whole (the browser
+    wraps it), and the first line of a recommendation is bold."""
+    drawing = tree_html('T "<&>"', "root", [(Box([EVIL], "gpukb-tree-when"),
+                                             Box(["显存瓶颈往往出现在" * 4, "second"], "gpukb-tree-then", True))])
+    assert "\n" not in drawing and "<script" not in drawing and "<svg" not in drawing
+    root = ET.fromstring(drawing.replace("<br>", "<br/>"))
+    assert root.get("aria-label") == 'T "<&>"'
+    assert EVIL in _tree_texts(drawing) and "显存瓶颈往往出现在" * 4 in _tree_texts(drawing)
+    then = next(el for el in root.iter("div") if el.get("class") == "gpukb-tree-then")
+    assert then.find("strong").text == "显存瓶颈往往出现在" * 4 and then.find("br").tail == "second"
 
 
 def test_the_chart_is_well_formed_and_escaped():
@@ -714,7 +721,7 @@ def test_pages_fit_screens_and_phones(browser, served, tmp_path_factory):
             browser.get(served + url)
             browser.save_screenshot(str(shots / f"{name}-{width}.png"))
             if width == 390:
-                for figure in browser.find_elements(By.CSS_SELECTOR, "svg.gpukb-tree, svg.gpukb-chart-narrow"):
+                for figure in browser.find_elements(By.CSS_SELECTOR, "div.gpukb-tree, svg.gpukb-chart-narrow"):
                     assert figure.size["width"] <= browser.execute_script("return document.documentElement.clientWidth")
                     assert figure.size["width"] >= 300, f"{name}: a picture squeezed to {figure.size['width']} px"
     print(f"screenshots and page heights in {shots}")
@@ -730,14 +737,58 @@ def test_the_decision_tree_works_offline(browser, served):
                                                                 "http://*.org/*", "http://*.io/*"]})
     try:
         browser.get(served + "decision-tree/")
-        tree = browser.find_element(By.CSS_SELECTOR, "svg.gpukb-tree")
+        tree = browser.find_element(By.CSS_SELECTOR, "div.gpukb-tree")
         assert tree.is_displayed() and tree.size["height"] > 200
-        assert "LoRA" in tree.text or "LoRA" in tree.get_attribute("innerHTML")
+        assert "LoRA" in tree.text
         resources = browser.execute_script("return performance.getEntriesByType('resource').map(e => e.name)")
         assert all(url.startswith((served, "data:")) for url in resources), resources  # nothing from elsewhere
         assert _errors(browser) == []
     finally:
         browser.execute_cdp_cmd("Network.setBlockedURLs", {"urls": []})
+
+
+# Each option table on a page: how wide it is against its box, and how far right its cells reach against the
+# box's visible edge (every <details> opened first, so the folded table of all options is measured too).
+_TABLES = """
+document.querySelectorAll('article details').forEach(d => d.open = true);
+return [...document.querySelectorAll('article table.gpukb-stack')].map(t => {
+  const box = t.closest('.gpukb-table'), b = box.getBoundingClientRect();
+  const right = Math.max(...[...t.querySelectorAll('th, td')].filter(c => c.getClientRects().length)
+                                 .map(c => c.getBoundingClientRect().right));
+  return {table: t.getBoundingClientRect().width, box: box.clientWidth, visible_right: b.left + box.clientWidth,
+          cells_right: right, scroll: box.scrollWidth, columns: t.rows[0].cells.length};
+});"""
+# The tree's boxes: their text size against the body's, and whether any box's text overflows it
+_TREE = """
+const body = parseFloat(getComputedStyle(document.querySelector('article p')).fontSize);
+const tree = document.querySelector('article .gpukb-tree');
+const boxes = [...tree.querySelectorAll('div')];
+return {body: body, sizes: boxes.map(b => parseFloat(getComputedStyle(b).fontSize)),
+        overflowing: boxes.filter(b => b.scrollWidth > b.clientWidth + 1).map(b => b.textContent.slice(0, 40)),
+        tree: tree.getBoundingClientRect().width, article: document.querySelector('article').clientWidth};"""
+
+
+@pytest.mark.parametrize("size", [(1280, 800), (390, 844)], ids=["1280", "phone"])
+def test_option_tables_and_the_tree_fit_the_page(browser, served, site, size):
+    """No option table clips a column: at 1280 px each fits the content column, and on a phone each row is a
+    card as wide as the column; the decision tree's text is the body's size and stays inside its boxes."""
+    browser.set_window_size(*size)
+    answered = {run.scenario.id for run in site.runs if run.answer.options}
+    for lang in ("", "zh/"):
+        for scenario in load_scenarios(SCENARIOS):
+            browser.get(served + f"{lang}scenarios/{scenario.id}/")
+            tables = browser.execute_script(_TABLES)
+            assert tables or scenario.id not in answered, scenario.id
+            for t in tables:
+                fits = t["table"] <= t["box"] + 1
+                assert fits or t["cells_right"] <= t["visible_right"] + 1, (lang, scenario.id, size, t)
+                assert t["scroll"] <= t["box"] + 1, (lang, scenario.id, size, t)  # nothing hides past the edge
+        browser.get(served + f"{lang}decision-tree/")
+        tree = browser.execute_script(_TREE)
+        assert len(tree["sizes"]) >= 3, tree  # the boxes are text in the page, not a picture scaled to the column
+        assert all(0.85 * tree["body"] <= px <= 1.15 * tree["body"] for px in tree["sizes"]), (lang, size, tree)
+        assert not tree["overflowing"] and tree["tree"] <= tree["article"] + 1, (lang, size, tree)
+    assert _errors(browser) == []
 
 
 @pytest.mark.parametrize(("query", "words"), [("显存", ["显存"]), ("带宽", ["带宽"]), ("张量并行", ["张量并行"]),

@@ -20,6 +20,7 @@ from . import load_kb
 from .errors import ASK_ERRORS, BaseRevisionError, KBError, WorkloadError
 from .fmt import Lang, duration, gb
 from .fmt import bandwidth as fmt_bandwidth
+from .messages import Message, message
 from .reporters import REPORTERS
 from .terminal import clean
 from .words import label, say, term
@@ -75,10 +76,19 @@ class Format(StrEnum):  # the names of reporters.REPORTERS
 NOTHING_FITS = 3  # exit code: the ask was valid, but no candidate GPU type can run it within its limits
 
 
-def _fail_kb(error: KBError) -> None:
+def _fail_kb(error: KBError, lang: Lang = "en") -> None:
+    if lang == "zh":  # a heading and each problem's kind in Chinese; the English stays one problem a line
+        err.print(clean(message("kb_invalid", count=len(error.problems)).text(lang)), markup=False, highlight=False)
     for problem in error.problems:
-        err.print(clean(problem), markup=False, highlight=False)
+        err.print(clean(problem.text(lang)), markup=False, highlight=False)
     raise typer.Exit(1)
+
+
+def _fail(error: Exception | Message, code: int, lang: Lang = "en") -> None:
+    """`error: ...` on stderr in `lang` (an error with a Message is written in it), then exit `code`."""
+    text = error.text(lang) if hasattr(error, "text") else str(error)
+    err.print(clean(message("error", detail=text).text(lang)), markup=False, highlight=False)
+    raise typer.Exit(code)
 
 
 def _cell(value: object) -> Text:
@@ -176,12 +186,11 @@ def ask(
         kb = load_kb(root)
         answer = kb.ask(workload)
     except KBError as error:
-        _fail_kb(error)
+        _fail_kb(error, lang.value)
     except ASK_ERRORS as error:
-        err.print(f"error: {clean(error)}", markup=False, highlight=False)
-        raise typer.Exit(2) from None
+        _fail(error, 2, lang.value)
     if launch is not None:
-        _print_launch(answer, launch, kb)
+        _print_launch(answer, launch, kb, lang.value)
         return
     if as_json:
         sys.stdout.write(answer.model_dump_json(indent=2) + "\n")
@@ -191,25 +200,24 @@ def ask(
         _print_answer(answer, lang.value)
     if not answer.options:  # nothing fits: a script must not read an empty table as an answer
         if as_json or explain:  # the headline on stderr too, where the output itself is for a program or a reader
-            err.print(clean(answer.summary.headline if answer.summary else "nothing fits"), markup=False, highlight=False)
+            err.print(clean(answer.summary.lines(lang.value)[0] if answer.summary else "nothing fits"), markup=False,
+                      highlight=False)
         raise typer.Exit(NOTHING_FITS)
 
 
-def _print_launch(answer: Any, engine: str, kb: Any) -> None:
+def _print_launch(answer: Any, engine: str, kb: Any, lang: Lang = "en") -> None:
     """The best option's command line for `engine` on stdout, after a shell comment naming the option it is
     for (GPU type, count, layout), so a script can still run it."""
     from .launch import ENGINES, missing, option_comment
 
     if engine not in ENGINES:
-        err.print(f"error: --launch: unknown engine '{clean(engine)}' (engines: {', '.join(ENGINES)})", markup=False)
-        raise typer.Exit(2)
+        _fail(message("unknown_engine", engine=engine, engines=list(ENGINES)), 2, lang)
     best = answer.best
     command = (best.launch or {}).get(engine) if best else None
     if command is None:
-        why = (answer.summary.headline if answer.summary else "nothing fits") if best is None \
+        why = (answer.summary.lines(lang)[0] if answer.summary else "nothing fits") if best is None \
             else missing(engine, answer.workload)
-        err.print(clean(f"error: --launch: {why}"), markup=False, highlight=False)
-        raise typer.Exit(NOTHING_FITS if best is None else 1)
+        _fail(message("launch_failed", why=why), NOTHING_FITS if best is None else 1, lang)
     comment = option_comment(best.gpu, best.count, best.strategy, kb.gpus[best.gpu].devices)
     sys.stdout.write(clean(comment) + "\n" + clean(command) + "\n")
 
@@ -379,12 +387,12 @@ def explain_entry(
 ) -> None:
     """Show knowledge-base entries and where they come from, as readable YAML."""
     from .entry_text import describe_entry
-    from .ids import did_you_mean, split_versioned
+    from .ids import near_hint, split_versioned
 
     try:
         kb = load_kb(root)
     except KBError as error:
-        _fail_kb(error)
+        _fail_kb(error, lang.value)
     texts, unknown = [], False
     for wanted in entry_ids:
         entry_id, version = split_versioned(wanted)
@@ -395,14 +403,13 @@ def explain_entry(
             unknown = True
             catalog = ("gpus", "models", "rules", "claims")  # what people look up most, suggested first
             entries = sorted(kb.entries(), key=lambda e: catalog.index(e[0].name) if e[0].name in catalog else 9)
-            hint = did_you_mean(entry_id, (entry_id for _, entry_id, _ in entries))
-            err.print(clean(f"error: no rule, claim, GPU, model or source has the id '{entry_id}'{hint}"),
-                      markup=False, highlight=False)
+            hint = near_hint(entry_id, (entry_id for _, entry_id, _ in entries))
+            unknown_id = message("error", detail=message("unknown_entry", entry=entry_id, hint=hint))
+            err.print(clean(unknown_id.text(lang.value)), markup=False, highlight=False)
             continue
         found = kb.lookup(entry_id)
         if version is not None and found is not None and found[1].version != version:
-            text += (f"\n# note: you asked for v{version}; this knowledge base has v{found[1].version} "
-                     f"(`gpukb impact --base REV` shows what changed)")
+            text += message("other_version", asked=version, has=found[1].version).text(lang.value)
         texts.append(text)
     if texts:
         out.print(clean("\n---\n".join(texts)), markup=False, highlight=False)
@@ -594,11 +601,9 @@ def probe(
     except KBError as error:
         _fail_kb(error)
     except pr.ProbeError as error:
-        err.print(f"error: {clean(error)}", markup=False, highlight=False)
-        raise typer.Exit(error.code) from None
+        _fail(error, error.code)
     except ASK_ERRORS as error:
-        err.print(f"error: {clean(error)}", markup=False, highlight=False)
-        raise typer.Exit(2) from None
+        _fail(error, 2)
     out.print(clean(pr.report(result)), markup=False, highlight=False)
     if out_dir is not None:
         for path in pr.write(result, out_dir):

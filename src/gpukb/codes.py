@@ -97,3 +97,34 @@ CODES: dict[str, Code] = {
 
 def severity(code: str) -> Severity:
     return CODES[code].severity
+
+
+# The loader's codes in Chinese: what `gpukb ask/explain/list --lang zh` says when the knowledge base under
+# --root does not load (the problem's own detail, quoting the file's values, follows it unchanged)
+SUMMARY_ZH: dict[str, str] = {
+    "E001": "YAML 语法错误（或出现 `!!python/...` 这类标签：YAML 按安全模式读取）",
+    "E002": "同一个映射里有重复的键",
+    "E003": "文件内容既不是一个条目，也不是条目列表",
+    "E004": "找不到知识库：缺少 `kb/manifest.yaml`",
+    "E005": "文件被拒绝读取：超过 262,144 字节、超过 20,000 个值、嵌套超过 32 层、不是普通文件，或是指向仓库之外的符号链接",
+    "E006": "使用了 YAML 锚点（`&name`）或别名（`*name`）：请把值直接写出来",
+    "E010": "字段取值有误（类型、范围、单位，或来源缺少 url 或 path 等）",
+    "E011": "未知字段（拼写错误，或这类条目没有这个字段）",
+    "E012": "缺少必填字段（每个缺少的字段各报一次）",
+    "E013": "数值不是有限数（`.inf`、`.nan`）或大于 1e60",
+    "E014": "文本中含有控制字符（转义、响铃、回车、C1 控制字符、双向覆盖符）：只允许制表符和换行",
+    "E020": "同一个 id 定义了两次（详情里给出第一次出现的位置）",
+    "E030": "引用了不存在的 id（来源、论断、互联方式，或同类条目的 `superseded_by`）",
+    "E050": "模型的 `params`（或 `active_params`）与其结构算出的参数量不符",
+    "R001": "规则里同一个别名用了两次",
+    "R002": "表达式或条件不安全或无效（超出白名单语言）",
+    "R003": "事实类型没有这个字段；字段既被赋值又被计算；或 `let` 名称冲突",
+    "R004": "输出缺少其类型要求的字段",
+    "R005": "`explain` 模板引用了规则中不存在的名字，或花括号、格式写错",
+    "R006": "名字既不是前面模式的 `alias.field`，也不是上文算出的值",
+    "R007": "`finding` 或 `severity` 的取值不在允许范围内",
+    "R008": "规则不在 `rules/<stage>/` 下，或放在了别的阶段的目录里",
+    "R009": "规则连接的模式数，或这些模式在目录上可组合的事实数，超过策略 `rule-join-patterns` 和 "
+            "`rule-join-combinations` 的上限",
+    "S101": "来源没有地址（`url`，本地文档用 `path`）",
+}

@@ -41,6 +41,7 @@ from durable_rules_engine import error as _DurableError
 from durable_rules_engine import start_action_for_state as _c_start_action_for_state
 
 from .errors import EngineError, KBDefectError
+from .messages import message
 from .reachable import reachable_rules, task_fields, text_gates
 from .rules import CompiledRule
 from .trace import Collector
@@ -268,13 +269,12 @@ class Engine:
             definition = {compiled.key.replace("@", "_v"): compiled.durable_definition() for compiled in rules}
             if not definition:
                 given = ", ".join(f"{field} {value!r}" for field, value in known.items())
-                raise KBDefectError(f"rules/ has no active rule that an ask with {given} can fire")
+                raise KBDefectError(message("no_active_rule", given=given))
             definition[_OPENING_ACTION] = _OPENING_RULE
             try:
                 handle = _c_create_ruleset(name, durable_json(definition))
             except _DurableError as err:  # a limit of durable's (rete.h) that the loader does not check
-                raise KBDefectError(f"durable-rules refused the rules an ask with task "
-                                    f"{known.get('task')!r} can fire: {err}") from None
+                raise KBDefectError(message("ruleset_refused", task=known.get("task"), detail=str(err))) from None
             ruleset = _Ruleset(handle, _condition_fields(rules), text_gates(rules))
             for compiled in rules:
                 aliases = frozenset(alias for alias, _ in compiled.aliases)

@@ -19,6 +19,7 @@ from pydantic import ValidationError
 from . import safepath
 from .architecture import count_parameters
 from .errors import WorkloadError
+from .messages import Message, message, pydantic_message
 from .schema import Mla, Model, Moe
 
 MAX_BYTES = 1_000_000  # real configs are a few kB; a long layer_types list stays far below this
@@ -29,9 +30,9 @@ MAX_PARAMS = 10**13  # as for a workload's params
 class ConfigError(WorkloadError):
     """A config.json that cannot describe a supported model; names the file and the key."""
 
-    def __init__(self, path: str, key: str, message: str):
+    def __init__(self, path: str, key: str, detail: str | Message):
         self.path, self.key = path, key
-        super().__init__("model", f"{path}: {key}: {message}")
+        super().__init__("model", message("config_error", path=path, key=key, detail=detail))
 
 
 def _printable(path: str) -> str:
@@ -46,19 +47,19 @@ class _Reader:
         self.path, self.config = path, config
         self.model_type = config.get("model_type")
 
-    def error(self, key: str, message: str) -> ConfigError:
-        return ConfigError(self.path, key, message)
+    def error(self, key: str, detail: str | Message) -> ConfigError:
+        return ConfigError(self.path, key, detail)
 
     def int(self, key: str, default: int | None = None, *, minimum: int = 1) -> int:
         value = self.config.get(key)
         if value is None:
             if default is None:
-                raise self.error(key, f"missing; a '{self.model_type}' config needs it")
+                raise self.error(key, message("config_missing", model_type=self.model_type))
             return default
         if isinstance(value, bool) or not isinstance(value, int):
-            raise self.error(key, f"must be an integer, got {value!r}")
+            raise self.error(key, message("config_integer", value=value))
         if not minimum <= value <= MAX_DIMENSION:
-            raise self.error(key, f"must be between {minimum} and {MAX_DIMENSION:,}, got {value}")
+            raise self.error(key, message("config_between", minimum=minimum, maximum=MAX_DIMENSION, value=value))
         return value
 
     def optional_int(self, key: str) -> int | None:
@@ -69,7 +70,7 @@ class _Reader:
         if value is None:
             return default
         if not isinstance(value, bool):
-            raise self.error(key, f"must be true or false, got {value!r}")
+            raise self.error(key, message("config_bool", value=value))
         return value
 
 
@@ -77,11 +78,11 @@ def _common(r: _Reader, *, tied: bool) -> dict[str, Any]:
     hidden, heads = r.int("hidden_size"), r.int("num_attention_heads")
     kv_heads = r.int("num_key_value_heads", heads)
     if heads % kv_heads:
-        raise r.error("num_key_value_heads", f"{kv_heads} does not divide num_attention_heads {heads}")
+        raise r.error("num_key_value_heads", message("config_kv_heads", kv_heads=kv_heads, heads=heads))
     head_dim = r.optional_int("head_dim")
     if head_dim is None:  # only an explicit head_dim may differ from hidden_size / heads (Gemma)
         if hidden % heads:
-            raise r.error("num_attention_heads", f"{heads} does not divide hidden_size {hidden}")
+            raise r.error("num_attention_heads", message("config_heads", heads=heads, hidden=hidden))
         head_dim = hidden // heads
     return {
         "layers": r.int("num_hidden_layers"), "hidden_size": hidden, "heads": heads, "kv_heads": kv_heads,
@@ -102,18 +103,17 @@ def _context_length(r: _Reader) -> int:
     if scaling is None:
         return length
     if not isinstance(scaling, dict):
-        raise r.error("rope_scaling", f"must be an object, got {scaling!r}")
+        raise r.error("rope_scaling", message("config_object", value=scaling))
     kind = scaling.get("rope_type", scaling.get("type"))
     factor = scaling.get("factor", 1.0)
     if kind in ("llama3", "longrope", "su") or factor is None:
         return length
     if isinstance(factor, bool) or not isinstance(factor, int | float) or not 1 <= factor <= 1024:
-        raise r.error("rope_scaling", f"factor must be a number from 1 to 1024, got {factor!r}")
+        raise r.error("rope_scaling", message("config_factor", value=factor))
     if kind == "yarn" and scaling.get("original_max_position_embeddings") is not None:
         original = scaling["original_max_position_embeddings"]
         if isinstance(original, bool) or not isinstance(original, int) or not 1 <= original <= MAX_DIMENSION:
-            raise r.error("rope_scaling", f"original_max_position_embeddings must be an integer from 1 to "
-                                          f"{MAX_DIMENSION:,}, got {original!r}")
+            raise r.error("rope_scaling", message("config_original", maximum=MAX_DIMENSION, value=original))
         length = original
     return min(int(length * factor), MAX_DIMENSION)
 
@@ -123,15 +123,15 @@ def _biases(r: _Reader, arch: dict[str, Any], mlp_bias: bool = False) -> None:
     attention = r.bool("attention_bias", False)
     mlp = r.bool("mlp_bias", mlp_bias)
     if attention != mlp:
-        raise r.error("attention_bias", f"{attention} with mlp_bias {mlp}: biases on only one of attention and "
-                                        "MLP are not supported")
+        raise r.error("attention_bias", message("config_biases", attention=attention, mlp=mlp))
     arch["linear_bias"] = attention
 
 
 def _moe(r: _Reader, experts_key: str, **fields: Any) -> Moe:
     experts, chosen = r.int(experts_key), r.int("num_experts_per_tok")
     if chosen > experts:
-        raise r.error("num_experts_per_tok", f"{chosen} exceeds the {experts} experts of {experts_key}")
+        raise r.error("num_experts_per_tok", message("config_chosen", chosen=chosen, experts=experts,
+                                                     experts_key=experts_key))
     return Moe(experts=experts, experts_per_token=chosen, **fields)
 
 
@@ -148,7 +148,7 @@ def _layer_types(r: _Reader, arch: dict[str, Any]) -> bool:
     if types is None:
         return False
     if not isinstance(types, list) or len(types) != arch["layers"] or not all(isinstance(t, str) for t in types):
-        raise r.error("layer_types", f"must list one attention type per layer ({arch['layers']})")
+        raise r.error("layer_types", message("config_layer_types", layers=arch["layers"]))
     sliding = sum(t == "sliding_attention" for t in types)
     if sliding:
         arch["sliding_window"], arch["sliding_window_layers"] = r.int("sliding_window"), sliding
@@ -227,10 +227,10 @@ def _deepseek(r: _Reader) -> dict[str, Any]:
     arch.update(mla=mla, kv_heads=arch["heads"], head_dim=mla.qk_nope_head_dim + mla.qk_rope_head_dim)
     if r.config.get("n_routed_experts") is not None:
         if r.int("moe_layer_freq", 1) != 1:
-            raise r.error("moe_layer_freq", "only MoE in every layer after the first dense ones is supported")
+            raise r.error("moe_layer_freq", message("config_moe_freq"))
         dense = r.int("first_k_dense_replace", 0, minimum=0)
         if dense >= arch["layers"]:
-            raise r.error("first_k_dense_replace", f"{dense} leaves no MoE layer of {arch['layers']}")
+            raise r.error("first_k_dense_replace", message("config_dense", dense=dense, layers=arch["layers"]))
         arch["moe"] = _moe(
             r, "n_routed_experts", expert_intermediate_size=r.int("moe_intermediate_size"),
             shared_experts=r.int("n_shared_experts", 0, minimum=0), dense_layers=dense,
@@ -247,7 +247,7 @@ def _gpt_neox(r: _Reader) -> dict[str, Any]:
     # is rotated, not the parameters or the KV cache
     arch.update(mlp="standard", norm="layernorm", linear_bias=r.bool("attention_bias", True))
     if not arch["linear_bias"]:
-        raise r.error("attention_bias", "GPT-NeoX without biases is not supported")
+        raise r.error("attention_bias", message("config_neox_bias"))
     return arch
 
 
@@ -276,15 +276,15 @@ def read_config(path: Path, shown: str | None = None) -> tuple[dict[str, Any], s
             shown = str(Path(shown) / "config.json")
         data = safepath.read_bytes(path, MAX_BYTES)
     except safepath.RefusedPath as error:
-        raise ConfigError(_printable(shown), "file", str(error)) from None
+        raise ConfigError(_printable(shown), "file", error.message) from None
     if len(data) > MAX_BYTES:
-        raise ConfigError(shown, "file", f"larger than {MAX_BYTES:,} bytes; not a model config")
+        raise ConfigError(shown, "file", message("config_too_large", limit=MAX_BYTES))
     try:
         config = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as error:
-        raise ConfigError(shown, "file", f"not valid JSON ({error})") from None
+        raise ConfigError(shown, "file", message("config_not_json", detail=str(error))) from None
     if not isinstance(config, dict):
-        raise ConfigError(shown, "file", "must hold a JSON object")
+        raise ConfigError(shown, "file", message("config_not_object"))
     return config, shown
 
 
@@ -293,8 +293,8 @@ def model_from_config(config: dict[str, Any], path: str, name: str | None = None
     config's `_name_or_path`, which otherwise names the model (else `path` does)."""
     r = _Reader(path, config)
     if not isinstance(r.model_type, str) or r.model_type not in FAMILIES:
-        got = "missing" if r.model_type is None else f"'{r.model_type}' is not supported"
-        raise r.error("model_type", f"{got}; supported: {', '.join(FAMILIES)}")
+        got = message("config_type_missing") if r.model_type is None else message("config_type", model_type=r.model_type)
+        raise r.error("model_type", message("config_supported", got=got, families=list(FAMILIES)))
     family, read = FAMILIES[r.model_type]
     given = config.get("_name_or_path")
     name = name or (given if isinstance(given, str) and given.strip() else path)
@@ -307,12 +307,12 @@ def model_from_config(config: dict[str, Any], path: str, name: str | None = None
                       active_params=1 if arch.get("moe") else None, **arch)
         total, active = count_parameters(model)
         if total > MAX_PARAMS:
-            raise r.error("num_hidden_layers", f"the architecture has {total:,} parameters, beyond any published model")
+            raise r.error("num_hidden_layers", message("config_params", total=total))
         return model.model_copy(update={"params": total, "active_params": active if model.moe else None})
     except ValidationError as error:
         first = error.errors()[0]
         key = ".".join(str(p) for p in first["loc"]) or "model_type"
-        raise r.error(key, first["msg"].removeprefix("Value error, ")) from None
+        raise r.error(key, pydantic_message(first)) from None
 
 
 def load_model(path: Path, shown: str | None = None, name: str | None = None) -> Model:

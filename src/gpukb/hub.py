@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 
 from .errors import WorkloadError
+from .messages import message
 
 REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
 
@@ -17,14 +18,13 @@ REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-
 def download_config(repo: str) -> Path:
     """The local path of the repository's config.json, downloaded (or cached) by huggingface_hub."""
     if not REPO_ID.match(repo) or ".." in repo:
-        raise WorkloadError("model", f"hf:{repo}: expected hf:ORG/NAME, e.g. hf:meta-llama/Llama-3.1-8B")
+        raise WorkloadError("model", message("hub_repo_format", repo=repo))
     try:
         from huggingface_hub import hf_hub_download
     except ImportError:
-        raise WorkloadError("model", f"hf:{repo}: reading a model from the Hugging Face Hub needs the hub extra: "
-                                     "pip install 'gpukb[hub]'") from None
+        raise WorkloadError("model", message("hub_extra", repo=repo)) from None
     try:
         return Path(hf_hub_download(repo_id=repo, filename="config.json"))
     except Exception as error:  # network, authentication, missing repository: all end the same way
-        raise WorkloadError("model", f"hf:{repo}: cannot download config.json ({type(error).__name__}: "
-                                     f"{str(error).splitlines()[0] if str(error) else 'no detail'})") from None
+        detail = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else 'no detail'}"
+        raise WorkloadError("model", message("hub_download", repo=repo, detail=detail)) from None

@@ -6,6 +6,8 @@ import difflib
 import re
 from collections.abc import Container, Iterable
 
+from .messages import Message, message
+
 
 def versioned(entry_id: str, version: int) -> str:
     """'req.kv-cache', 2 → 'req.kv-cache@2', the form every trace step cites."""
@@ -51,9 +53,15 @@ def catalog_id(wanted: str, ids: Container[str]) -> str | None:
     return lowered if lowered in ids else None
 
 
-def did_you_mean(wanted: str, ids: Iterable[str]) -> str:
-    """'; did you mean a, b?' naming the ids near `wanted` (near_ids, in the order given), or ''."""
+def near_hint(wanted: str, ids: Iterable[str]) -> Message | str:
+    """'; did you mean a, b?' (a Message, in either language) naming the ids near `wanted` (near_ids, in the
+    order given), or ''."""
     if len(wanted) > 100:  # no id is this long, and matching a huge text would take long
         return ""
     near = near_ids(wanted, ids)
-    return f"; did you mean {', '.join(near)}?" if near else ""
+    return message("did_you_mean", ids=near) if near else ""
+
+
+def did_you_mean(wanted: str, ids: Iterable[str]) -> str:
+    """near_hint in English."""
+    return str(near_hint(wanted, ids))

@@ -9,6 +9,7 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
+from .messages import Message, message
 from .workload import ResolvedWorkload
 
 ENGINES = ("vllm", "sglang")
@@ -126,11 +127,10 @@ def launch_commands(model: str | None, w: ResolvedWorkload, strategy: Any, reser
     return commands
 
 
-def missing(engine: str, w: ResolvedWorkload) -> str:
+def missing(engine: str, w: ResolvedWorkload) -> Message:
     """Why an inference option has no command line for `engine` (see launch_commands)."""
     if w.kv_cache_precision in ("fp8", "int8"):
-        return (f"{engine} has no int8 KV cache and keeps a 1-byte one as FP8, which this GPU has no FP8 for; "
-                "use kv_cache_precision bf16 or fp16")
+        return message("launch_no_fp8_kv", engine=engine)
     if engine == "sglang" and w.precision in QUANTIZED_WEIGHTS:
-        return f"sglang has no in-flight {w.precision} flag for a 16-bit checkpoint; use vllm or a pre-quantized checkpoint"
-    return "launch settings are for inference with a catalog model or a config.json"
+        return message("launch_sglang_quantized", precision=w.precision)
+    return message("launch_needs_inference")

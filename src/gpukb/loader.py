@@ -19,6 +19,7 @@ from .errors import KBError, Problem, located
 from .joins import COMBINATIONS_POLICY, PATTERNS_POLICY, WITHOUT_POLICIES, check_joins
 from .kb import KnowledgeBase
 from .kinds import BY_NAME, KEYED, KINDS, Kind
+from .messages import PYDANTIC_ZH, message, pydantic_message
 from .rules import STAGES, CompiledRule, compile_rule
 from .schema import Manifest, Rhetoric
 from .yamlpos import Loc, Located, load_located
@@ -42,12 +43,13 @@ def _pydantic_problems(err: ValidationError, doc: Located, prefix: Loc) -> list[
         seen.add(key)
         field = ".".join(str(p) for p in item_loc) or "(entry)"
         if item["type"] == "extra_forbidden":
-            problems.append(located(doc, item_loc, "E011", "unknown field", prefix=prefix, field=field))
+            problems.append(located(doc, item_loc, "E011", message("kb_unknown_field"), prefix=prefix, field=field))
         elif item["type"] == "missing":
-            problems.append(located(doc, item_loc, "E012", "required field is missing", prefix=prefix, field=field))
-        else:
-            msg = item["msg"].removeprefix("Value error, ")
-            problems.append(located(doc, item_loc, "E010", msg, prefix=prefix, field=field))
+            problems.append(located(doc, item_loc, "E012", message("kb_missing_field"), prefix=prefix, field=field))
+        else:  # pydantic's own checks have Chinese; a validator's ValueError keeps its English under the summary
+            said = pydantic_message(item)
+            detail = said if item["type"] in PYDANTIC_ZH else said.text("en")
+            problems.append(located(doc, item_loc, "E010", detail, prefix=prefix, field=field))
     return problems
 
 

@@ -27,7 +27,7 @@ def _changes(w: Workload) -> Iterator[tuple[dict[str, Any], str, str]]:
     """(fields to change, in words, in Chinese), least change first."""
     inference = w.task == "inference"
     if w.gpu_count is not None:
-        yield {"gpu_count": None}, "more GPUs than gpu_count {gpu_count}", "超过 gpu_count {gpu_count} 的 GPU"
+        yield {"gpu_count": None}, "more GPUs than gpu_count {gpu_count}", "超出 gpu_count {gpu_count} 的上限"
     if inference:
         precision = w.precision
         while precision in LOWER:
@@ -43,7 +43,7 @@ def _changes(w: Workload) -> Iterator[tuple[dict[str, Any], str, str]]:
         if w.activation_checkpointing is False:
             yield {"activation_checkpointing": True}, "activation checkpointing", "激活重计算"
         if w.offload == "none":
-            yield {"offload": None}, "CPU offload", "卸载到 CPU"
+            yield {"offload": None}, "CPU offload", "卸载到 CPU 内存"
         if w.micro_batch_size > 1:
             yield {"micro_batch_size": 1}, "micro_batch_size 1", "micro_batch_size 1"
     for seq in (w.seq_len // 2, w.seq_len // 4, w.seq_len // 8):  # inference: below prompt + output is refused
@@ -76,14 +76,15 @@ def nearest_misses(w: Workload, answer: Answer, ask: Ask) -> list[Miss]:
             rank[option.gpu] = (order, option.count)
             if "gpu_count" in change:
                 found[option.gpu] = (moved, f"gpu_count {option.count} ({words.format(gpu_count=w.gpu_count)})",
-                                     f"gpu_count {option.count}（{words_zh.format(gpu_count=w.gpu_count)}）")
+                                     f"gpu_count 改为 {option.count}（{words_zh.format(gpu_count=w.gpu_count)}）")
             else:
                 found[option.gpu] = (moved, f"{words}: fits on {option.count} GPU(s)",
-                                     f"{words_zh}：{option.count} 块 GPU 可放下")
+                                     f"{words_zh}：{option.count} 块 GPU 即可放下")
     misses = []
     for gpu, option in open_gpus.items():
         change, fix, fix_zh = found.get(gpu, ({}, "no single change tried fits it (more GPUs, lower precision, "
-                                                   "offload, shorter sequences)", "尝试过的单项改动都放不下"))
+                                                   "offload, shorter sequences)",
+                                                   "尝试过的单项改动（更多 GPU、更低精度、卸载到 CPU 内存、缩短序列）都放不下"))
         reason = option.deciding_finding
         misses.append(Miss(gpu=gpu, count=option.count, per_gpu_bytes=option.per_gpu_bytes,
                            usable_bytes=option.usable_bytes, rule=reason.rule if reason else "",

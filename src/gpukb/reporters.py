@@ -64,7 +64,9 @@ class JsonReporter(Reporter):
     """A JSON list of the problems, each with its severity; notes are not part of it."""
 
     def render(self, problems: list[Problem], notes: list[str]) -> str:
-        rows = [{**dataclasses.asdict(p), "severity": p.severity} for p in problems]
+        # English, as the command line's JSON always is: the Chinese message stays out
+        rows = [{**{k: v for k, v in dataclasses.asdict(p).items() if k != "message_zh"}, "severity": p.severity}
+                for p in problems]
         return json.dumps(rows, ensure_ascii=False, indent=2) + "\n"
 
 

@@ -10,7 +10,8 @@ from .architecture import count_parameters
 from .errors import KBDefectError, WorkloadError
 from .hfconfig import load_model
 from .hub import REPO_ID
-from .ids import catalog_id, did_you_mean, near_ids
+from .ids import catalog_id, near_hint, near_ids
+from .messages import message
 from .schema import Gpu, Model
 from .workload import CUSTOM_PARAMS_TOLERANCE, TRAINING_TASKS, ResolvedWorkload, Workload
 
@@ -58,23 +59,20 @@ def _architecture(kb: KnowledgeBase, w: Workload) -> dict[str, Any]:
     if w.model is not None:
         for name in ARCHITECTURE:
             if getattr(w, name) is not None:
-                raise WorkloadError(name, f"comes from the model '{w.model}'; "
-                                          "to describe your own architecture give params instead of model")
+                raise WorkloadError(name, message("from_the_model", model=w.model))
         model, config = _model(kb, w.model)
         if w.task in ("lora", "qlora") and not _adapters_modelled(model):
-            raise WorkloadError("task", f"{w.task} adapters are not sized for {model.name}'s architecture (multi-head "
-                                        "latent attention or shared experts) yet; ask full_finetune or inference")
+            raise WorkloadError("task", message("adapters_not_sized", task=w.task, model=model.name))
         return _from_model(model, config)
     missing = [n for n in ("layers", "hidden_size", "heads", "vocab_size") if getattr(w, n) is None]
     if missing:
-        raise WorkloadError(missing[0], "needed with params (activation and KV-cache memory depend on it); "
-                                        f"give {', '.join(missing)} or use a catalog model id")
+        raise WorkloadError(missing[0], message("custom_needs", missing=missing))
     assert w.params is not None and w.layers and w.hidden_size and w.heads and w.vocab_size
     if w.hidden_size % w.heads:
-        raise WorkloadError("heads", f"hidden_size {w.hidden_size} is not a multiple of heads {w.heads}")
+        raise WorkloadError("heads", message("heads_divide", hidden_size=w.hidden_size, heads=w.heads))
     kv_heads = w.kv_heads or w.heads
     if w.heads % kv_heads:
-        raise WorkloadError("kv_heads", f"heads {w.heads} is not a multiple of kv_heads {kv_heads}")
+        raise WorkloadError("kv_heads", message("kv_heads_divide", heads=w.heads, kv_heads=kv_heads))
     _check_custom_params(w, kv_heads)
     assumptions = []
     if w.kv_heads is None:
@@ -103,8 +101,8 @@ def _check_custom_params(w: Workload, kv_heads: int) -> None:
         qkv_bias=False, linear_bias=False, position_embeddings="rope", moe=None)
     derived, _ = count_parameters(shape)
     if not derived / CUSTOM_PARAMS_TOLERANCE <= w.params <= derived * CUSTOM_PARAMS_TOLERANCE:
-        raise WorkloadError("params", f"{w.params:,} is not within a factor {CUSTOM_PARAMS_TOLERANCE:g} of the "
-                                      f"{derived:,} parameters the given dimensions hold; check params and the dimensions")
+        raise WorkloadError("params", message("params_mismatch", params=w.params, tolerance=CUSTOM_PARAMS_TOLERANCE,
+                                              derived=derived))
 
 
 def _model(kb: KnowledgeBase, ref: str) -> tuple[Model, str | None]:
@@ -120,11 +118,11 @@ def _model(kb: KnowledgeBase, ref: str) -> tuple[Model, str | None]:
     if model_id is not None:
         model = kb.models[model_id]
         if model.status == "deprecated":
-            instead = f"; use {model.superseded_by}" if model.superseded_by else ""
-            raise WorkloadError("model", f"'{model_id}' is deprecated and has left the catalog{instead}")
+            instead = message("use_instead", model=model.superseded_by) if model.superseded_by else ""
+            raise WorkloadError("model", message("model_deprecated", model=model_id, instead=instead))
         return model, None
     if len(ref) > MAX_REF:
-        raise WorkloadError("model", f"a catalog id or a path of at most {MAX_REF} characters, not {len(ref):,}")
+        raise WorkloadError("model", message("model_ref_too_long", limit=MAX_REF, length=len(ref)))
     path = _expanded(ref)
     if _exists(path):  # a file or folder here wins, as it does for transformers' from_pretrained
         return load_model(path, shown=ref), ref
@@ -133,14 +131,11 @@ def _model(kb: KnowledgeBase, ref: str) -> tuple[Model, str | None]:
         return repos[ref.lower()], None
     if REPO_ID.match(ref) and not ref.endswith(".json"):
         near = near_ids(ref, [m.hf_repo for m in repos.values() if m.hf_repo], limit=3)
-        hint = f"; did you mean {', '.join(f'{r} ({repos[r.lower()].id})' for r in near)}?" if near else ""
-        raise WorkloadError("model", f"'{ref}' is neither a catalog model's Hugging Face repository nor a config.json "
-                                     f"here{hint} (hf:{ref} downloads its config.json: pip install 'gpukb[hub]'; "
-                                     "`gpukb list models` shows the catalog)")
+        hint = message("did_you_mean", ids=[f"{r} ({repos[r.lower()].id})" for r in near]) if near else ""
+        raise WorkloadError("model", message("not_a_repository", ref=ref, hint=hint))
     if "/" in ref or "\\" in ref or ref.endswith(".json"):
         return load_model(path, shown=ref), ref
-    raise WorkloadError("model", f"unknown model '{ref}'{did_you_mean(ref, _listed(kb.models))} (give a catalog id "
-                                 "or the path to a Hugging Face config.json; `gpukb list models` shows the catalog)")
+    raise WorkloadError("model", message("unknown_model", ref=ref, hint=near_hint(ref, _listed(kb.models))))
 
 
 def _listed(table: dict[str, Any]) -> list[str]:
@@ -199,48 +194,44 @@ def resolve(kb: KnowledgeBase, w: Workload) -> tuple[ResolvedWorkload, dict[str,
             else sorted(g for g, gpu in kb.gpus.items() if gpu.status != "deprecated"))
     for i, gpu_id in enumerate(gpus):
         if gpu_id not in kb.gpus:
-            raise WorkloadError(f"gpus.{i}", f"unknown GPU '{gpu_id}'{did_you_mean(gpu_id, _listed(kb.gpus))} "
-                                             "(`gpukb list gpus` shows the catalog)")
+            raise WorkloadError(f"gpus.{i}", message("unknown_gpu", gpu=gpu_id, hint=near_hint(gpu_id, _listed(kb.gpus))))
     if len(set(gpus)) != len(gpus):  # a list of types to compare, not of cards: a repeat usually means a count
         twice = next(i for i, gpu_id in enumerate(gpus) if gpu_id in gpus[:i])
         times = gpus.count(gpus[twice])
-        raise WorkloadError(f"gpus.{twice}", f"'{gpus[twice]}' is listed {times} times: gpus names the GPU types to "
-                            f"compare, each once; for {times} GPUs of one type give gpu_count: {times}")
+        raise WorkloadError(f"gpus.{twice}", message("gpu_listed_twice", gpu=gpus[twice], times=times))
     if w.pipeline_parallel and w.pipeline_parallel > arch["layers"]:
-        raise WorkloadError("pipeline_parallel", f"{w.pipeline_parallel} stages for {arch['layers']} layers: "
-                                                 "a stage needs at least one layer")
+        raise WorkloadError("pipeline_parallel", message("stages_need_layers", stages=w.pipeline_parallel,
+                                                         layers=arch["layers"]))
     # Megatron-Core may count the embedding and the loss as a layer each when it splits the model into
     # chunks (account_for_embedding_in_pipeline_split, account_for_loss_in_pipeline_split), which is how
     # Llama 3.1 405B's 126 layers run as 8 stages x 8 chunks
     chunks = (w.virtual_pipeline_stages or 0) * (w.pipeline_parallel or 1)
     if chunks and arch["layers"] % chunks and (arch["layers"] + 2) % chunks:
-        raise WorkloadError("virtual_pipeline_stages", f"{arch['layers']} layers do not split into "
-                            f"{w.pipeline_parallel} stages x {w.virtual_pipeline_stages} chunks of whole layers, "
-                            "even with the embedding and the loss counted as a layer each")
+        raise WorkloadError("virtual_pipeline_stages", message("chunks_need_layers", layers=arch["layers"],
+                                                               stages=w.pipeline_parallel,
+                                                               chunks=w.virtual_pipeline_stages))
     if w.task in ("lora", "qlora") and w.lora_rank > arch["hidden_size"]:
-        raise WorkloadError("lora_rank", f"{w.lora_rank} exceeds the hidden size {arch['hidden_size']}: "
-                                         "an adapter's rank is at most the width it adapts")
+        raise WorkloadError("lora_rank", message("rank_over_width", rank=w.lora_rank, hidden_size=arch["hidden_size"]))
     if w.tensor_parallel and arch["heads"] % w.tensor_parallel:
-        raise WorkloadError("tensor_parallel", f"{w.tensor_parallel} does not divide the {arch['heads']} attention heads")
+        raise WorkloadError("tensor_parallel", message("tp_heads", tp=w.tensor_parallel, heads=arch["heads"]))
     if w.expert_parallel and (arch["experts"] < 2 or arch["experts"] % w.expert_parallel):
-        raise WorkloadError("expert_parallel", f"{w.expert_parallel} does not divide the {arch['experts']} routed experts"
-                            if arch["experts"] > 1 else "the model has no routed experts to split (not a mixture of experts)")
+        raise WorkloadError("expert_parallel", message("ep_experts", ep=w.expert_parallel, experts=arch["experts"])
+                            if arch["experts"] > 1 else message("ep_dense"))
     dtype = kb.dtypes[w.precision]
     optimizer = (w.optimizer or "adamw") if training else None
     if training and dtype.training is None:
-        raise WorkloadError("precision", f"{w.precision} is not a training precision")
+        raise WorkloadError("precision", message("not_training_precision", precision=w.precision))
     seq_len = w.seq_len
     if not training and "seq_len" not in w.model_fields_set and (w.prompt_len or w.output_len):
         seq_len = (w.prompt_len or 0) + (w.output_len or 0)  # the context a request reaches
     elif not training and (w.prompt_len or 0) + (w.output_len or 0) > w.seq_len:
-        raise WorkloadError("seq_len", f"{w.seq_len} is shorter than prompt_len + output_len")
+        raise WorkloadError("seq_len", message("seq_shorter", seq_len=w.seq_len))
     given = [name for name in ("seq_len", "prompt_len", "output_len") if name in w.model_fields_set]
     if not training and given and 0 < arch.get("context_length", 0) < seq_len:
         # serving engines refuse a context beyond the model's (vLLM's _get_and_verify_max_len: "may lead
         # to incorrect model outputs"); training past it is context extension, and stays allowed
-        raise WorkloadError(given[0], f"a {seq_len:,}-token context is longer than {arch['model']}'s "
-                            f"{arch['context_length']:,} (max_position_embeddings, with any RoPE scaling): "
-                            "serving engines refuse it; for a RoPE-scaled model give its config.json")
+        raise WorkloadError(given[0], message("context_too_long", seq_len=seq_len, model=arch["model"],
+                                              context=arch["context_length"]))
     framework, note = _framework(kb, w)
     if note:
         arch = {**arch, "assumptions": [*arch["assumptions"], note]}
@@ -273,7 +264,7 @@ def default_framework(kb: KnowledgeBase, task: str) -> str:
     """The framework kb/frameworks names the default for a task (exactly one; lint checks it)."""
     chosen = [fid for fid, f in sorted(kb.frameworks.items()) if task in f.default_for and f.status != "deprecated"]
     if len(chosen) != 1:
-        raise KBDefectError(f"kb/frameworks/ names {len(chosen)} defaults for task {task}, not one: {chosen}")
+        raise KBDefectError(message("framework_defaults", count=len(chosen), task=task, chosen=str(chosen)))
     return chosen[0]
 
 
@@ -287,10 +278,11 @@ def _framework(kb: KnowledgeBase, w: Workload) -> tuple[str, str]:
                      f"{' '.join(kb.frameworks[fid].default_reason.split())}")
     framework = kb.frameworks.get(w.framework)
     if framework is None or framework.status == "deprecated":
-        raise WorkloadError("framework", f"'{w.framework}' is not in kb/frameworks{did_you_mean(w.framework, kb.frameworks)}")
+        raise WorkloadError("framework", message("unknown_framework", framework=w.framework,
+                                                 hint=near_hint(w.framework, kb.frameworks)))
     if w.task not in framework.tasks:
         runs = [fid for fid, f in sorted(kb.frameworks.items()) if w.task in f.tasks]
-        raise WorkloadError("framework", f"{w.framework} does not run task {w.task}; frameworks for it: {', '.join(runs)}")
+        raise WorkloadError("framework", message("framework_task", framework=w.framework, task=w.task, runs=runs))
     return w.framework, ""
 
 
@@ -372,7 +364,7 @@ def policy_fact(kb: KnowledgeBase) -> dict[str, Any]:
         missing = [pid for pid in (*POLICY_IDS.values(), *GPU_POLICIES.values(), CONSUMER_COLLECTIVES)
                    if pid not in kb.policies]
         if missing:
-            raise KBDefectError(f"kb/policies/ lacks the policies {', '.join(missing)}")
+            raise KBDefectError(message("policies_missing", missing=missing))
         _POLICY_FACTS[kb] = {name: kb.policy(pid) for name, pid in POLICY_IDS.items()}
     return _POLICY_FACTS[kb]
 

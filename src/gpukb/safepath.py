@@ -14,6 +14,8 @@ import stat
 import unicodedata
 from pathlib import Path
 
+from .messages import Message, message
+
 MAX_COMPONENT = 255  # bytes in one name: NAME_MAX of ext4, XFS, btrfs and tmpfs
 MAX_PATH = 4096  # bytes in a whole path: PATH_MAX on Linux
 
@@ -22,7 +24,12 @@ _KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (s
 
 
 class RefusedPath(ValueError):
-    """A path gpukb will not open; the message says why, without the path (the caller names it)."""
+    """A path gpukb will not open; the message says why, without the path (the caller names it). The
+    refusals a user meets most (no such file, not a file) carry a Message, in either language."""
+
+    def __init__(self, reason: str | Message):
+        self.message = reason
+        super().__init__(str(reason))
 
 
 def check_name(path: str | os.PathLike[str]) -> None:
@@ -79,16 +86,16 @@ def read_bytes(path: str | os.PathLike[str], limit: int) -> bytes:
     check_shown(os.fspath(path))
     try:
         if not stat.S_ISREG(mode := os.stat(path).st_mode):
-            raise RefusedPath(f"{kind(mode)}, not a regular file")
+            raise RefusedPath(message("not_a_file", kind=kind(mode)))
         # O_NONBLOCK: should the name be swapped for a FIFO after the stat, opening still returns at once
         descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
-        raise RefusedPath("cannot read it: no such file") from None
+        raise RefusedPath(message("no_such_file")) from None
     except OSError as error:
         raise RefusedPath(f"cannot read it ({error.strerror or error})") from None
     try:
         if not stat.S_ISREG(mode := os.fstat(descriptor).st_mode):
-            raise RefusedPath(f"{kind(mode)}, not a regular file")
+            raise RefusedPath(message("not_a_file", kind=kind(mode)))
         chunks, left = [], limit + 1
         while left > 0 and (chunk := os.read(descriptor, min(left, 1 << 20))):
             chunks.append(chunk)

@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from .fmt import Lang, duration, gb, in_lang
+from .words import term
 
 # The Answer holds a Summary, so this module names the Answer's types without importing them (imports go one
 # way: gpukb.answer -> gpukb.summary): an option is any object with the Option's fields.
@@ -80,8 +81,8 @@ class Summary(BaseModel):
                 out.append(f"{labels[key]}{labels['colon']}{pick.count} {labels['x']} {pick.gpu}{labels['dash']}"
                            f"{pick.text(lang)}")
         for miss in self.nearest_misses[:shown]:
-            out.append(f"{miss.gpu} ({labels['closest']} {miss.count}: {gb(miss.per_gpu_bytes)}/{gb(miss.usable_bytes)}"
-                       f"{labels['per_gpu']}, {miss.rule}){labels['dash']}{miss.text(lang)}")
+            out.append(labels["miss"].format(gpu=miss.gpu, count=miss.count, used=gb(miss.per_gpu_bytes),
+                                             usable=gb(miss.usable_bytes), rule=miss.rule, fix=miss.text(lang)))
         if len(self.nearest_misses) > shown:
             out.append(labels["more"].format(n=len(self.nearest_misses) - shown))
         return out
@@ -89,10 +90,12 @@ class Summary(BaseModel):
 
 LABELS: dict[Lang, dict[str, str]] = {
     "en": {"fastest": "fastest", "cheapest": "cheapest", "fewest_gpus": "fewest GPUs", "article_pick": "article's pick",
-           "closest": "closest plan", "per_gpu": " used/usable per GPU", "more": "... {n} more GPU types (--json lists all)",
+           "miss": "{gpu} (closest plan {count}: {used}/{usable} used/usable per GPU, {rule}) — {fix}",
+           "more": "... {n} more GPU types (--json lists all)",
            "colon": ": ", "x": "x", "dash": " — "},
     "zh": {"fastest": "最快", "cheapest": "最便宜", "fewest_gpus": "GPU 最少", "article_pick": "文章之选",
-           "closest": "最接近的方案", "per_gpu": "（每块 GPU 占用/可用）", "more": "……另有 {n} 种 GPU（--json 列出全部）",
+           "miss": "{gpu}（最接近的方案：{count} 块 GPU，每块占用 {used} / 可用 {usable}，{rule}）——{fix}",
+           "more": "……另有 {n} 种 GPU（--json 列出全部）",
            "colon": "：", "x": "×", "dash": "——"},
 }
 OBJECTIVE_WORDS = {"speed": ("fastest", "最快"), "cost": ("cheapest", "最便宜"), "gpus": ("fewest GPUs", "GPU 最少")}
@@ -216,7 +219,7 @@ def _nothing_fits(answer: Answer, misses: Sequence[Miss]) -> Summary:
     hint_zh = f"；例如 {fixable[0].gpu}：{fixable[0].text('zh')}" if fixable else ""
     return Summary(
         headline=f"nothing fits: none of the {len(answer.rejected)} GPU type(s) can run {w.model} ({w.task}){within}{hint}",
-        headline_zh=f"放不下：{len(answer.rejected)} 种 GPU 都无法运行 {w.model}（{w.task}）"
-                    f"{f'（gpu_count {w.gpu_count} 以内）' if w.gpu_count else ''}{hint_zh}",
+        headline_zh=f"放不下：{len(answer.rejected)} 种 GPU 都无法运行 {w.model}（{term('zh', w.task)}"
+                    f"{f'，最多 gpu_count {w.gpu_count} 块' if w.gpu_count else ''}）{hint_zh}",
         objective=w.objective, nothing_fits=True, nearest_misses=tuple(misses),
         deadline_days=w.deadline_days if w.task != "inference" else None)

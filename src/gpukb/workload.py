@@ -13,7 +13,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
-from .errors import WorkloadError
+from .errors import Invalid, WorkloadError
+from .messages import message, pydantic_message
 
 Task = Literal["pretrain", "full_finetune", "lora", "qlora", "inference"]
 Precision = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4"]
@@ -39,7 +40,7 @@ _SUFFIX = {"K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12}
 def _integer(value: Any) -> Any:
     """Booleans are ints to Python, not counts to a user: `seq_len: true` is an error, not 1."""
     if isinstance(value, bool):
-        raise ValueError(f"expected a whole number, got {str(value).lower()}")
+        raise Invalid("", "whole_number", value=str(value).lower())
     return value
 
 
@@ -50,10 +51,10 @@ def _count(value: Any) -> Any:
         text = value.strip().replace("_", "").replace(",", "")
         match = re.fullmatch(r"([0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)\s*([KMBGT]?)", text, re.IGNORECASE)
         if not match:
-            raise ValueError(f"cannot read {value!r} as a count: write e.g. 7000000000, '7B' or '70e9'")
+            raise Invalid("", "count_unreadable", value=value)
         number = float(match[1]) * _SUFFIX.get(match[2].upper(), 1)
         if not math.isfinite(number):
-            raise ValueError(f"{value!r} is too large to be a count")
+            raise Invalid("", "count_too_large", value=value)
         return round(number)
     if isinstance(value, float) and value.is_integer():
         return int(value)
@@ -75,7 +76,7 @@ def _gpu_ids(value: Any) -> Any:
         return value
     head = list(itertools.islice(items, MAX_GPU_IDS + 1))
     if len(head) > MAX_GPU_IDS:
-        raise ValueError(f"more than {MAX_GPU_IDS:,} GPU ids (the catalog has far fewer; `gpu_count` is how many to use)")
+        raise Invalid("", "too_many_gpu_ids", limit=MAX_GPU_IDS)
     return head
 
 
@@ -160,60 +161,56 @@ class Workload(BaseModel):
     def _fits_together(self) -> Workload:
         given = self.model_fields_set
         if (self.model is None) == (self.params is None):
-            raise ValueError("give either model (a catalog id) or params (with its architecture), not both or neither")
+            raise Invalid("", "model_or_params")
         if self.task == "inference":
             for name in ("optimizer", "activation_checkpointing", "flash_attention", "zero_stage", "offload",
                          "micro_batch_size", "tokens", "deadline_days", "lora_rank", "global_batch_size",
                          "tp_comm_overlap", "master_weights", "optimizer_in_backward", "virtual_pipeline_stages",
                          "context_parallel"):
                 if name in given:
-                    raise ValueError(f"{name}: not used for inference; remove it")
+                    raise Invalid(name, "not_for_inference")
         else:
             if self.precision in ("int8", "int4"):
-                raise ValueError(f"precision: {self.precision} is for inference only; for 4-bit fine-tuning use task 'qlora'")
+                raise Invalid("precision", "precision_inference_only", precision=self.precision)
             if "batch_size" in given:
-                raise ValueError("batch_size: inference concurrency; for training use micro_batch_size")
+                raise Invalid("batch_size", "batch_size_training")
             for name in ("prompt_len", "output_len", "kv_cache_precision", "ttft_ms", "tpot_ms"):
                 if name in given:
-                    raise ValueError(f"{name}: only for inference; for training use seq_len")
+                    raise Invalid(name, "inference_only")
             if self.global_batch_size is not None and self.global_batch_size % self.micro_batch_size:
-                raise ValueError(f"global_batch_size: {self.global_batch_size} is not a multiple of micro_batch_size "
-                                 f"{self.micro_batch_size}")
+                raise Invalid("global_batch_size", "global_batch_multiple", global_batch_size=self.global_batch_size,
+                              micro_batch_size=self.micro_batch_size)
             if "lora_rank" in given and self.task not in ("lora", "qlora"):
-                raise ValueError("lora_rank: only for task lora or qlora")
+                raise Invalid("lora_rank", "lora_rank_task")
             if self.offload == "optimizer+params" and self.zero_stage not in (None, 3):
-                raise ValueError("offload: parameter offload needs zero_stage 3 (ZeRO-Infinity)")
+                raise Invalid("offload", "offload_needs_zero3")
             for name in ("context_parallel", "expert_parallel"):  # the planner offers no offload layout with them
                 if getattr(self, name) not in (None, 1) and self.offload not in (None, "none"):
-                    raise ValueError(f"{name}: not combined with CPU offload here; drop one of them")
+                    raise Invalid(name, "no_offload_with")
             if self.context_parallel and self.seq_len % self.context_parallel:
-                raise ValueError(f"context_parallel: {self.context_parallel} does not divide seq_len {self.seq_len}")
+                raise Invalid("context_parallel", "context_parallel_divides", context_parallel=self.context_parallel,
+                              seq_len=self.seq_len)
         if self.deadline_days is not None and self.tokens is None and self.task != "inference":
-            raise ValueError("deadline_days: sizes the cluster that trains `tokens` in time; give tokens too")
+            raise Invalid("deadline_days", "deadline_needs_tokens")
         if self.deadline_days is not None and self.placement == "all":
-            raise ValueError("deadline_days: chooses the GPU count itself; placement 'all' fixes it: drop one of them")
+            raise Invalid("deadline_days", "deadline_placement")
         if (self.virtual_pipeline_stages or 1) > 1 and (self.pipeline_parallel or 1) < 2:
-            raise ValueError("virtual_pipeline_stages: interleaves the stages of a pipeline; give "
-                             "pipeline_parallel of 2 or more with it")
+            raise Invalid("virtual_pipeline_stages", "virtual_stages_need_pipeline")
         if self.optimizer_in_backward and self.task not in ("full_finetune", "pretrain"):
-            raise ValueError("optimizer_in_backward: only for full training (full_finetune or pretrain); an adapter's "
-                             "gradients are too small to matter")
+            raise Invalid("optimizer_in_backward", "backward_step_task")
         if self.optimizer_in_backward and self.global_batch_size is not None:
-            raise ValueError("optimizer_in_backward: every micro-batch is its own optimizer step, so gradients "
-                             "cannot accumulate to a global_batch_size; remove one of them")
+            raise Invalid("optimizer_in_backward", "backward_step_accumulation")
         if self.expert_parallel is not None and self.task not in ("full_finetune", "pretrain"):
-            raise ValueError("expert_parallel: only for full training (full_finetune or pretrain) of a "
-                             "mixture-of-experts model")
+            raise Invalid("expert_parallel", "expert_parallel_task")
         if self.mlp is not None and self.model is not None:
-            raise ValueError("mlp: comes from the catalog model; give it only with params")
+            raise Invalid("mlp", "mlp_from_model")
         if self.placement == "all" and self.gpu_count is None:
-            raise ValueError("placement: 'all' uses exactly gpu_count GPUs; give gpu_count")
+            raise Invalid("placement", "placement_needs_count")
         if self.gpu_count is not None:
             needed = ((self.tensor_parallel or 1) * (self.pipeline_parallel or 1) * (self.expert_parallel or 1)
                       * (self.context_parallel or 1))
             if needed > self.gpu_count:
-                raise ValueError(f"gpu_count: {self.gpu_count} is fewer than tensor_parallel x pipeline_parallel "
-                                 f"x expert_parallel x context_parallel = {needed}")
+                raise Invalid("gpu_count", "gpu_count_too_few", gpu_count=self.gpu_count, needed=needed)
         return self
 
 
@@ -289,16 +286,15 @@ def parse_workload(data: Workload | dict[str, Any]) -> Workload:
     if isinstance(data, Workload):
         return data
     if not isinstance(data, dict):
-        raise WorkloadError("workload", f"expected a dict or gpukb.Workload, got {type(data).__name__}")
+        raise WorkloadError("workload", message("not_a_workload", type=type(data).__name__))
     try:
         return Workload.model_validate(data)
     except ValidationError as err:
         first = err.errors()[0]
         field = ".".join(str(p) for p in first["loc"]) or "workload"
-        message = first["msg"].removeprefix("Value error, ")
+        cause = (first.get("ctx") or {}).get("error")
+        if isinstance(cause, Invalid):  # a check of ours: its message id and values, in either language
+            raise WorkloadError(field if first["loc"] else cause.field or field, cause.message) from None
         if first["type"] == "extra_forbidden":
-            message = f"unknown field (fields: {', '.join(Workload.model_fields)})"
-        if ":" in message and not first["loc"]:
-            field, _, message = message.partition(":")
-            message = message.strip()
-        raise WorkloadError(field, message) from None
+            raise WorkloadError(field, message("unknown_field", fields=list(Workload.model_fields))) from None
+        raise WorkloadError(field, pydantic_message(first)) from None

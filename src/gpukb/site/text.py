@@ -136,6 +136,24 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[str]], align: str | No
     return "\n".join(lines)
 
 
+def stacked_table(headers: Sequence[str], rows: Iterable[Sequence[str]], align: str | None = None) -> str:
+    """A table that fits its column (stylesheets/gpukb.css): compact where there is room, and where there is
+    not (a phone) one card per row, each cell under its header's name (`data-label`). Cells are Markdown
+    (escaped), parsed by md_in_html, so links are site links; headers are our own plain words."""
+    kinds = [{"r": ' class="gpukb-num"', "c": ' class="gpukb-center"'}.get(a, "") for a in align or "l" * len(headers)]
+    labels = [html_text(plain(h)) for h in headers]
+    head = "".join(f"<th{k}>{label}</th>" for label, k in zip(labels, kinds, strict=True))
+    lines = ['<div class="gpukb-table" markdown="1">', '<table class="gpukb-stack" markdown="1">',
+             f'<thead markdown="1"><tr markdown="1">{head}</tr></thead>', '<tbody markdown="1">']
+    for row in rows:
+        if len(row) != len(headers):
+            raise ValueError(f"table row has {len(row)} cells, expected {len(headers)}")
+        cells = "".join(f'<td{k} data-label="{label}" markdown="span">{c.replace(chr(10), " ") or " "}</td>'
+                        for c, label, k in zip(row, labels, kinds, strict=True))
+        lines.append(f'<tr markdown="1">{cells}</tr>')
+    return "\n".join([*lines, "</tbody>", "</table>", "</div>"])
+
+
 def si(value: float) -> str:
     """Engineering notation for large constants: 100e9, 80e9, 1e9, 4096."""
     if isinstance(value, bool):

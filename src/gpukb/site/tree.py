@@ -9,14 +9,13 @@ their first steps, so the rules form a tree whose leaves are the rules and what 
 from __future__ import annotations
 
 import ast
-import re
 from dataclasses import dataclass, field
 
 from ..expr import ExpressionError
 from ..rules import Rule
 from .conditions import conjuncts, parse
 from .conditions import words as in_words
-from .text import esc_spaced, html_text
+from .text import html_text
 
 STAGE = "recommendations"
 FIRST_KINDS = ("workload", "fleet")  # what the workload is decides first, then the rule's own order
@@ -166,78 +165,29 @@ def branches(rules: dict[str, Rule], zh: bool = False) -> list[Branch]:
     return out
 
 
-# --- the drawing: a static SVG, one column, readable at a phone's width -------------------------
-
-WIDTH = 380
-PAD = 10
-FONT = 15
-LINE = 20
-
-
-def _text_width(text: str) -> float:
-    return sum(FONT if ord(ch) > 0x2E80 else FONT * 0.56 for ch in text)
-
-
-def wrap(text: str, width: float) -> list[str]:
-    """Lines of at most `width` px: at spaces for words, anywhere between Chinese characters."""
-    lines: list[str] = []
-    current = ""
-    tokens = re.findall(r"[\u2e80-\uffff]|[^\s\u2e80-\uffff]+\s*|\s+", text)
-    for token in tokens:
-        if current and _text_width(current + token.rstrip()) > width:
-            lines.append(current.rstrip())
-            current = token.lstrip()
-        else:
-            current += token
-    if current.strip():
-        lines.append(current.rstrip())
-    return lines or [""]
-
+# --- the drawing: HTML boxes drawn by the stylesheet, in the page's own type -----------------
 
 @dataclass
 class Box:
     lines: list[str]
-    css: str  # a class of the stylesheet: gpukb-tree-root, -when, -then, -other
+    css: str  # a class of the stylesheet: gpukb-tree-when, -then, -other
     bold_first: bool = False
 
 
-def tree_svg(title: str, root: str, rows: list[tuple[Box, Box]], footer: Box | None = None) -> str:
-    """The tree drawn top to bottom: the root, then per branch a condition box with an arrow to what it
-    recommends, then an optional footer box. Colours come from the page's stylesheet (light and dark)."""
-    inner = WIDTH - 2 * PAD - 24
-    y = PAD
-    body: list[str] = []
+def _box(b: Box) -> str:
+    lines = [html_text(line) for line in b.lines]
+    if b.bold_first and lines:
+        lines[0] = f"<strong>{lines[0]}</strong>"
+    return f'<div class="{b.css}">{"<br>".join(lines)}</div>'
 
-    def box(b: Box, x: float, width: float) -> float:
-        nonlocal y
-        wrapped = [line for text in b.lines for line in wrap(text, width - 20)]
-        height = 12 + LINE * len(wrapped)
-        body.append(f'<rect class="{b.css}" x="{x}" y="{y}" width="{width}" height="{height}" rx="8"/>')
-        for k, line in enumerate(wrapped):
-            weight = ' font-weight="bold"' if b.bold_first and k == 0 else ""
-            body.append(f'<text x="{x + 10}" y="{y + 6 + LINE * (k + 1) - 5}"{weight}>{esc_spaced(line)}</text>')
-        top = y
-        y += height
-        return top
 
-    def arrow(x: float, length: float = 18) -> None:
-        nonlocal y
-        body.append(f'<path class="gpukb-tree-edge" d="M{x} {y} v{length - 6} m-5 -5 l5 6 l5 -6"/>')
-        y += length
-
-    box(Box([root], "gpukb-tree-root", True), PAD, WIDTH - 2 * PAD)
-    spine_top = y
-    for when, then in rows:
-        y += 14
-        body.append(f'<path class="gpukb-tree-edge" d="M{PAD + 12} {y + 14} h12"/>')
-        box(when, PAD + 24, inner)
-        arrow(PAD + 24 + inner / 2)
-        box(then, PAD + 24, inner)
-        body.append(f'<path class="gpukb-tree-edge" d="M{PAD + 12} {spine_top} V{y - 1}"/>')
-    if footer is not None:
-        y += 14
-        box(footer, PAD, WIDTH - 2 * PAD)
-    y += PAD
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" class="gpukb-tree" viewBox="0 0 {WIDTH} {y:.0f}" role="img" '
-            f'aria-label="{html_text(title)}" font-family="sans-serif" font-size="{FONT}">'
-            f"<title>{esc_spaced(title)}</title>{''.join(body)}</svg>")
+def tree_html(title: str, root: str, rows: list[tuple[Box, Box]], footer: Box | None = None) -> str:
+    """The tree top to bottom: the root, then per branch a question with an arrow to what it recommends, then
+    an optional footer. Plain HTML on one line (Markdown leaves it as it is): the text is the page's text, in
+    its size and font, and the browser wraps it at word boundaries (Chinese at punctuation, where the
+    stylesheet keeps words whole); the boxes, lines and colours are stylesheets/gpukb.css (light and dark)."""
+    branches = "".join(f"<li>{_box(when)}{_box(then)}</li>" for when, then in rows)
+    other = _box(footer) if footer is not None else ""
+    return (f'<div class="gpukb-tree" role="group" aria-label="{html_text(title)}">'
+            f'<div class="gpukb-tree-root">{html_text(root)}</div>'
+            f'<ul class="gpukb-tree-branches">{branches}</ul>{other}</div>')

@@ -15,7 +15,7 @@ from ...scenarios import Run
 from ...trace import TraceStep
 from ...words import term
 from ..links import SCENARIOS, Context, scenario_page
-from ..text import code, css_token, esc, esc_spaced, html_text, table
+from ..text import code, css_token, esc, esc_spaced, html_text, stacked_table, table
 from .common import as_json, bullets, gb_exact, h1, memory_bar, part_name
 from .rules import stage_name
 
@@ -107,6 +107,33 @@ def _cost_headers(ctx: Context, a: Answer) -> list[str]:
     return [ctx.t("$/hour (cloud)", "每小时（云）美元"), run]
 
 
+def _options_table(ctx: Context, here: str, a: Answer, options: list[Option], numbered: bool = False) -> str:
+    """Options, one row each, in a table that fits the page's column at 1280 px and a phone: the GPU's cell
+    also holds its layout and memory per GPU (smaller, on a second line), columns no option fills are left
+    out, and on a narrow screen each row becomes a card (text.stacked_table)."""
+    t = ctx.t
+    columns: list[tuple[str, str, list[str]]] = [
+        ("GPU", "l", [f"{ctx.gpu_named(here, o.gpu)}{' ✱' if o.branch else ''}<br><small>{esc(_strategy(ctx, o))}"
+                      f"{t('; ', '；')}{_memory(ctx, o)}</small>" for o in options]),
+        (t("Count", "卡数"), "r", [str(o.count) for o in options]),
+        ("Tokens/s", "r", [_speed(o) for o in options]),
+        (t("Time to train", "训练用时"), "r", [_time(ctx, o) for o in options]),
+        (t("GPU-hours", "GPU 小时"), "r", [f"{o.gpu_hours:,.0f}" if o.gpu_hours else "—" for o in options]),
+        (t("GPU price", "GPU 价格"), "r", [_cost(ctx, o) for o in options]),
+        *zip(_cost_headers(ctx, a), "rr", ([_rent(o) for o in options], [_run_cost(o) for o in options]), strict=True),
+    ]
+    columns = [c for c in columns if any(cell != "—" for cell in c[2])]
+    if numbered:
+        columns.insert(0, ("#", "r", [str(i) for i in range(1, len(options) + 1)]))
+    return stacked_table([c[0] for c in columns], list(zip(*(c[2] for c in columns), strict=True)),
+                         "".join(c[1] for c in columns))
+
+
+def _memory(ctx: Context, o: Option) -> str:
+    used, usable = gb_exact(o.per_gpu_bytes), gb_exact(o.usable_bytes)
+    return ctx.t(f"{used} of {usable} per GPU", f"每卡占用 {used} / 可用 {usable}")
+
+
 def _speed(o: Option) -> str:
     return number(o.tokens_per_s) if o.tokens_per_s else "—"
 
@@ -196,11 +223,7 @@ def summary(ctx: Context, here: str, a: Answer) -> list[str]:
                 memory_bar(ctx, best.memory, best.usable_bytes, g.memory if g else None), ""]
         alternatives = a.options[1:1 + TOP_ALTERNATIVES]
         if alternatives:
-            out += [f"**{t('Alternatives', '备选方案')}**", "",
-                    table(["GPU", t("Count", "卡数"), t("Memory per GPU", "每卡显存"), "Tokens/s",
-                           t("Time to train", "训练用时"), t("GPU price", "GPU 价格"), *_cost_headers(ctx, a)],
-                          [[ctx.gpu_named(here, o.gpu), str(o.count), gb_exact(o.per_gpu_bytes), _speed(o), _time(ctx, o),
-                            _cost(ctx, o), _rent(o), _run_cost(o)] for o in alternatives], "lrrrrrrr"), ""]
+            out += [f"**{t('Alternatives', '备选方案')}**", "", _options_table(ctx, here, a, alternatives), ""]
     warnings = _key_warnings(ctx, here, a)
     if warnings:
         out += [f"**{t('Key warnings', '主要警告')}**", "", *warnings, ""]
@@ -284,13 +307,7 @@ def scenario(ctx: Context, run: Run) -> str:
             t(f"Every GPU type that can run the workload, {order}; the article's pick (✱) is marked, not ranked up.",
               f"每种能运行该工作负载的 GPU，{order}；文章之选（✱）只作标记，不提前。"), ""]
     if a.options:
-        rows = [[str(i), ctx.gpu_named(here, o.gpu) + (" ✱" if o.branch else ""), str(o.count), esc(_strategy(ctx, o)),
-                 f"{gb_exact(o.per_gpu_bytes)} / {gb_exact(o.usable_bytes)}", _speed(o), _time(ctx, o),
-                 f"{o.gpu_hours:,.0f}" if o.gpu_hours else "—", _cost(ctx, o), _rent(o), _run_cost(o)]
-                for i, o in enumerate(a.options, start=1)]
-        full = table(["#", "GPU", t("Count", "卡数"), t("Strategy", "并行策略"), t("Memory / usable per GPU", "每卡显存 / 可用"),
-                      "Tokens/s", t("Time to train", "训练用时"), t("GPU-hours", "GPU 小时"), t("GPU price", "GPU 价格"),
-                      *_cost_headers(ctx, a)], rows, "rlrlrrrrrrr")
+        full = _options_table(ctx, here, a, a.options, numbered=True)
         out += _folded(_details_title(t(f"All {len(a.options)} options", f"全部 {len(a.options)} 个方案")), full,
                        open_=len(a.options) <= TOP_ALTERNATIVES + 1)
     else:

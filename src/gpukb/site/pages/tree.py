@@ -1,5 +1,5 @@
-"""The decision tree page: the article's branches drawn as a static SVG at build time, then the same
-tree as a list and a table of its rules."""
+"""The decision tree page: the article's branches drawn at build time (HTML boxes the stylesheet draws),
+then the same tree as a list and a table of its rules."""
 
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ def diagram(ctx: Context) -> str:
                               "然后，在每个分支内以及其他所有工作负载：最快的方案排在前面")]
                            + [f"· {o}" for o in others], "gpukb-tree-other", True)
     title = t("The article's decision tree, as the rules apply it", "原文的选型决策树（按规则的实际判断）")
-    return dtree.tree_svg(title, t("Your workload", "你的工作负载"), rows, footer)
+    return dtree.tree_html(title, t("Your workload", "你的工作负载"), rows, footer)
 
 
 def _tree_list(ctx: Context, node: dtree.Node, depth: int) -> list[str]:
