@@ -139,3 +139,34 @@ def test_cli_asks_an_rl_job() -> None:
     assert "s/step" in result.output and "gen/train/other" in result.output
     result = CliRunner().invoke(app, [*args, "--json"])
     assert json.loads(result.output)["options"][0]["rl"]["placement"] in ("colocated", "split")
+
+
+def test_trained_roles_default_to_fsdp_and_say_so() -> None:
+    answer = gpukb.ask(GRPO)
+    assert answer.workload.framework == "fsdp"
+    assert any(a.startswith("framework not given: fsdp") and "grpo" in a for a in answer.workload.assumptions)
+
+
+def test_a_role_model_error_names_the_rl_field() -> None:
+    with pytest.raises(WorkloadError) as err:
+        gpukb.ask({**PPO, "critic_model": "no-such-model"})
+    assert err.value.field == "critic_model" and "critic" in str(err.value)
+
+
+def test_a_gpu_type_a_role_cannot_use_is_rejected_with_that_roles_finding() -> None:
+    answer = gpukb.ask({**GRPO, "precision": "fp8", "gpus": ["h100-sxm-80gb", "a100-sxm-80gb"]})
+    assert [o.gpu for o in answer.options] == ["h100-sxm-80gb"]
+    (a100,) = answer.rejected
+    assert a100.gpu == "a100-sxm-80gb" and a100.deciding_finding is not None
+    assert a100.deciding_finding.kind == "precision"
+
+
+def test_training_time_is_the_training_rules_on_the_trainer_layout() -> None:
+    best = gpukb.ask({**GRPO, "rl_placement": "colocated", "gpu_count": 8}).best
+    pinned = gpukb.ask({"model": "qwen2.5-7b", "task": "full_finetune", "framework": "fsdp", "seq_len": 2560,
+                        "global_batch_size": 512, "gpu_count": best.rl.trainer_gpus, "placement": "all",
+                        "zero_stage": best.strategy.zero_stage,
+                        "activation_checkpointing": best.strategy.activation_checkpointing,
+                        "gpus": ["h100-sxm-80gb"]}).best
+    # the policy's update and its old log-probs' forward pass (2·N·D of 6·N·D)
+    assert best.rl.phases["training"] == pytest.approx(512 * 2560 / pinned.tokens_per_s * (1 + 2 / 6))

@@ -31,8 +31,9 @@ from typing import TYPE_CHECKING, Any
 from .answer import Answer, Memory, Option, RlEstimate, Strategy, _improves, _lineage, _remedy, build_answer
 from .citations import cited
 from .engine import ENGINE
+from .errors import WorkloadError
 from .planner import NO_LIMIT, NODE_SIZE, TP_SIZES, USABLE, Layout, PlanCache, _linear
-from .resolve import gpu_fact, policy_fact, workload_fact
+from .resolve import default_framework, gpu_fact, policy_fact, workload_fact
 from .trace import Collector, Value
 from .workload import ResolvedWorkload, Workload
 
@@ -58,8 +59,9 @@ def sequences(w: Workload | ResolvedWorkload) -> int:
     return w.rollout_batch * (2 if w.task == "dpo" else (w.samples_per_prompt or 1))
 
 
-def role_workloads(w: Workload) -> dict[str, dict[str, Any]]:
-    """The sub-asks: one workload per model of the run, as the job each is."""
+def role_workloads(w: Workload, framework: str | None = None) -> dict[str, dict[str, Any]]:
+    """The sub-asks: one workload per model of the run, as the job each is; the trained roles on `framework`
+    (the workload's, else the RL task's default)."""
     assert w.prompt_len is not None and w.response_len is not None
     seq = w.prompt_len + w.response_len
     model = {k: getattr(w, k) for k in _MODEL_FIELDS if getattr(w, k) is not None}
@@ -69,14 +71,14 @@ def role_workloads(w: Workload) -> dict[str, dict[str, Any]]:
     train = {"task": "full_finetune", "seq_len": seq, "micro_batch_size": w.micro_batch_size,
              "global_batch_size": sequences(w), "flash_attention": w.flash_attention, "master_weights": w.master_weights,
              **pins, **common, **({"optimizer": w.optimizer} if w.optimizer else {}),
-             **({"framework": w.framework} if w.framework else {})}
+             **({"framework": framework or w.framework} if framework or w.framework else {})}
     jobs: dict[str, dict[str, Any]] = {"policy": {**model, **train, "precision": w.precision}}
 
     def frozen(ref: str | None, precision: str | None) -> dict[str, Any]:
         which = model if ref is None else {"model": ref}
-        # one micro-batch of whole sequences, scored in one forward pass (a single generated token)
+        # one micro-batch of whole sequences, scored in one forward pass (its prefill and a single token)
         return {**which, "task": "inference", "precision": precision or w.precision, "batch_size": w.micro_batch_size,
-                "prompt_len": seq, "output_len": 1, "seq_len": seq + 1, **common}
+                "prompt_len": seq - 1, "output_len": 1, **common}
 
     if w.reference_model != "none":
         jobs["reference"] = frozen(w.reference_model, w.reference_precision)
@@ -229,7 +231,7 @@ def place(kb: KnowledgeBase, w: ResolvedWorkload, roles: Roles, gpu: dict[str, A
 
 
 def phase_times(w: ResolvedWorkload, roles: Roles, plan: dict[str, Any], gpu: dict[str, Any],
-                generation: Answer | None) -> dict[str, float]:
+                generation: Answer | None, trainers: dict[str, Answer]) -> dict[str, float]:
     """Seconds per step of each phase on this plan, from the sub-answers' own estimates."""
     assert w.prompt_len is not None and w.response_len is not None
     s = sequences(w)
@@ -248,12 +250,11 @@ def phase_times(w: ResolvedWorkload, roles: Roles, plan: dict[str, Any], gpu: di
             assert o is not None and o.tokens_per_s
             # a micro-batch of whole sequences per forward pass on o.count GPUs, the step's sequences over n
             times[role] = s / o.tokens_per_s * o.count / n
-    for role in TRAINED:
-        if role in roles.answers:
-            o = _option(roles.answers[role], gpu["gpu"])
-            assert o is not None and o.tokens_per_s
-            update = tokens / (o.tokens_per_s / o.count * n)
-            times["training" if role == "policy" else "critic"] = update * (1 + FORWARD_SHARE)
+    for role, answer in trainers.items():
+        # the role trained on the trainer's GPUs in the plan's layout: the training rules' own throughput there
+        o = _option(answer, gpu["gpu"])
+        assert o is not None and o.tokens_per_s and o.count == n
+        times["training" if role == "policy" else "critic"] = tokens / o.tokens_per_s * (1 + FORWARD_SHARE)
     if "rollout" in roles.replicas:
         weights = roles.replicas["rollout"][0]["weights"]
         link = _sync_link(plan, gpu)
@@ -264,9 +265,13 @@ def phase_times(w: ResolvedWorkload, roles: Roles, plan: dict[str, Any], gpu: di
 def _sync_link(plan: dict[str, Any], gpu: dict[str, Any]) -> float:
     """The link the new weights cross: NVLink inside a node (or PCIe), the network between nodes."""
     inside = gpu["scale_up_bandwidth"] or gpu["peer_bandwidth"]
-    if plan["placement"] == "colocated" or plan["count"] <= NODE_SIZE:
+    if plan["count"] <= NODE_SIZE:  # past one node, the weights gathered from the trainer's shards cross it
         return inside
     return min(inside, gpu["node_network_bandwidth"])
+
+
+def _layout_key(plan: dict[str, Any]) -> tuple[int, int, bool, int, int]:
+    return plan["trainer_gpus"], plan["zero_stage"], plan["checkpointing"], plan["tp"], plan["pp"]
 
 
 def rollout_share(w: ResolvedWorkload, plan: dict[str, Any]) -> int:
@@ -275,16 +280,35 @@ def rollout_share(w: ResolvedWorkload, plan: dict[str, Any]) -> int:
     return math.ceil(sequences(w) / engines)
 
 
+# The workload field that names each role's model, for errors its sub-ask raises about the model
+_MODEL_FIELD = {"reference": "reference_model", "reward": "reward_model", "critic": "critic_model"}
+
+
+def _asked(sub: SubAsk, role: str, job: dict[str, Any]) -> Answer:
+    """A role's sub-ask; an error names the RL workload's field and the role, not the sub-ask's fields."""
+    try:
+        return sub(job)
+    except WorkloadError as err:
+        field = _MODEL_FIELD.get(role, "model") if err.field in ("model", *_MODEL_FIELDS) else err.field
+        message = str(err).removeprefix(f"{err.field}: ")
+        raise WorkloadError(field, f"{message} (the {role} of the RL run, asked as {job['task']})") from None
+
+
 def ask_rl(kb: KnowledgeBase, w: Workload, sub: SubAsk) -> Answer:
     """An RL workload's Answer: each model asked as its own job, then placed together per GPU type."""
-    answers = {role: sub(job) for role, job in role_workloads(w).items()}
+    framework = w.framework or (default_framework(kb, w.task) if kb.frameworks else None)
+    jobs = role_workloads(w, framework)
+    answers = {role: _asked(sub, role, job) for role, job in jobs.items()}
     resolved = _resolved(kb, w, answers)
     roles = Roles(answers)
     policy = policy_fact(kb)
     gpus = {g: gpu_fact(kb, kb.gpus[g], resolved.precision, resolved.kv_cache_precision) for g in resolved.gpus}
     placements = [w.rl_placement] if w.rl_placement else (["colocated", "split"] if "rollout" in answers else ["colocated"])
     plans: dict[str, list[dict[str, Any]]] = {}
+    blocked = {g: o for g in gpus if (o := _blocking(answers, g)) is not None}
     for g, gfact in gpus.items():
+        if g in blocked:
+            continue
         plans[g] = [p for p in (place(kb, resolved, roles, gfact, policy, where) for where in placements) if p]
     # colocated engines decode their share of the batch at their own tensor-parallel size: one sub-ask per
     # (share, size), over the GPU types that need it
@@ -293,9 +317,21 @@ def ask_rl(kb: KnowledgeBase, w: Workload, sub: SubAsk) -> Answer:
         for p in options:
             if p["fits"] and p["placement"] == "colocated" and "rollout" in answers:
                 generation.setdefault((rollout_share(resolved, p), p["rollout_tp"]), []).append(g)
-    engines = {key: sub({**role_workloads(w)["rollout"], "batch_size": key[0], "tensor_parallel": key[1],
-                         "gpus": sorted(set(gs))})
+    engines = {key: _asked(sub, "rollout", {**jobs["rollout"], "batch_size": key[0], "tensor_parallel": key[1],
+                                            "gpus": sorted(set(gs))})
                for key, gs in generation.items()}
+    # the trained roles on exactly the trainer's GPUs in its layout: one sub-ask per layout, over its GPU types
+    layouts: dict[tuple[Any, ...], list[str]] = {}
+    for g, options in plans.items():
+        for p in options:
+            if p["fits"]:
+                layouts.setdefault(_layout_key(p), []).append(g)
+    trainers = {key: {role: _asked(sub, role, {**jobs[role], "gpu_count": key[0], "placement": "all",
+                                               "zero_stage": key[1], "activation_checkpointing": key[2],
+                                               "tensor_parallel": key[3], "pipeline_parallel": key[4],
+                                               "gpus": sorted(set(gs))})
+                      for role in TRAINED if role in jobs}
+                for key, gs in layouts.items()}
     c = Collector(kb, len(gpus))
     pfact = c.new_fact("policy", policy, 0)
     wfact = c.new_fact("workload", workload_fact(kb, resolved), 0)
@@ -306,7 +342,7 @@ def ask_rl(kb: KnowledgeBase, w: Workload, sub: SubAsk) -> Answer:
         for p in (p for p in options if p["fits"]):
             gen = (answers.get("rollout") if p["placement"] == "split"
                    else engines.get((rollout_share(resolved, p), p["rollout_tp"])) if "rollout" in answers else None)
-            times = phase_times(resolved, roles, p, gpus[g], gen)
+            times = phase_times(resolved, roles, p, gpus[g], gen, trainers[_layout_key(p)])
             timed.append((p["count"] * sum(times.values()), p["placement"] != "colocated", p, times))
         if not timed:  # nothing fits: the closest miss, for the rules to reject
             if options:
@@ -320,13 +356,29 @@ def ask_rl(kb: KnowledgeBase, w: Workload, sub: SubAsk) -> Answer:
                                   timed))
     with ENGINE.session(kb, c, wfact) as session:
         session.assert_facts([pfact, wfact, *facts])
-    return _answer(kb, c, resolved, answers, chosen)
+    return _answer(kb, c, resolved, answers, chosen, list(blocked.values()))
+
+
+def _blocking(answers: dict[str, Answer], gpu: str) -> Option | None:
+    """A role's sub-answer that rejects this GPU type outright (a precision it lacks, a model it cannot hold
+    within gpu_count), which rejects the whole run there. The rollout engine's own memory is not one: it only
+    rules out the split placement, as colocated engines share the batch over all the GPUs."""
+    for role, answer in answers.items():
+        o = _option(answer, gpu)
+        if o is not None and not o.fits and not (role == "rollout" and all(
+                f.kind == "memory_capacity" for f in o.findings if f.severity == "error")):
+            return o
+    return None
 
 
 def _resolved(kb: KnowledgeBase, w: Workload, answers: dict[str, Answer]) -> ResolvedWorkload:
     """The RL workload as answered: the policy's resolution, with the task, the run's fields and assumptions."""
     base = answers["policy"].workload
     notes = list(base.assumptions)
+    if w.framework is None and base.framework in kb.frameworks:
+        f = kb.frameworks[base.framework]
+        notes.insert(0, f"framework not given: {f.id} ({f.name}) trains the models, the default for {w.task}: "
+                        f"{' '.join(f.default_reason.split())}")
     if w.task != "dpo":
         notes.append(f"every response is taken to run to response_len ({w.response_len:,} tokens): a step waits for its "
                      "longest response (the long tail), so generation is timed at the cap, with the engine's "
@@ -400,14 +452,15 @@ _EXPRS = {
     "generation_s": "engine batch x response_len / the decode rule's tokens_per_s (prefill included)",
     "reference_s": "sequences / (forward tokens_per_s of a micro-batch) x its GPUs / trainer GPUs",
     "reward_s": "sequences / (forward tokens_per_s of a micro-batch) x its GPUs / trainer GPUs",
-    "training_s": "tokens / (training tokens_per_s per GPU x trainer GPUs) x (1 + 2/6: the old log-probs' forward)",
-    "critic_s": "tokens / (training tokens_per_s per GPU x trainer GPUs) x (1 + 2/6: the values' forward)",
+    "training_s": "tokens / training tokens_per_s on the trainer GPUs in their layout x (1 + 2/6: the old log-probs' "
+                  "forward pass)",
+    "critic_s": "tokens / training tokens_per_s on the trainer GPUs in their layout x (1 + 2/6: the values' forward pass)",
     "sync_s": "rollout weights / rollout_tp / link (NVLink or PCIe inside a node, the network between nodes)",
 }
 
 
 def _answer(kb: KnowledgeBase, c: Collector, w: ResolvedWorkload, answers: dict[str, Answer],
-            chosen: dict[str, dict[str, Any]]) -> Answer:
+            chosen: dict[str, dict[str, Any]], blocked: list[Option]) -> Answer:
     """The Answer: one option per GPU type with an RL plan, its figures from the rl facts and the RL rules."""
     replica = answers["policy"]._replica
     assert replica is not None
@@ -425,8 +478,8 @@ def _answer(kb: KnowledgeBase, c: Collector, w: ResolvedWorkload, answers: dict[
         strategy = Strategy(data_parallel=plan["dp"], tensor_parallel=plan["tp"], pipeline_parallel=plan["pp"],
                             zero_stage=plan["zero_stage"], activation_checkpointing=plan["checkpointing"], offload="none",
                             nodes=math.ceil(fact["count"] / NODE_SIZE))
-        rl = RlEstimate(step_time_s=step["step_time_s"] if step else sum(fact[f"{p}_s"] for p in PHASES),
-                        phases={p: fact[f"{p}_s"] for p in PHASES if _has_phase(p, answers)},
+        rl = RlEstimate(step_time_s=step["step_time_s"] if step else 0.0,  # a plan that does not fit is not timed
+                        phases={p: fact[f"{p}_s"] for p in PHASES if step and _has_phase(p, answers)},
                         memory_by_role={r: round(fact[f"{r}_bytes"]) for r in ROLES if r in answers},
                         placement=fact["placement"], trainer_gpus=fact["trainer_gpus"], rollout_gpus=fact["rollout_gpus"],
                         bound=step["bound"] if step else None)
@@ -440,6 +493,7 @@ def _answer(kb: KnowledgeBase, c: Collector, w: ResolvedWorkload, answers: dict[
                         findings=tuple(f for f in built.findings if f.gpu == g),
                         trace=(*subs, *_lineage(c, [fact, *own])), rl=rl)
         (options if fits else rejected).append(option)
+    rejected += blocked  # a role's own answer rejects the GPU type: its option, with the finding that says why
     options.sort(key=lambda o: (o.count, -o.score, o.gpu) if w.objective == "gpus" else (-o.score, o.count, o.gpu))
     best = options[0].gpu if options else ""
     remedies = {}
@@ -447,8 +501,10 @@ def _answer(kb: KnowledgeBase, c: Collector, w: ResolvedWorkload, answers: dict[
         if fact.get("gpu") in (None, "", best) and _improves(fact):
             remedies.setdefault(fact["remedy"], _remedy(c, fact))
     sub_trace = tuple(s for a in answers.values() for s in a.trace)
+    findings = (*built.findings, *(f for o in blocked for f in o.findings))
     return built.model_copy(update={"options": tuple(options), "rejected": tuple(sorted(rejected, key=lambda o: o.gpu)),
                                     "memory": _replica_memory(answers), "remedies": tuple(remedies.values()),
+                                    "findings": findings,
                                     "trace": (*sub_trace, *c.steps)})
 
 

@@ -322,7 +322,7 @@ class Policy(Entry):
 
 # --- frameworks: the stacks people train and serve with, and what each holds in memory -------------
 
-FrameworkTask = Literal["pretrain", "full_finetune", "lora", "qlora", "inference"]
+FrameworkTask = Literal["pretrain", "full_finetune", "lora", "qlora", "inference", "grpo", "ppo", "dpo"]
 
 
 class FrameworkTerm(Strict):
