@@ -170,3 +170,22 @@ def test_training_time_is_the_training_rules_on_the_trainer_layout() -> None:
                         "gpus": ["h100-sxm-80gb"]}).best
     # the policy's update and its old log-probs' forward pass (2·N·D of 6·N·D)
     assert best.rl.phases["training"] == pytest.approx(512 * 2560 / pinned.tokens_per_s * (1 + 2 / 6))
+
+
+def test_colocated_engines_generate_in_waves_when_the_batch_does_not_fit() -> None:
+    # 1,024 sequences of 5,120 tokens: 755 GB of KV cache, more than 8 H100s hold beside the models
+    w = {"model": "qwen3-8b", "task": "grpo", "rollout_batch": 128, "samples_per_prompt": 8, "prompt_len": 1024,
+         "response_len": 4096, "gpus": ["h100-sxm-80gb"], "gpu_count": 8, "placement": "all",
+         "rl_placement": "colocated"}
+    answer = gpukb.ask(w)
+    best = answer.best
+    assert best is not None and best.count == 8 and best.per_gpu_bytes <= best.usable_bytes
+    step = next(s for s in best.trace if s.rule.startswith("planner.rl-placement"))
+    values = {v["name"]: v["value"] for v in step.values}
+    assert values["waves"] >= 2 and values["engine_batch"] * values["waves"] >= 1024 // 8
+    assert values["rollout_bytes"] < 755e9 / 8
+
+
+def test_placement_all_uses_exactly_gpu_count() -> None:
+    best = gpukb.ask({**GRPO, "gpu_count": 16, "placement": "all", "rl_placement": "colocated"}).best
+    assert best.count == 16 and best.rl.trainer_gpus == 16

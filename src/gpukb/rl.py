@@ -137,17 +137,18 @@ class Roles:
         return _per_gpu_linear(self.caches[role], layout, memory, wfact)
 
 
-def _phase_terms(parts: dict[str, dict[str, tuple[float, float]]], overhead: float, group: int,
+def _phase_terms(parts: dict[str, dict[str, tuple[float, float]]], overhead: float,
                  rollout: tuple[float, float] | None) -> dict[str, list[tuple[float, float]]]:
-    """Per phase, the (A, B) terms whose sum is a GPU's bytes in it (bytes = A + B/dp)."""
+    """Per phase, the (A, B) terms whose sum is a GPU's bytes in it (bytes = A + B/dp); 'resident' is what
+    stays through every phase: the trained roles' weights and optimizer states, the frozen roles' weights."""
     resident = [parts[r][k] for r in parts if r in TRAINED for k in ("weights", "optimizer")]
     resident += [parts[r]["weights"] for r in parts if r in FROZEN]
     base = [*resident, (overhead, 0.0)]
-    phases = {f"train_{r}": [*base, parts[r]["gradients"], parts[r]["activations"]] for r in parts if r in TRAINED}
+    phases = {"resident": base}
+    phases |= {f"train_{r}": [*base, parts[r]["gradients"], parts[r]["activations"]] for r in parts if r in TRAINED}
     phases |= {f"forward_{r}": [*base, parts[r]["activations"]] for r in parts if r in FROZEN}
     if rollout is not None:
         phases["rollout"] = [*base, rollout]
-    del group
     return phases
 
 
@@ -161,13 +162,14 @@ def place(kb: KnowledgeBase, w: ResolvedWorkload, roles: Roles, gpu: dict[str, A
     trained = [r for r in roles.replicas if r in (*TRAINED, *FROZEN)]
     rollout_answer = roles.answers.get("rollout")
     rollout_opt = _option(rollout_answer, gpu["gpu"]) if rollout_answer else None
-    if placement == "split" and rollout_answer is not None and (rollout_opt is None or not rollout_opt.fits):
-        return None  # the rollout engine fits on no GPUs of its own here
+    # split: the serving planner's fewest GPUs that hold the whole batch; none within gpu_count is a miss
+    rollout_fits = placement != "split" or rollout_answer is None or (rollout_opt is not None and rollout_opt.fits)
     tp, pp = w.tensor_parallel or 1, w.pipeline_parallel or 1
     zeros = [w.zero_stage] if w.zero_stage is not None else [3]  # FSDP full sharding: verl's and OpenRLHF's default
     ckpts = [w.activation_checkpointing] if w.activation_checkpointing is not None else [False, True]
     rollout_memory = roles.replicas["rollout"][0] if "rollout" in roles.replicas else None
-    best: tuple[int, int, Layout, int] | None = None  # (count, dp, layout, rollout tp)
+    s = sequences(w)
+    best: tuple[tuple[int, int, int], int, Layout, int] | None = None  # ((count, waves, tp), dp, layout, rollout tp)
     for zero in zeros:
         for ckpt in ckpts:
             layout = Layout(tp, pp, zero, ckpt, "none")
@@ -178,56 +180,84 @@ def place(kb: KnowledgeBase, w: ResolvedWorkload, roles: Roles, gpu: dict[str, A
             if placement == "colocated" and rollout_memory is not None:
                 rollout_tps = [t for t in TP_SIZES if t <= NODE_SIZE and w.heads % t == 0]
             for rtp in rollout_tps:
-                rollout_term = None
-                if rtp is not None and rollout_memory is not None:
-                    # the engine's weights split over its tensor-parallel group, the batch's KV cache over all GPUs
-                    rollout_term = (rollout_memory["weights"] / rtp, rollout_memory["kv_cache"] / layout.group)
-                phases = _phase_terms(parts, overhead, layout.group, rollout_term)
+                # an engine needs its share of the weights and room for at least one sequence's KV cache
+                least_rollout = None if rtp is None else _engine_bytes(rollout_memory, rtp, 1, s)
+                phases = _phase_terms(parts, overhead, None if least_rollout is None else (least_rollout, 0.0))
                 least = [_least_dp(terms, usable) for terms in phases.values()]
                 if any(d is None for d in least):
                     continue
-                dp = max(d for d in least if d is not None)
-                count = dp * layout.group
+                count = max(d for d in least if d is not None) * layout.group
                 if rtp is not None:
                     count = max(count, rtp)
                 count = count if count <= NODE_SIZE else NODE_SIZE * math.ceil(count / NODE_SIZE)
                 count = -(-count // layout.group) * layout.group
-                if rtp is not None and count % rtp:
+                if not rollout_fits or count > limit or (rtp is not None and count % rtp):
                     continue
-                if count <= limit and (best is None or count < best[0]):  # the first of equals: the smaller tp
-                    best = (count, count // layout.group, layout, rtp or 0)
+                if w.placement == "all":  # exactly gpu_count GPUs: the trainer gets what the rollout engine leaves
+                    target = limit - (rollout_opt.count if placement == "split" and rollout_opt else 0)
+                    if target < count or target % layout.group or (rtp is not None and target % rtp):
+                        continue
+                    count = target
+                waves = 0 if rtp is None else _engines(phases, count // layout.group, usable, rollout_memory, rtp,
+                                                       count, s)[1]
+                key = (count, waves, rtp or 0)  # the fewest GPUs, then the fewest waves of generation, then the smaller tp
+                if best is None or key < best[0]:
+                    best = (key, count // layout.group, layout, rtp or 0)
     fits = best is not None
     if best is None:  # the closest miss: the last layout tried on one node, or on gpu_count GPUs
         layout = Layout(tp, pp, zeros[-1], ckpts[-1], "none")
         count = min(limit, NODE_SIZE) if w.gpu_count is None or limit == box else limit
         count = max(count // layout.group, 1) * layout.group
         rtp = max([t for t in TP_SIZES if t <= min(count, NODE_SIZE) and w.heads % t == 0] or [1])
-        best = (count, count // layout.group, layout, rtp)
-    count, dp, layout, rtp = best
-    parts = {r: {k: _at(v, dp) for k, v in roles.parts(r, layout).items()} for r in trained}
-    by_role = {r: sum(v for k, v in parts[r].items() if k not in ("overhead", "kv_cache")
-                      and (r in TRAINED or k in ("weights", "activations"))) for r in trained}
-    rollout_gpus = 0
+        best = ((count, 0, rtp), count // layout.group, layout, rtp)
+    (count, _, _), dp, layout, rtp = best
+    stripped = {r: {k: v for k, v in roles.parts(r, layout).items() if k not in ("overhead", "kv_cache")} for r in trained}
+    parts = {r: {k: _at(v, dp) for k, v in stripped[r].items()} for r in trained}
+    by_role = {r: sum(v for k, v in parts[r].items() if r in TRAINED or k in ("weights", "activations")) for r in trained}
+    rollout_gpus, engine_batch, waves, rollout_term = 0, 0, 0, None
     if rollout_memory is not None:
         assert rollout_opt is not None
         if placement == "colocated":
-            by_role["rollout"] = rollout_memory["weights"] / rtp + rollout_memory["kv_cache"] / count
+            engine_batch, waves = _engines(_phase_terms(stripped, overhead, None), dp, usable, rollout_memory, rtp,
+                                           count, s)
+            engine_batch = max(engine_batch, 1)
+            by_role["rollout"] = _engine_bytes(rollout_memory, rtp, engine_batch, s)
+            rollout_term = (by_role["rollout"], 0.0)
         else:
             rollout_gpus = rollout_opt.count
             rtp = rollout_opt.strategy.tensor_parallel
+            engine_batch, waves = s, 1
             by_role["rollout"] = rollout_opt.per_gpu_bytes - overhead
-    rollout_term = ((rollout_memory["weights"] / rtp, rollout_memory["kv_cache"] / layout.group)
-                    if placement == "colocated" and rollout_memory is not None else None)
-    phases = _phase_terms({r: {k: v for k, v in roles.parts(r, layout).items() if k not in ("overhead", "kv_cache")}
-                           for r in trained}, overhead, layout.group, rollout_term)
+    phases = _phase_terms(stripped, overhead, rollout_term)
     peak = max(sum(_at(t, dp) for t in terms) for terms in phases.values())
     if rollout_gpus:
         peak = max(peak, rollout_opt.per_gpu_bytes if rollout_opt else 0.0)
     return {"gpu": gpu["gpu"], "placement": placement, "count": count + rollout_gpus, "trainer_gpus": count,
             "rollout_gpus": rollout_gpus, "dp": dp, "tp": layout.tp, "pp": layout.pp, "zero_stage": layout.zero_stage,
-            "checkpointing": layout.checkpointing, "rollout_tp": rtp, "per_gpu_bytes": peak, "usable_bytes": usable,
-            "memory_by_role": by_role, "parts": parts, "fits": fits and peak <= usable,
-            "limit": limit if limit < NO_LIMIT else 0}
+            "checkpointing": layout.checkpointing, "rollout_tp": rtp, "engine_batch": engine_batch, "waves": waves,
+            "per_gpu_bytes": peak, "usable_bytes": usable, "memory_by_role": by_role, "parts": parts,
+            "fits": fits and peak <= usable, "limit": limit if limit < NO_LIMIT else 0}
+
+
+def _engine_bytes(rollout: dict[str, Any] | None, rtp: int, batch: int, sequences: int) -> float:
+    """Bytes per GPU of a rollout engine of tensor-parallel size rtp generating `batch` sequences at once:
+    its share of the weights and of those sequences' KV cache (each to prompt_len + response_len tokens)."""
+    assert rollout is not None
+    return (rollout["weights"] + rollout["kv_cache"] / sequences * batch) / rtp
+
+
+def _engines(phases: dict[str, list[tuple[float, float]]], dp: int, usable: float, rollout: dict[str, Any] | None,
+             rtp: int, count: int, sequences: int) -> tuple[int, int]:
+    """(sequences each colocated engine generates at once, waves): the engines share the batch; each holds
+    what its GPUs have left beside the resident models, as a serving engine fills the memory it is given
+    (vLLM's gpu_memory_utilization) and runs the rest of its share when sequences finish."""
+    assert rollout is not None
+    resident = max((sum(_at(t, dp) for t in terms) for name, terms in phases.items() if name == "resident"), default=0.0)
+    per_sequence = rollout["kv_cache"] / sequences / rtp
+    room = usable - resident - rollout["weights"] / rtp
+    share = math.ceil(sequences / max(1, count // rtp))
+    fit = min(share, int(room // per_sequence)) if per_sequence > 0 else share
+    return fit, (math.ceil(share / fit) if fit > 0 else 0)
 
 
 def phase_times(w: ResolvedWorkload, roles: Roles, plan: dict[str, Any], gpu: dict[str, Any],
@@ -241,9 +271,10 @@ def phase_times(w: ResolvedWorkload, roles: Roles, plan: dict[str, Any], gpu: di
     if generation is not None:
         o = _option(generation, gpu["gpu"])
         assert o is not None and o.tokens_per_s
-        # every engine generates its share of the batch (the sub-ask's batch_size) at the rate the decode rule
-        # estimates for it, prefill included; the engines run side by side
-        times["generation"] = generation.workload.batch_size * w.response_len / o.tokens_per_s
+        # every engine generates its sequences (the sub-ask's batch_size at once, in plan["waves"] waves when its
+        # memory holds fewer than its share) at the rate the decode rule estimates, prefill included; the engines
+        # run side by side
+        times["generation"] = plan["waves"] * generation.workload.batch_size * w.response_len / o.tokens_per_s
     for role in FROZEN:
         if role in roles.answers:
             o = _option(roles.answers[role], gpu["gpu"])
@@ -272,12 +303,6 @@ def _sync_link(plan: dict[str, Any], gpu: dict[str, Any]) -> float:
 
 def _layout_key(plan: dict[str, Any]) -> tuple[int, int, bool, int, int]:
     return plan["trainer_gpus"], plan["zero_stage"], plan["checkpointing"], plan["tp"], plan["pp"]
-
-
-def rollout_share(w: ResolvedWorkload, plan: dict[str, Any]) -> int:
-    """Sequences each colocated rollout engine generates: the batch over the trainer GPUs' engines."""
-    engines = max(1, plan["trainer_gpus"] // plan["rollout_tp"])
-    return math.ceil(sequences(w) / engines)
 
 
 # The workload field that names each role's model, for errors its sub-ask raises about the model
@@ -316,7 +341,7 @@ def ask_rl(kb: KnowledgeBase, w: Workload, sub: SubAsk) -> Answer:
     for g, options in plans.items():
         for p in options:
             if p["fits"] and p["placement"] == "colocated" and "rollout" in answers:
-                generation.setdefault((rollout_share(resolved, p), p["rollout_tp"]), []).append(g)
+                generation.setdefault((p["engine_batch"], p["rollout_tp"]), []).append(g)
     engines = {key: _asked(sub, "rollout", {**jobs["rollout"], "batch_size": key[0], "tensor_parallel": key[1],
                                             "gpus": sorted(set(gs))})
                for key, gs in generation.items()}
@@ -341,7 +366,7 @@ def ask_rl(kb: KnowledgeBase, w: Workload, sub: SubAsk) -> Answer:
         timed = []
         for p in (p for p in options if p["fits"]):
             gen = (answers.get("rollout") if p["placement"] == "split"
-                   else engines.get((rollout_share(resolved, p), p["rollout_tp"])) if "rollout" in answers else None)
+                   else engines.get((p["engine_batch"], p["rollout_tp"])) if "rollout" in answers else None)
             times = phase_times(resolved, roles, p, gpus[g], gen, trainers[_layout_key(p)])
             timed.append((p["count"] * sum(times.values()), p["placement"] != "colocated", p, times))
         if not timed:  # nothing fits: the closest miss, for the rules to reject
@@ -396,7 +421,8 @@ def _resolved(kb: KnowledgeBase, w: Workload, answers: dict[str, Answer]) -> Res
         "reference_model": ref.workload.model if ref else "none",
         "reward_model": answers["reward"].workload.model if "reward" in answers else None,
         "critic_model": answers["critic"].workload.model if "critic" in answers else None,
-        "kv_cache_precision": w.kv_cache_precision, "global_batch_size": None, "assumptions": tuple(notes)})
+        "kv_cache_precision": w.kv_cache_precision, "global_batch_size": None, "placement": w.placement,
+        "assumptions": tuple(notes)})
 
 
 def _record_plan(c: Collector, w: ResolvedWorkload, wfact: dict[str, Any], pfact: dict[str, Any], gpu: dict[str, Any],
@@ -408,7 +434,8 @@ def _record_plan(c: Collector, w: ResolvedWorkload, wfact: dict[str, Any], pfact
               "trainer_gpus": plan["trainer_gpus"], "rollout_gpus": plan["rollout_gpus"],
               "per_gpu_bytes": plan["per_gpu_bytes"], "usable_bytes": plan["usable_bytes"],
               "fits": plan["fits"], "limit": plan["limit"],
-              "tokens": sequences(w) * (w.prompt_len + w.response_len),
+              "tokens": sequences(w) * (w.prompt_len + w.response_len), "waves": plan["waves"],
+              "engine_batch": plan["engine_batch"],
               **{f"{r}_bytes": plan["memory_by_role"].get(r, 0.0) for r in ROLES},
               **{f"{ph}_s": times.get(ph, 0.0) for ph in PHASES}}
     roles = ", ".join(f"{r} {v / 1e9:,.1f} GB" for r, v in plan["memory_by_role"].items())
@@ -418,7 +445,8 @@ def _record_plan(c: Collector, w: ResolvedWorkload, wfact: dict[str, Any], pfact
         other = ", ".join(f"{p['placement']} {p['count']} GPUs x {sum(t.values()):,.1f} s" for _, _, p, t in timed)
         why = f" Placement chosen: {plan['placement']}, the fewest GPU-seconds per step ({other})."
     where = (f"all models and {plan['trainer_gpus'] // max(plan['rollout_tp'], 1)} rollout engine(s) of tp "
-             f"{plan['rollout_tp']} on the same {plan['count']} GPUs, the KV cache freed before the optimizer runs"
+             f"{plan['rollout_tp']} on the same {plan['count']} GPUs, each generating {plan['engine_batch']} sequences at "
+             f"once ({plan['waves']} wave(s) for its share), the KV cache freed before the optimizer runs"
              if plan["placement"] == "colocated" else
              f"trained and frozen models on {plan['trainer_gpus']} GPUs, the rollout engine on {plan['rollout_gpus']} "
              "of its own")
@@ -448,7 +476,10 @@ _EXPRS = {
     "critic_bytes": "planner PARTS (weights + gradients + optimizer + activations) of the critic's training replica",
     "reference_bytes": "planner PARTS (weights + activations) of the reference's forward pass",
     "reward_bytes": "planner PARTS (weights + activations) of the reward model's forward pass",
-    "rollout_bytes": "colocated: rollout weights / rollout_tp + KV cache of the batch / GPUs; split: the serving plan",
+    "rollout_bytes": "colocated: (rollout weights + KV cache of engine_batch sequences) / rollout_tp, engine_batch the "
+                     "engine's share of the batch or what its GPUs have left beside the resident models; split: the "
+                     "serving plan of the whole batch",
+    "waves": "ceil(the engine's share of the batch / engine_batch)",
     "generation_s": "engine batch x response_len / the decode rule's tokens_per_s (prefill included)",
     "reference_s": "sequences / (forward tokens_per_s of a micro-batch) x its GPUs / trainer GPUs",
     "reward_s": "sequences / (forward tokens_per_s of a micro-batch) x its GPUs / trainer GPUs",

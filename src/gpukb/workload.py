@@ -38,7 +38,7 @@ RL_FIELDS = ("rollout_batch", "samples_per_prompt", "response_len", "rl_placemen
 # step is the rollout batch) or that its planner does not combine with several models on the same GPUs
 RL_EXCLUDED = ("seq_len", "batch_size", "output_len", "global_batch_size", "tokens", "deadline_days", "ttft_ms",
                "tpot_ms", "lora_rank", "offload", "expert_parallel", "context_parallel", "virtual_pipeline_stages",
-               "optimizer_in_backward", "placement")
+               "optimizer_in_backward")
 MAX_PARAMS = 10**13  # 10 trillion: beyond any published dense or MoE model
 # A custom model's `params` must lie within this factor of the count its architecture implies
 # (gpukb.architecture, untied embeddings assumed): wide enough for unknown biases, tied embeddings
@@ -279,6 +279,9 @@ def _check_rl(w: Workload, given: set[str]) -> None:
         raise ValueError("reward_precision: no reward_model given (the reward is rule-based)")
     if w.precision in ("int8", "int4"):
         raise ValueError(f"precision: {w.precision} is for inference only; the policy is trained")
+    if w.placement == "all" and w.task != "dpo" and w.rl_placement == "split" and w.gpu_count is not None \
+            and w.gpu_count < 2:
+        raise ValueError("gpu_count: a split placement needs GPUs for the trainer and the rollout engine (2 or more)")
     if w.critic_precision in ("int8", "int4"):
         raise ValueError(f"critic_precision: {w.critic_precision} is for inference only; the critic is trained")
     sequences = w.rollout_batch * (2 if w.task == "dpo" else w.samples_per_prompt or 1)  # type: ignore[operator]
