@@ -189,3 +189,23 @@ def test_colocated_engines_generate_in_waves_when_the_batch_does_not_fit() -> No
 def test_placement_all_uses_exactly_gpu_count() -> None:
     best = gpukb.ask({**GRPO, "gpu_count": 16, "placement": "all", "rl_placement": "colocated"}).best
     assert best.count == 16 and best.rl.trainer_gpus == 16
+
+
+def test_shorter_average_responses_train_fewer_tokens_but_generation_waits_for_the_longest() -> None:
+    capped = gpukb.ask({**GRPO, "rl_placement": "colocated", "gpu_count": 8}).best
+    short = gpukb.ask({**GRPO, "rl_placement": "colocated", "gpu_count": 8, "mean_response_len": 512}).best
+    assert short.rl.phases["training"] < capped.rl.phases["training"] * (512 + 512) / (512 + 2048) * 1.01
+    # the longest response still decodes to the cap: no faster than one sequence alone
+    alone = gpukb.ask({"model": "qwen2.5-7b", "task": "inference", "batch_size": 1, "prompt_len": 512,
+                       "output_len": 2048, "tensor_parallel": short.rl.trainer_gpus // 8 or 1,
+                       "gpus": ["h100-sxm-80gb"]}).best
+    assert short.rl.phases["generation"] >= 2048 / alone.tokens_per_s * 0.99
+    with pytest.raises(WorkloadError) as err:
+        gpukb.ask({**GRPO, "mean_response_len": 4096})
+    assert err.value.field == "mean_response_len"
+
+
+def test_a_framework_that_does_not_run_the_rl_task_is_refused() -> None:
+    with pytest.raises(WorkloadError) as err:
+        gpukb.ask({**GRPO, "framework": "unsloth"})
+    assert err.value.field == "framework" and "grpo" in str(err.value)

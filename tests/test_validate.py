@@ -203,3 +203,11 @@ def test_a_memory_counter_on_another_quantity_is_a_located_error(checkout: Path)
     problems = [p for p in lint(checkout).problems if p.field == "memory_counter"]
     assert problems and problems[0].file == "kb/measurements/torchtitan-performance-2024-04.yaml"
     assert "only for peak_memory_per_gpu" in problems[0].message and problems[0].line > 1
+
+
+def test_draft_points_are_predicted_and_listed_but_not_gated(shipped):
+    drafts = [p for p in shipped.points if not p.gated]
+    assert {p.quantity for p in drafts} == {"rl_step_time_s"} and all(p.predicted for p in drafts)
+    gated = [p for p in shipped.points if p.gated]
+    assert shipped.overall.points == len(gated)
+    assert shipped.by_quantity["rl_step_time_s"].points == len(drafts)

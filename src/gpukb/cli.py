@@ -154,6 +154,8 @@ def ask(
     rollout_batch: Annotated[int | None, typer.Option(help="RL (grpo, ppo): prompts per step; dpo: pairs per step")] = None,
     samples_per_prompt: Annotated[int | None, typer.Option(help="RL: responses per prompt (GRPO's group size)")] = None,
     response_len: Annotated[int | None, typer.Option(help="RL: the longest response, in tokens")] = None,
+    mean_response_len: Annotated[int | None, typer.Option(
+        help="RL: the responses' average length (default response_len: all run to the cap)")] = None,
     rl_placement: Annotated[str | None, typer.Option(
         help="RL: colocated (generation and training take turns on the same GPUs) or split (rollout GPUs of their "
              "own); default: the planner chooses and says which")] = None,
@@ -186,7 +188,8 @@ def ask(
         "kv_cache_precision": kv_cache_precision, "placement": placement, "ttft_ms": ttft_ms, "tpot_ms": tpot_ms,
         "objective": objective, "framework": framework, "deadline_days": deadline_days,
         "rollout_batch": rollout_batch, "samples_per_prompt": samples_per_prompt, "response_len": response_len,
-        "rl_placement": rl_placement, "reference_model": reference_model, "reward_model": reward_model,
+        "mean_response_len": mean_response_len, "rl_placement": rl_placement, "reference_model": reference_model,
+        "reward_model": reward_model,
         "critic_model": critic_model, "reference_precision": reference_precision,
         "reward_precision": reward_precision, "critic_precision": critic_precision,
     }

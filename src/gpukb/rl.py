@@ -260,12 +260,18 @@ def _engines(phases: dict[str, list[tuple[float, float]]], dp: int, usable: floa
     return fit, (math.ceil(share / fit) if fit > 0 else 0)
 
 
+def _mean_response(w: Workload | ResolvedWorkload) -> int:
+    assert w.response_len is not None
+    return w.mean_response_len or w.response_len
+
+
 def phase_times(w: ResolvedWorkload, roles: Roles, plan: dict[str, Any], gpu: dict[str, Any],
-                generation: Answer | None, trainers: dict[str, Answer]) -> dict[str, float]:
+                generation: Answer | None, trainers: dict[str, Answer], tail: Answer | None = None) -> dict[str, float]:
     """Seconds per step of each phase on this plan, from the sub-answers' own estimates."""
     assert w.prompt_len is not None and w.response_len is not None
     s = sequences(w)
-    tokens = s * (w.prompt_len + w.response_len)
+    mean = _mean_response(w)
+    tokens = s * (w.prompt_len + mean)
     n = plan["trainer_gpus"]
     times: dict[str, float] = {}
     if generation is not None:
@@ -273,14 +279,19 @@ def phase_times(w: ResolvedWorkload, roles: Roles, plan: dict[str, Any], gpu: di
         assert o is not None and o.tokens_per_s
         # every engine generates its sequences (the sub-ask's batch_size at once, in plan["waves"] waves when its
         # memory holds fewer than its share) at the rate the decode rule estimates, prefill included; the engines
-        # run side by side
-        times["generation"] = plan["waves"] * generation.workload.batch_size * w.response_len / o.tokens_per_s
+        # run side by side. A wave lasts until its longest response: the batch's tokens at full concurrency, or
+        # one response to the cap token by token (`tail`, the decode rule at batch 1), whichever is longer
+        wave = generation.workload.batch_size * mean / o.tokens_per_s
+        if tail is not None and (t := _option(tail, gpu["gpu"])) is not None and t.tokens_per_s:
+            wave = max(wave, w.response_len / t.tokens_per_s)
+        times["generation"] = plan["waves"] * wave
     for role in FROZEN:
         if role in roles.answers:
             o = _option(roles.answers[role], gpu["gpu"])
             assert o is not None and o.tokens_per_s
-            # a micro-batch of whole sequences per forward pass on o.count GPUs, the step's sequences over n
-            times[role] = s / o.tokens_per_s * o.count / n
+            # a micro-batch of whole sequences per forward pass on o.count GPUs, the step's sequences over n; the
+            # sub-ask's sequences run to the cap, the step's to the average
+            times[role] = s / o.tokens_per_s * o.count / n * (w.prompt_len + mean) / (w.prompt_len + w.response_len)
     for role, answer in trainers.items():
         # the role trained on the trainer's GPUs in the plan's layout: the training rules' own throughput there
         o = _option(answer, gpu["gpu"])
@@ -301,6 +312,12 @@ def _sync_link(plan: dict[str, Any], gpu: dict[str, Any]) -> float:
     return min(inside, gpu["node_network_bandwidth"])
 
 
+def _split_tp(answers: dict[str, Answer], gpu: str) -> int:
+    """The tensor-parallel size of the split rollout engine on this GPU type (1 without one)."""
+    o = _option(answers["rollout"], gpu) if "rollout" in answers else None
+    return o.strategy.tensor_parallel if o is not None else 1
+
+
 def _layout_key(plan: dict[str, Any]) -> tuple[int, int, bool, int, int]:
     return plan["trainer_gpus"], plan["zero_stage"], plan["checkpointing"], plan["tp"], plan["pp"]
 
@@ -319,9 +336,33 @@ def _asked(sub: SubAsk, role: str, job: dict[str, Any]) -> Answer:
         raise WorkloadError(field, f"{message} (the {role} of the RL run, asked as {job['task']})") from None
 
 
+def _framework(kb: KnowledgeBase, w: Workload) -> str | None:
+    """The framework that trains the run's models: the workload's, which must run the RL task, else the task's
+    default (kb/frameworks)."""
+    if not kb.frameworks:
+        return w.framework
+    if w.framework is None:
+        return default_framework(kb, w.task)
+    f = kb.frameworks.get(w.framework)
+    if f is None or w.task not in f.tasks:
+        runs = [fid for fid, fw in sorted(kb.frameworks.items()) if w.task in fw.tasks and fw.status != "deprecated"]
+        raise WorkloadError("framework", f"{w.framework} does not run task {w.task}; frameworks for it: {', '.join(runs)}")
+    return w.framework
+
+
+def check_rl(kb: KnowledgeBase, w: Workload) -> None:
+    """Raise the WorkloadError an ask of this RL workload would, without answering it: its framework and each
+    role's job as it resolves (gpukb lint checks measurements with it)."""
+    from .resolve import resolve
+    from .workload import parse_workload
+
+    for role, job in role_workloads(w, _framework(kb, w)).items():
+        _asked(lambda fields: resolve(kb, parse_workload(fields)), role, job)  # type: ignore[arg-type,return-value]
+
+
 def ask_rl(kb: KnowledgeBase, w: Workload, sub: SubAsk) -> Answer:
     """An RL workload's Answer: each model asked as its own job, then placed together per GPU type."""
-    framework = w.framework or (default_framework(kb, w.task) if kb.frameworks else None)
+    framework = _framework(kb, w)
     jobs = role_workloads(w, framework)
     answers = {role: _asked(sub, role, job) for role, job in jobs.items()}
     resolved = _resolved(kb, w, answers)
@@ -343,8 +384,19 @@ def ask_rl(kb: KnowledgeBase, w: Workload, sub: SubAsk) -> Answer:
             if p["fits"] and p["placement"] == "colocated" and "rollout" in answers:
                 generation.setdefault((p["engine_batch"], p["rollout_tp"]), []).append(g)
     engines = {key: _asked(sub, "rollout", {**jobs["rollout"], "batch_size": key[0], "tensor_parallel": key[1],
-                                            "gpus": sorted(set(gs))})
+                                            "output_len": _mean_response(w), "gpus": sorted(set(gs))})
                for key, gs in generation.items()}
+    # responses shorter on average than the cap: the longest still decodes to it, at a batch of one at the end
+    tails: dict[int, Answer] = {}
+    if "rollout" in answers and _mean_response(w) < (w.response_len or 0):
+        by_tp: dict[int, list[str]] = {}
+        for g, options in plans.items():
+            for p in options:
+                if p["fits"]:
+                    rtp = p["rollout_tp"] if p["placement"] == "colocated" else _split_tp(answers, g)
+                    by_tp.setdefault(rtp, []).append(g)
+        tails = {rtp: _asked(sub, "rollout", {**jobs["rollout"], "batch_size": 1, "tensor_parallel": rtp,
+                                              "gpus": sorted(set(gs))}) for rtp, gs in by_tp.items()}
     # the trained roles on exactly the trainer's GPUs in its layout: one sub-ask per layout, over its GPU types
     layouts: dict[tuple[Any, ...], list[str]] = {}
     for g, options in plans.items():
@@ -367,7 +419,8 @@ def ask_rl(kb: KnowledgeBase, w: Workload, sub: SubAsk) -> Answer:
         for p in (p for p in options if p["fits"]):
             gen = (answers.get("rollout") if p["placement"] == "split"
                    else engines.get((p["engine_batch"], p["rollout_tp"])) if "rollout" in answers else None)
-            times = phase_times(resolved, roles, p, gpus[g], gen, trainers[_layout_key(p)])
+            tp_r = p["rollout_tp"] if p["placement"] == "colocated" else _split_tp(answers, g)
+            times = phase_times(resolved, roles, p, gpus[g], gen, trainers[_layout_key(p)], tails.get(tp_r))
             timed.append((p["count"] * sum(times.values()), p["placement"] != "colocated", p, times))
         if not timed:  # nothing fits: the closest miss, for the rules to reject
             if options:
@@ -404,10 +457,16 @@ def _resolved(kb: KnowledgeBase, w: Workload, answers: dict[str, Answer]) -> Res
         f = kb.frameworks[base.framework]
         notes.insert(0, f"framework not given: {f.id} ({f.name}) trains the models, the default for {w.task}: "
                         f"{' '.join(f.default_reason.split())}")
-    if w.task != "dpo":
+    if w.task != "dpo" and w.mean_response_len is None:
         notes.append(f"every response is taken to run to response_len ({w.response_len:,} tokens): a step waits for its "
                      "longest response (the long tail), so generation is timed at the cap, with the engine's "
-                     "average context of prompt_len + response_len / 2")
+                     "average context of prompt_len + response_len / 2; give mean_response_len when responses are "
+                     "shorter on average")
+    elif w.task != "dpo":
+        notes.append(f"responses average mean_response_len ({w.mean_response_len:,} tokens), the longest reaching "
+                     f"response_len ({w.response_len:,}): training and scoring count the average; a generation wave "
+                     "lasts the batch's tokens at full concurrency or one response decoded alone to the cap, "
+                     "whichever is longer")
     if w.reference_model is None:
         notes.append("reference_model not given: a frozen copy of the policy's initial weights (the KL term's reference)")
     if w.task != "dpo" and w.reward_model is None:
@@ -418,6 +477,7 @@ def _resolved(kb: KnowledgeBase, w: Workload, answers: dict[str, Answer]) -> Res
     return base.model_copy(update={
         "task": w.task, "rollout_batch": w.rollout_batch, "samples_per_prompt": sequences(w) // (w.rollout_batch or 1),
         "prompt_len": w.prompt_len, "response_len": w.response_len, "rl_placement": w.rl_placement,
+        "mean_response_len": w.mean_response_len,
         "reference_model": ref.workload.model if ref else "none",
         "reward_model": answers["reward"].workload.model if "reward" in answers else None,
         "critic_model": answers["critic"].workload.model if "critic" in answers else None,
@@ -434,7 +494,7 @@ def _record_plan(c: Collector, w: ResolvedWorkload, wfact: dict[str, Any], pfact
               "trainer_gpus": plan["trainer_gpus"], "rollout_gpus": plan["rollout_gpus"],
               "per_gpu_bytes": plan["per_gpu_bytes"], "usable_bytes": plan["usable_bytes"],
               "fits": plan["fits"], "limit": plan["limit"],
-              "tokens": sequences(w) * (w.prompt_len + w.response_len), "waves": plan["waves"],
+              "tokens": sequences(w) * (w.prompt_len + _mean_response(w)), "waves": plan["waves"],
               "engine_batch": plan["engine_batch"],
               **{f"{r}_bytes": plan["memory_by_role"].get(r, 0.0) for r in ROLES},
               **{f"{ph}_s": times.get(ph, 0.0) for ph in PHASES}}
@@ -480,9 +540,12 @@ _EXPRS = {
                      "engine's share of the batch or what its GPUs have left beside the resident models; split: the "
                      "serving plan of the whole batch",
     "waves": "ceil(the engine's share of the batch / engine_batch)",
-    "generation_s": "engine batch x response_len / the decode rule's tokens_per_s (prefill included)",
-    "reference_s": "sequences / (forward tokens_per_s of a micro-batch) x its GPUs / trainer GPUs",
-    "reward_s": "sequences / (forward tokens_per_s of a micro-batch) x its GPUs / trainer GPUs",
+    "generation_s": "waves x max(engine batch x mean response / the decode rule's tokens_per_s at that batch, "
+                    "response_len / its tokens_per_s at batch 1) (prefill included)",
+    "reference_s": "sequences / (forward tokens_per_s of a micro-batch) x its GPUs / trainer GPUs x (prompt + mean "
+                   "response) / (prompt + response_len)",
+    "reward_s": "sequences / (forward tokens_per_s of a micro-batch) x its GPUs / trainer GPUs x (prompt + mean "
+                "response) / (prompt + response_len)",
     "training_s": "tokens / training tokens_per_s on the trainer GPUs in their layout x (1 + 2/6: the old log-probs' "
                   "forward pass)",
     "critic_s": "tokens / training tokens_per_s on the trainer GPUs in their layout x (1 + 2/6: the values' forward pass)",

@@ -28,12 +28,13 @@ VALUES_BEHIND = {
     "training": ("tokens_per_s", "efficiency", "utilisation", "time_to_train_s", "mfu", "flop_per_token"),
     "decode": ("tokens_per_s", "tpot_s", "ttft_s", "step_time_s", "bytes_per_step"),
     "memory": ("per_gpu_bytes", "weights", "activations", "optimizer", "gradients", "kv_cache", "total"),
+    "rl": ("step_time_s", "generation_s", "reference_s", "reward_s", "critic_s", "training_s", "sync_s", "waves"),
 }
 KIND_OF = {
     "training_tokens_per_s_per_gpu": "training", "model_tflops_per_gpu": "training",
     "hardware_tflops_per_gpu": "training", "mfu": "training", "gpu_hours": "training",
     "decode_tokens_per_s": "decode", "decode_tokens_per_s_total": "decode", "ttft_s": "decode",
-    "peak_memory_per_gpu": "memory", "fewest_gpus": "memory",
+    "peak_memory_per_gpu": "memory", "fewest_gpus": "memory", "rl_step_time_s": "rl",
 }
 
 
@@ -49,6 +50,9 @@ class Point:
     rules: tuple[str, ...] = ()
     reason: str = ""  # why there is no prediction
     framework: str = ""  # the run's stack (its workload's framework)
+    # a draft measurement (status: draft) is predicted and listed, per quantity too, but kept out of the summary the
+    # thresholds gate: a kind of run the model has just begun to cover lands without moving the calibrated gate
+    gated: bool = True
 
     @property
     def log_error(self) -> float:
@@ -149,6 +153,8 @@ def predict(m: Measurement, answer: Answer, kb: KnowledgeBase | None = None) -> 
         return float(option.per_gpu_bytes - (option.memory.overhead if allocator else 0)), option
     if q == "ttft_s":
         return _need(option.ttft_s, "time to first token"), option
+    if q == "rl_step_time_s":
+        return _need(option.rl.step_time_s if option.rl else None, "RL step time"), option
     if q == "decode_tokens_per_s":
         return 1 / _need(option.tpot_s, "time per output token"), option
     if q == "decode_tokens_per_s_total":
@@ -192,19 +198,21 @@ def check_point(kb: KnowledgeBase, m: Measurement) -> Point:
         answer = kb.ask(workload_of(m))
         predicted, option = predict(m, answer, kb)
     except (*ASK_ERRORS, LookupError, ZeroDivisionError, expr.ExpressionError) as err:
-        return Point(m.id, m.quantity, measured, None, None, m.source, gpu, reason=str(err), framework=framework)
+        return Point(m.id, m.quantity, measured, None, None, m.source, gpu, reason=str(err), framework=framework,
+                     gated=m.status != "draft")
     return Point(m.id, m.quantity, measured, predicted, predicted / measured, m.source, gpu,
-                 _rules(option, KIND_OF[m.quantity]), framework=framework)
+                 _rules(option, KIND_OF[m.quantity]), framework=framework, gated=m.status != "draft")
 
 
 def validate(kb: KnowledgeBase) -> Validation:
     points = [check_point(kb, m) for _, m in sorted(kb.measurements.items()) if m.status != "deprecated"]
     quantities = sorted({p.quantity for p in points})
     thresholds = {name: kb.policy(pid) for name, pid in THRESHOLD_POLICIES.items() if pid in kb.policies}
-    frameworks = sorted({p.framework for p in points})
-    return Validation(points, Summary.of(points),
+    gated = [p for p in points if p.gated]
+    frameworks = sorted({p.framework for p in gated})
+    return Validation(points, Summary.of(gated),
                       {q: Summary.of([p for p in points if p.quantity == q]) for q in quantities}, thresholds,
-                      {f: Summary.of([p for p in points if p.framework == f]) for f in frameworks})
+                      {f: Summary.of([p for p in gated if p.framework == f]) for f in frameworks})
 
 
 def compare(base: Validation, head: Validation, limit: int = 10) -> list[tuple[str, float | None, float | None]]:
@@ -265,13 +273,15 @@ def render_text(v: Validation, regression: Regression | None = None) -> str:
                           ("ratio", "right"), ("rules / why not", "left")):
         table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
     for p in v.points:
-        table.add_row(p.id, p.quantity, f"{p.measured:,.4g}", "—" if p.predicted is None else f"{p.predicted:,.4g}",
+        table.add_row(p.id + ("" if p.gated else " (draft: not gated)"), p.quantity, f"{p.measured:,.4g}",
+                      "—" if p.predicted is None else f"{p.predicted:,.4g}",
                       "miss" if p.ratio is None else f"{p.ratio:.2f}" + ("" if p.within else " !"),
                       ", ".join(p.rules) if p.predicted is not None else p.reason)
     console = Console(width=200, record=True, file=__import__("io").StringIO())
     console.print(table)
     lines = [console.export_text(), "", "quantity                           points   median error      within ±25%"]
-    for q, s in [*v.by_quantity.items(), ("all", v.overall)]:
+    overall = "all gated" if any(not p.gated for p in v.points) else "all"
+    for q, s in [*v.by_quantity.items(), (overall, v.overall)]:
         within = f"{s.inside} ({s.within_25:.1%})"
         lines.append(f"{q:34s} {s.points:6d}   {_pct(s.median_error):>12s}   {within:>14s}")
     if v.by_framework:

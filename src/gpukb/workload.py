@@ -32,7 +32,7 @@ TRAINING_TASKS = ("pretrain", "full_finetune", "lora", "qlora")
 # and PPO generate their own samples (rollouts), DPO learns from fixed preference pairs (gpukb.rl)
 RL_TASKS = ("grpo", "ppo", "dpo")
 # What an RL workload sets for the models it plans (gpukb.rl); each is planned as a training or a serving job
-RL_FIELDS = ("rollout_batch", "samples_per_prompt", "response_len", "rl_placement", "reference_model",
+RL_FIELDS = ("rollout_batch", "samples_per_prompt", "response_len", "mean_response_len", "rl_placement", "reference_model",
              "reward_model", "critic_model", "reference_precision", "reward_precision", "critic_precision")
 # Fields of other tasks that an RL workload derives itself (seq_len = prompt_len + response_len; the optimizer
 # step is the rollout batch) or that its planner does not combine with several models on the same GPUs
@@ -174,6 +174,9 @@ class Workload(BaseModel):
         "RL: responses generated per prompt (GRPO's group size; ppo default 1)"))
     response_len: Int | None = Field(default=None, gt=0, le=10_000_000, description=(
         "RL: the longest response a rollout may generate, in tokens (dpo: the responses' length)"))
+    mean_response_len: Int | None = Field(default=None, gt=0, le=10_000_000, description=(
+        "RL (grpo, ppo): the responses' average length; default response_len (every response runs to the cap). "
+        "Training and scoring count the average, generation lasts until the longest response"))
     rl_placement: RlPlacement | None = Field(default=None, description=(
         "RL: 'colocated' (generation and training take turns on the same GPUs, the KV cache freed before the "
         "optimizer runs) or 'split' (the rollout engine on GPUs of its own); null = the planner chooses and says which"))
@@ -266,13 +269,17 @@ def _check_rl(w: Workload, given: set[str]) -> None:
     if w.task == "grpo" and w.samples_per_prompt is None:
         raise ValueError("samples_per_prompt: needed for grpo (the group size: responses per prompt)")
     if w.task == "dpo":
-        for name in ("samples_per_prompt", "rl_placement", "reward_model", "reward_precision", "kv_cache_precision"):
+        for name in ("samples_per_prompt", "rl_placement", "reward_model", "reward_precision", "kv_cache_precision",
+                     "mean_response_len"):
             if name in given:
                 raise ValueError(f"{name}: dpo learns from fixed preference pairs and generates nothing; remove it")
     if w.task != "ppo":
         for name in ("critic_model", "critic_precision"):
             if name in given:
                 raise ValueError(f"{name}: only ppo trains a critic; remove it")
+    if w.mean_response_len is not None and w.response_len is not None and w.mean_response_len > w.response_len:
+        raise ValueError(f"mean_response_len: {w.mean_response_len} is longer than response_len {w.response_len}, "
+                         "the longest a response may be")
     if w.reference_model == "none" and "reference_precision" in given:
         raise ValueError("reference_precision: reference_model is 'none'")
     if w.reward_model in (None, "none") and "reward_precision" in given:
@@ -340,6 +347,7 @@ class ResolvedWorkload(BaseModel):
     rollout_batch: int | None = Field(default=None, exclude_if=lambda v: v is None)
     samples_per_prompt: int | None = Field(default=None, exclude_if=lambda v: v is None)
     response_len: int | None = Field(default=None, exclude_if=lambda v: v is None)
+    mean_response_len: int | None = Field(default=None, exclude_if=lambda v: v is None)
     rl_placement: RlPlacement | None = Field(default=None, exclude_if=lambda v: v is None)
     reference_model: str | None = Field(default=None, exclude_if=lambda v: v is None)
     reward_model: str | None = Field(default=None, exclude_if=lambda v: v is None)
