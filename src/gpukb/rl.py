@@ -266,8 +266,9 @@ def _mean_response(w: Workload | ResolvedWorkload) -> int:
 
 
 def phase_times(w: ResolvedWorkload, roles: Roles, plan: dict[str, Any], gpu: dict[str, Any],
-                generation: Answer | None, trainers: dict[str, Answer], tail: Answer | None = None) -> dict[str, float]:
-    """Seconds per step of each phase on this plan, from the sub-answers' own estimates."""
+                generation: Answer | None, trainers: dict[str, Answer], tail: Answer | None = None) -> dict[str, float] | None:
+    """Seconds per step of each phase on this plan, from the sub-answers' own estimates; None where a rule made
+    no estimate (a GPU type without a published rate for the precision), as a training ask then has no speed."""
     assert w.prompt_len is not None and w.response_len is not None
     s = sequences(w)
     mean = _mean_response(w)
@@ -276,7 +277,8 @@ def phase_times(w: ResolvedWorkload, roles: Roles, plan: dict[str, Any], gpu: di
     times: dict[str, float] = {}
     if generation is not None:
         o = _option(generation, gpu["gpu"])
-        assert o is not None and o.tokens_per_s
+        if o is None or not o.tokens_per_s:
+            return None
         # every engine generates its sequences (the sub-ask's batch_size at once, in plan["waves"] waves when its
         # memory holds fewer than its share) at the rate the decode rule estimates, prefill included; the engines
         # run side by side. A wave lasts until its longest response: the batch's tokens at full concurrency, or
@@ -288,14 +290,16 @@ def phase_times(w: ResolvedWorkload, roles: Roles, plan: dict[str, Any], gpu: di
     for role in FROZEN:
         if role in roles.answers:
             o = _option(roles.answers[role], gpu["gpu"])
-            assert o is not None and o.tokens_per_s
+            if o is None or not o.tokens_per_s:
+                return None
             # a micro-batch of whole sequences per forward pass on o.count GPUs, the step's sequences over n; the
             # sub-ask's sequences run to the cap, the step's to the average
             times[role] = s / o.tokens_per_s * o.count / n * (w.prompt_len + mean) / (w.prompt_len + w.response_len)
     for role, answer in trainers.items():
         # the role trained on the trainer's GPUs in the plan's layout: the training rules' own throughput there
         o = _option(answer, gpu["gpu"])
-        assert o is not None and o.tokens_per_s and o.count == n
+        if o is None or not o.tokens_per_s or o.count != n:
+            return None
         times["training" if role == "policy" else "critic"] = tokens / o.tokens_per_s * (1 + FORWARD_SHARE)
     if "rollout" in roles.replicas:
         weights = roles.replicas["rollout"][0]["weights"]
@@ -421,13 +425,15 @@ def ask_rl(kb: KnowledgeBase, w: Workload, sub: SubAsk) -> Answer:
                    else engines.get((p["engine_batch"], p["rollout_tp"])) if "rollout" in answers else None)
             tp_r = p["rollout_tp"] if p["placement"] == "colocated" else _split_tp(answers, g)
             times = phase_times(resolved, roles, p, gpus[g], gen, trainers[_layout_key(p)], tails.get(tp_r))
-            timed.append((p["count"] * sum(times.values()), p["placement"] != "colocated", p, times))
+            # the fewest GPU-seconds per step; a plan no rule could time after every timed one, by its GPUs
+            cost = p["count"] * sum(times.values()) if times is not None else math.inf
+            timed.append((cost, p["placement"] != "colocated", p, times))
         if not timed:  # nothing fits: the closest miss, for the rules to reject
             if options:
                 chosen[g] = options[0]
                 facts.append(_record_plan(c, resolved, wfact, pfact, gpus[g], options[0], {}, False, []))
             continue
-        timed.sort(key=lambda t: (t[0], t[1]))
+        timed.sort(key=lambda t: (t[0], t[2]["count"], t[1]))
         _, _, plan, times = timed[0]
         chosen[g] = plan
         facts.append(_record_plan(c, resolved, wfact, pfact, gpus[g], plan, times, len(timed) > 1 and not w.rl_placement,
@@ -472,10 +478,14 @@ def _resolved(kb: KnowledgeBase, w: Workload, answers: dict[str, Answer]) -> Res
     if w.task != "dpo" and w.reward_model is None:
         notes.append("reward_model not given: a rule-based reward (a verifier or a function), no reward model on GPUs")
     if w.task == "ppo" and w.critic_model is None:
-        notes.append("critic_model not given: a critic of the policy's architecture (value head), trained like the policy")
+        notes.append("critic_model not given: a critic of the policy's architecture, trained like the policy")
+    if w.task == "ppo":
+        notes.append("the critic is sized with its model's output layer and loss, as the policy is: a value head's "
+                     "scalar output holds less, so its memory and time are upper bounds")
     ref = answers.get("reference")
     return base.model_copy(update={
-        "task": w.task, "rollout_batch": w.rollout_batch, "samples_per_prompt": sequences(w) // (w.rollout_batch or 1),
+        "task": w.task, "rollout_batch": w.rollout_batch,
+        "samples_per_prompt": None if w.task == "dpo" else sequences(w) // (w.rollout_batch or 1),
         "prompt_len": w.prompt_len, "response_len": w.response_len, "rl_placement": w.rl_placement,
         "mean_response_len": w.mean_response_len,
         "reference_model": ref.workload.model if ref else "none",
@@ -486,23 +496,24 @@ def _resolved(kb: KnowledgeBase, w: Workload, answers: dict[str, Answer]) -> Res
 
 
 def _record_plan(c: Collector, w: ResolvedWorkload, wfact: dict[str, Any], pfact: dict[str, Any], gpu: dict[str, Any],
-                 plan: dict[str, Any], times: dict[str, float], chose: bool,
-                 timed: list[tuple[float, bool, dict[str, Any], dict[str, float]]]) -> dict[str, Any]:
+                 plan: dict[str, Any], times: dict[str, float] | None, chose: bool,
+                 timed: list[tuple[float, bool, dict[str, Any], dict[str, float] | None]]) -> dict[str, Any]:
     """The trace step of one GPU type's RL plan; its `rl` fact is what the RL rules read."""
     assert w.prompt_len is not None and w.response_len is not None
     fields = {"gpu": plan["gpu"], "placement": plan["placement"], "count": plan["count"],
               "trainer_gpus": plan["trainer_gpus"], "rollout_gpus": plan["rollout_gpus"],
               "per_gpu_bytes": plan["per_gpu_bytes"], "usable_bytes": plan["usable_bytes"],
-              "fits": plan["fits"], "limit": plan["limit"],
+              "fits": plan["fits"], "limit": plan["limit"], "timed": times is not None,
               "tokens": sequences(w) * (w.prompt_len + _mean_response(w)), "waves": plan["waves"],
               "engine_batch": plan["engine_batch"],
               **{f"{r}_bytes": plan["memory_by_role"].get(r, 0.0) for r in ROLES},
-              **{f"{ph}_s": times.get(ph, 0.0) for ph in PHASES}}
+              **{f"{ph}_s": (times or {}).get(ph, 0.0) for ph in PHASES}}
     roles = ", ".join(f"{r} {v / 1e9:,.1f} GB" for r, v in plan["memory_by_role"].items())
-    phases = ", ".join(f"{ph} {t:,.1f} s" for ph, t in times.items())
+    phases = ", ".join(f"{ph} {t:,.1f} s" for ph, t in times.items()) if times else "not estimated"
     why = ""
     if chose:
-        other = ", ".join(f"{p['placement']} {p['count']} GPUs x {sum(t.values()):,.1f} s" for _, _, p, t in timed)
+        other = ", ".join(f"{p['placement']} {p['count']} GPUs x {sum(t.values()):,.1f} s" if t is not None
+                          else f"{p['placement']} {p['count']} GPUs, not timed" for _, _, p, t in timed)
         why = f" Placement chosen: {plan['placement']}, the fewest GPU-seconds per step ({other})."
     where = (f"all models and {plan['trainer_gpus'] // max(plan['rollout_tp'], 1)} rollout engine(s) of tp "
              f"{plan['rollout_tp']} on the same {plan['count']} GPUs, each generating {plan['engine_batch']} sequences at "
@@ -579,7 +590,7 @@ def _answer(kb: KnowledgeBase, c: Collector, w: ResolvedWorkload, answers: dict[
                         bound=step["bound"] if step else None)
         own = [f for f in c.facts.values() if f.get("gpu") == g and f["kind"] != "remedy"]
         subs = [s for a in answers.values() if (o := _option(a, g)) is not None for s in o.trace]
-        fits = bool(fact["fits"]) and step is not None
+        fits = bool(fact["fits"])
         option = Option(gpu=g, count=fact["count"], fits=fits, per_gpu_bytes=round(fact["per_gpu_bytes"]),
                         usable_bytes=round(fact["usable_bytes"]), memory=memory, strategy=strategy,
                         tokens_per_s=step["tokens_per_s"] if step else None, time_to_train_s=None, efficiency=None,
