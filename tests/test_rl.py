@@ -27,6 +27,7 @@ DPO = {"model": "llama-3-8b", "task": "dpo", "rollout_batch": 64, "prompt_len": 
     ({"batch_size": 4}, "batch_size"),
     ({"reward_precision": "bf16"}, "reward_precision"),
     ({"micro_batch_size": 3}, "micro_batch_size"),
+    ({"objective": "cost"}, "objective"),
 ])
 def test_bad_rl_workloads_name_the_field(change: dict, field: str) -> None:
     w = {k: v for k, v in {**GRPO, **change}.items() if v is not None}

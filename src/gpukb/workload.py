@@ -263,6 +263,8 @@ def _check_rl(w: Workload, given: set[str]) -> None:
         if name in given:
             raise ValueError(f"{name}: not used for task {w.task} (an RL step's sequences are prompt_len + "
                              "response_len long and its batch is rollout_batch x samples_per_prompt); remove it")
+    if w.objective == "cost":  # RL options carry no price: ranking them by one would be ranking by nothing
+        raise ValueError("objective: RL runs are ranked by speed or gpus; their cost per step is not estimated")
     for name in ("rollout_batch", "prompt_len", "response_len"):
         if getattr(w, name) is None:
             raise ValueError(f"{name}: needed for task {w.task}")
