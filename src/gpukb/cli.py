@@ -236,11 +236,12 @@ def _print_launch(answer: Any, engine: str, kb: Any) -> None:
     sys.stdout.write(clean(comment) + "\n" + clean(command) + "\n")
 
 
-def _placement(o: Any) -> str:
+def _placement(o: Any, lang: Lang) -> str:
     """'colocated' or 'split 40+8' (trainer + rollout GPUs) for an RL option."""
     if o.rl is None:
         return ""
-    return o.rl.placement if not o.rl.rollout_gpus else f"split {o.rl.trainer_gpus}+{o.rl.rollout_gpus}"
+    where = term(lang, o.rl.placement)
+    return where if not o.rl.rollout_gpus else f"{where} {o.rl.trainer_gpus}+{o.rl.rollout_gpus}"
 
 
 def _rl_shares(o: Any) -> str:
@@ -287,7 +288,7 @@ def _print_answer(answer: Any, lang: Lang) -> None:
     ]
     if any(o.rl for o in options):  # RL: the placement, the step time and its split between generation and training
         columns[2:6] = [  # memory per GPU and per role are in --json and --explain; the table keeps 80 columns
-            ("placement", "left", [_placement(o) for o in options]),
+            ("placement", "left", [_placement(o, lang) for o in options]),
             ("s/step", "right", [f"{o.rl.step_time_s:,.1f}" if o.rl else "" for o in options]),
             ("gen/train/other", "right", [_rl_shares(o) for o in options]),
         ]
