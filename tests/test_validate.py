@@ -205,9 +205,8 @@ def test_a_memory_counter_on_another_quantity_is_a_located_error(checkout: Path)
     assert "only for peak_memory_per_gpu" in problems[0].message and problems[0].line > 1
 
 
-def test_draft_points_are_predicted_and_listed_but_not_gated(shipped):
-    drafts = [p for p in shipped.points if not p.gated]
-    assert {p.quantity for p in drafts} == {"rl_step_time_s"} and all(p.predicted for p in drafts)
-    gated = [p for p in shipped.points if p.gated]
-    assert shipped.overall.points == len(gated)
-    assert shipped.by_quantity["rl_step_time_s"].points == len(drafts)
+
+def test_rl_step_times_are_predicted_from_the_rl_option(shipped):
+    points = [p for p in shipped.points if p.quantity == "rl_step_time_s"]
+    assert len(points) >= 2 and all(p.predicted for p in points)
+    assert all(any(r.startswith("rec.rl.step-time") for r in p.rules) for p in points)

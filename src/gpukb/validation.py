@@ -50,9 +50,6 @@ class Point:
     rules: tuple[str, ...] = ()
     reason: str = ""  # why there is no prediction
     framework: str = ""  # the run's stack (its workload's framework)
-    # a draft measurement (status: draft) is predicted and listed, per quantity too, but kept out of the summary the
-    # thresholds gate: a kind of run the model has just begun to cover lands without moving the calibrated gate
-    gated: bool = True
 
     @property
     def log_error(self) -> float:
@@ -198,21 +195,19 @@ def check_point(kb: KnowledgeBase, m: Measurement) -> Point:
         answer = kb.ask(workload_of(m))
         predicted, option = predict(m, answer, kb)
     except (*ASK_ERRORS, LookupError, ZeroDivisionError, expr.ExpressionError) as err:
-        return Point(m.id, m.quantity, measured, None, None, m.source, gpu, reason=str(err), framework=framework,
-                     gated=m.status != "draft")
+        return Point(m.id, m.quantity, measured, None, None, m.source, gpu, reason=str(err), framework=framework)
     return Point(m.id, m.quantity, measured, predicted, predicted / measured, m.source, gpu,
-                 _rules(option, KIND_OF[m.quantity]), framework=framework, gated=m.status != "draft")
+                 _rules(option, KIND_OF[m.quantity]), framework=framework)
 
 
 def validate(kb: KnowledgeBase) -> Validation:
     points = [check_point(kb, m) for _, m in sorted(kb.measurements.items()) if m.status != "deprecated"]
     quantities = sorted({p.quantity for p in points})
     thresholds = {name: kb.policy(pid) for name, pid in THRESHOLD_POLICIES.items() if pid in kb.policies}
-    gated = [p for p in points if p.gated]
-    frameworks = sorted({p.framework for p in gated})
-    return Validation(points, Summary.of(gated),
+    frameworks = sorted({p.framework for p in points})
+    return Validation(points, Summary.of(points),
                       {q: Summary.of([p for p in points if p.quantity == q]) for q in quantities}, thresholds,
-                      {f: Summary.of([p for p in gated if p.framework == f]) for f in frameworks})
+                      {f: Summary.of([p for p in points if p.framework == f]) for f in frameworks})
 
 
 def compare(base: Validation, head: Validation, limit: int = 10) -> list[tuple[str, float | None, float | None]]:
@@ -273,15 +268,14 @@ def render_text(v: Validation, regression: Regression | None = None) -> str:
                           ("ratio", "right"), ("rules / why not", "left")):
         table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
     for p in v.points:
-        table.add_row(p.id + ("" if p.gated else " (draft: not gated)"), p.quantity, f"{p.measured:,.4g}",
+        table.add_row(p.id, p.quantity, f"{p.measured:,.4g}",
                       "—" if p.predicted is None else f"{p.predicted:,.4g}",
                       "miss" if p.ratio is None else f"{p.ratio:.2f}" + ("" if p.within else " !"),
                       ", ".join(p.rules) if p.predicted is not None else p.reason)
     console = Console(width=200, record=True, file=__import__("io").StringIO())
     console.print(table)
     lines = [console.export_text(), "", "quantity                           points   median error      within ±25%"]
-    overall = "all gated" if any(not p.gated for p in v.points) else "all"
-    for q, s in [*v.by_quantity.items(), (overall, v.overall)]:
+    for q, s in [*v.by_quantity.items(), ("all", v.overall)]:
         within = f"{s.inside} ({s.within_25:.1%})"
         lines.append(f"{q:34s} {s.points:6d}   {_pct(s.median_error):>12s}   {within:>14s}")
     if v.by_framework:
