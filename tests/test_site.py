@@ -849,3 +849,17 @@ def test_the_chinese_site_says_verdicts_stages_and_the_quick_start_in_chinese(si
     assert english and all(label == value for value, label in english)
     step = next(page for path, page in site_zh.pages.items() if path.startswith("scenarios/") and "<th>表达式</th>" in page)
     assert "<th>Expression</th>" not in step
+
+
+def test_rl_scenarios_draw_the_step_split_and_memory_per_role(kb):
+    """The GRPO and PPO scenarios: a section per RL step, a bar per phase, the memory of each model."""
+    scenarios = [s for s in load_scenarios(SCENARIOS) if s.workload["task"] in ("grpo", "ppo")]
+    assert {s.workload["task"] for s in scenarios} == {"grpo", "ppo"}
+    site = build_site(kb, scenarios, readme=None)
+    for s in scenarios:
+        page = site.pages[P.scenario_page(s.id)]
+        section = page[page.index("## RL step {#rl}"):page.index("## Options")]
+        assert "| generation |" in section and "| training |" in section and "█" in section
+        assert "| policy |" in section and "| rollout |" in section
+        if s.workload["task"] == "ppo":
+            assert "| critic |" in section and "| reward |" in section

@@ -159,3 +159,11 @@ def test_workers_that_cannot_load_the_knowledge_base_say_why_once_each(tmp_path:
     assert all(r["error"].startswith("RuntimeError: the worker process did not start (KBError: ") for r in records)
     result = runner.invoke(app, ["sweep", "--model", "llama-2-7b", "--task", "lora", "--root", str(tmp_path)])
     assert result.exit_code == 1 and "E004" in result.output and "Traceback" not in result.output
+
+
+def test_an_rl_record_carries_the_step():
+    (record,) = list(gpukb.sweep([{"model": "qwen2.5-7b", "task": "grpo", "rollout_batch": 64, "samples_per_prompt": 8,
+                                   "prompt_len": 512, "response_len": 2048, "gpus": ["h100-sxm-80gb"]}]))
+    rl = record["best"]["rl"]
+    assert rl["step_time_s"] == pytest.approx(sum(rl["phases"].values()))
+    assert set(rl["memory_by_role"]) == {"policy", "reference", "rollout"}

@@ -203,3 +203,10 @@ def test_a_memory_counter_on_another_quantity_is_a_located_error(checkout: Path)
     problems = [p for p in lint(checkout).problems if p.field == "memory_counter"]
     assert problems and problems[0].file == "kb/measurements/torchtitan-performance-2024-04.yaml"
     assert "only for peak_memory_per_gpu" in problems[0].message and problems[0].line > 1
+
+
+
+def test_rl_step_times_are_predicted_from_the_rl_option(shipped):
+    points = [p for p in shipped.points if p.quantity == "rl_step_time_s"]
+    assert len(points) >= 2 and all(p.predicted for p in points)
+    assert all(any(r.startswith("rec.rl.step-time") for r in p.rules) for p in points)

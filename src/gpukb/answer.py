@@ -123,6 +123,20 @@ class Remedy(BaseModel):
         return in_lang(lang, self.effect, self.effect_zh)
 
 
+class RlEstimate(BaseModel):
+    """An RL step on one option (tasks grpo, ppo, dpo; gpukb.rl): seconds per phase, bytes per GPU per role.
+    Only the phases and roles the run has are listed."""
+
+    model_config = ConfigDict(frozen=True)
+    step_time_s: float
+    phases: dict[str, float]  # generation, reference, reward, critic, training, sync
+    memory_by_role: dict[str, int]  # policy, reference, reward, critic, rollout: bytes per GPU that holds it
+    placement: str  # colocated | split
+    trainer_gpus: int
+    rollout_gpus: int  # split: GPUs of the rollout engine (0 when colocated)
+    bound: str | None  # the phase that takes longest
+
+
 class Option(BaseModel):
     model_config = ConfigDict(frozen=True, ignored_types=(cached_property,))
     gpu: str
@@ -154,6 +168,8 @@ class Option(BaseModel):
     branch: str | None
     findings: tuple[Finding, ...]
     trace: tuple[TraceStep, ...]
+    # RL post-training (tasks grpo, ppo, dpo): the step's phases and the memory of each model; left out otherwise
+    rl: RlEstimate | None = Field(default=None, exclude_if=lambda v: v is None)
 
     @cached_property
     def deciding_finding(self) -> Finding | None:
@@ -178,6 +194,9 @@ class Answer(BaseModel):
     # the decision first: fastest, cheapest, fewest GPUs, the article's pick; or, when nothing fits, the
     # nearest misses and what makes them fit (gpukb.summary). Set by ask() once the options are ranked.
     summary: Summary | None = None
+    # the replica's memory fact and the workload fact its session asserted: gpukb.rl plans several
+    # models on the same GPUs from them; not part of the JSON
+    _replica: tuple[dict[str, Any], dict[str, Any]] | None = PrivateAttr(default=None)
 
     @property
     def best(self) -> Option | None:
@@ -222,7 +241,11 @@ _SEVERITY = {"error": 0, "warning": 1, "info": 2}
 def _remedy(c: Collector, fact: dict[str, Any]) -> Remedy:
     step = c.step_of(fact)
     assert step is not None
-    if fact.get("efficiency_after") is not None:
+    if fact.get("step_time_after") is not None:
+        change = f"{fact['step_time_before']:,.1f} s → {fact['step_time_after']:,.1f} s"
+        effect = f"RL step time {change}" + (f" on {fact['gpu']}" if fact.get("gpu") else "")
+        effect_zh = (f"{fact['gpu']} 上" if fact.get("gpu") else "") + f"RL 每步时间 {change}"
+    elif fact.get("efficiency_after") is not None:
         change = f"{fact['efficiency_before']:.0%} → {fact['efficiency_after']:.0%}"
         effect = f"scaling efficiency {change}" + (f" on {fact['gpu']}" if fact.get("gpu") else "")
         effect_zh = (f"{fact['gpu']} 上" if fact.get("gpu") else "") + f"扩展效率 {change}"
@@ -238,6 +261,8 @@ def _remedy(c: Collector, fact: dict[str, Any]) -> Remedy:
 
 
 def _improves(fact: dict[str, Any]) -> bool:
+    if fact.get("step_time_after") is not None:
+        return fact["step_time_after"] < fact["step_time_before"]
     if fact.get("efficiency_after") is not None:
         return fact["efficiency_after"] > fact["efficiency_before"]
     return fact.get("effect_bytes", 0) > 0

@@ -522,8 +522,9 @@ def check_measurements(kb: KnowledgeBase, allow: Allowances | None = None) -> li
     from .errors import WorkloadError
     from .facts import ENGINE_KINDS
     from .resolve import resolve
+    from .rl import check_rl
     from .validation import workload_of
-    from .workload import parse_workload
+    from .workload import RL_TASKS, parse_workload
 
     problems = []
     for mid, m in sorted(kb.measurements.items()):
@@ -540,7 +541,8 @@ def check_measurements(kb: KnowledgeBase, allow: Allowances | None = None) -> li
             problems.append(kb.problem("measurements", mid, ("workload",), "M002",
                                    "GPU-hours are predicted for a number of training tokens: give workload.tokens"))
         try:
-            resolve(kb, parse_workload(workload_of(m)))
+            w = parse_workload(workload_of(m))
+            check_rl(kb, w) if w.task in RL_TASKS else resolve(kb, w)
         except WorkloadError as error:
             field = error.field.split(".")[0]
             loc: Loc = ("workload", field) if field in m.workload else ("workload",)

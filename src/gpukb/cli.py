@@ -37,6 +37,9 @@ class Task(StrEnum):
     lora = "lora"
     qlora = "qlora"
     inference = "inference"
+    grpo = "grpo"
+    ppo = "ppo"
+    dpo = "dpo"
 
 
 class Precision(StrEnum):
@@ -158,6 +161,20 @@ def ask(
     framework: Annotated[str | None, typer.Option(help=(
         "the stack: training hf, torchtune, fsdp, deepspeed, megatron, unsloth; serving vllm, sglang, tensorrt-llm, "
         "llama.cpp, hf; default per task from kb/frameworks, stated in the answer"))] = None,
+    rollout_batch: Annotated[int | None, typer.Option(help="RL (grpo, ppo): prompts per step; dpo: pairs per step")] = None,
+    samples_per_prompt: Annotated[int | None, typer.Option(help="RL: responses per prompt (GRPO's group size)")] = None,
+    response_len: Annotated[int | None, typer.Option(help="RL: the longest response, in tokens")] = None,
+    mean_response_len: Annotated[int | None, typer.Option(
+        help="RL: the responses' average length (default response_len: all run to the cap)")] = None,
+    rl_placement: Annotated[str | None, typer.Option(
+        help="RL: colocated (generation and training take turns on the same GPUs) or split (rollout GPUs of their "
+             "own); default: the planner chooses and says which")] = None,
+    reference_model: Annotated[str | None, typer.Option(help="RL: the frozen reference (default the policy; none)")] = None,
+    reward_model: Annotated[str | None, typer.Option(help="RL: a reward model (default none: a rule-based reward)")] = None,
+    critic_model: Annotated[str | None, typer.Option(help="ppo: the critic (default the policy's model)")] = None,
+    reference_precision: Annotated[Precision | None, typer.Option(help="RL: the reference's precision")] = None,
+    reward_precision: Annotated[Precision | None, typer.Option(help="RL: the reward model's precision")] = None,
+    critic_precision: Annotated[Precision | None, typer.Option(help="ppo: the critic's precision")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the whole Answer as JSON")] = False,
     launch: Annotated[str | None, typer.Option(
         help="inference: print only the best option's command line for this engine (vllm or sglang)")] = None,
@@ -180,6 +197,11 @@ def ask(
         "mlp": mlp, "global_batch_size": global_batch_size, "prompt_len": prompt_len, "output_len": output_len,
         "kv_cache_precision": kv_cache_precision, "placement": placement, "ttft_ms": ttft_ms, "tpot_ms": tpot_ms,
         "objective": objective, "framework": framework, "deadline_days": deadline_days,
+        "rollout_batch": rollout_batch, "samples_per_prompt": samples_per_prompt, "response_len": response_len,
+        "mean_response_len": mean_response_len, "rl_placement": rl_placement, "reference_model": reference_model,
+        "reward_model": reward_model,
+        "critic_model": critic_model, "reference_precision": reference_precision,
+        "reward_precision": reward_precision, "critic_precision": critic_precision,
     }
     workload = {k: (v.value if isinstance(v, Enum) else v) for k, v in values.items() if v is not None}
     try:
@@ -222,6 +244,23 @@ def _print_launch(answer: Any, engine: str, kb: Any, lang: Lang = "en") -> None:
     sys.stdout.write(clean(comment) + "\n" + clean(command) + "\n")
 
 
+def _placement(o: Any, lang: Lang) -> str:
+    """'colocated' or 'split 40+8' (trainer + rollout GPUs) for an RL option."""
+    if o.rl is None:
+        return ""
+    where = term(lang, o.rl.placement)
+    return where if not o.rl.rollout_gpus else f"{where} {o.rl.trainer_gpus}+{o.rl.rollout_gpus}"
+
+
+def _rl_shares(o: Any) -> str:
+    """An RL step's shares: generation / policy training / the rest (scoring, critic, sync), in percent."""
+    if o.rl is None or not o.rl.step_time_s:
+        return ""
+    gen, train = o.rl.phases.get("generation", 0.0), o.rl.phases.get("training", 0.0)
+    rest = o.rl.step_time_s - gen - train
+    return "/".join(f"{100 * t / o.rl.step_time_s:.0f}%" for t in (gen, train, rest))
+
+
 def _print_answer(answer: Any, lang: Lang) -> None:
     """The answer as tables that fit 80 columns: ids are never cut, empty columns are left out."""
 
@@ -255,6 +294,12 @@ def _print_answer(answer: Any, lang: Lang) -> None:
         ("ms/tok", "right", [f"{o.tpot_s * 1000:,.1f}" if o.tpot_s else "" for o in options]),
         ("pick", "center", ["*" if o.branch else "" for o in options]),
     ]
+    if any(o.rl for o in options):  # RL: the placement, the step time and its split between generation and training
+        columns[2:6] = [  # memory per GPU and per role are in --json and --explain; the table keeps 80 columns
+            ("placement", "left", [_placement(o, lang) for o in options]),
+            ("s/step", "right", [f"{o.rl.step_time_s:,.1f}" if o.rl else "" for o in options]),
+            ("gen/train/other", "right", [_rl_shares(o) for o in options]),
+        ]
     if w.objective == "cost":  # the cost columns replace memory and strategy; the article's pick is marked on the id
         columns[0] = ("GPU", "left", [o.gpu + ("*" if o.branch else "") for o in options])
         keep = ("GPU", "GPUs", "tokens/s", "time to train", "GPU-h", "ms/tok")

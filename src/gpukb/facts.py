@@ -22,6 +22,7 @@ ENGINE_KINDS: dict[str, frozenset[str]] = {
         "objective", "kv_cache_precision",
         "context_length", "framework", "loss_logit_bytes", "layer_activation_bytes", "checkpoint_layers_on_gpu",
         "gathered_layers",
+        "rollout_batch", "samples_per_prompt", "response_len",
     }),
     "policy": frozenset({"reserve_fraction", "runtime_overhead", "prefill_chunk", "scaling_efficiency_floor",
                          "decode_bandwidth_utilisation", "decode_step_floor", "allreduce_base_latency",
@@ -43,6 +44,13 @@ ENGINE_KINDS: dict[str, frozenset[str]] = {
         "box_limit", "devices",
     }),
     "fleet": frozenset({"candidates", "max_usable_bytes", "largest_gpu", "fitting"}),
+    # RL post-training: one GPU type's placement of the run's models and its phase times (gpukb.rl)
+    "rl": frozenset({
+        "gpu", "placement", "count", "trainer_gpus", "rollout_gpus", "per_gpu_bytes", "usable_bytes", "fits", "tokens",
+        "limit", "waves", "engine_batch", "timed",
+        "policy_bytes", "critic_bytes", "reference_bytes", "reward_bytes", "rollout_bytes",
+        "generation_s", "reference_s", "reward_s", "critic_s", "training_s", "sync_s",
+    }),
 }
 
 # Facts rules assert; `required` fields must be given by every rule that asserts the kind.
@@ -60,7 +68,11 @@ RULE_KINDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "finding": (frozenset({"finding", "severity"}),
                 frozenset({"finding", "severity", "gpu", "rejects", "value", "limit"})),
     "remedy": (frozenset({"remedy", "title"}),
-               frozenset({"remedy", "title", "title_zh", "effect_bytes", "efficiency_before", "efficiency_after", "gpu"})),
+               frozenset({"remedy", "title", "title_zh", "effect_bytes", "efficiency_before", "efficiency_after", "gpu",
+                          "step_time_before", "step_time_after"})),
+    # RL post-training: the step time of one GPU type's plan and the phase that bounds it
+    "rl_step": (frozenset({"gpu", "step_time_s", "bound", "tokens_per_s"}),
+                frozenset({"gpu", "step_time_s", "bound", "bound_s", "bound_share", "tokens_per_s", "generation_share"})),
     # communication per training step against its compute (the "communication wall")
     "comm": (frozenset({"gpu", "comm_time_s", "compute_time_s", "efficiency"}),
              frozenset({"gpu", "dp_bytes", "tp_bytes", "offload_bytes", "link_bandwidth", "tp_bandwidth", "comm_time_s",

@@ -15,10 +15,11 @@ from .launch import launch_commands, model_reference
 from .misses import nearest_misses
 from .planner import NO_LIMIT, Raise, Sized, plan_gpu, replica_cache
 from .resolve import gpu_fact, policy_fact, resolve
+from .rl import ask_rl
 from .sla import fewest_meeting, has_targets
 from .summary import summarize
 from .trace import Collector, Value
-from .workload import ResolvedWorkload, Workload, parse_workload
+from .workload import RL_TASKS, ResolvedWorkload, Workload, parse_workload
 
 if TYPE_CHECKING:
     from .kb import KnowledgeBase
@@ -54,6 +55,9 @@ def _cycle_collector_paused() -> Iterator[None]:
 
 def _ask(kb: KnowledgeBase, workload: Workload | dict[str, Any]) -> Answer:
     w = parse_workload(workload)
+    if w.task in RL_TASKS:  # several models, each asked as its own job, then placed together (gpukb.rl)
+        answer = ask_rl(kb, w, lambda fields: _answer(kb, parse_workload(fields)))
+        return answer.model_copy(update={"summary": summarize(answer, (), False, round(kb.policy(LARGEST_CLUSTER)))})
     answer = _answer(kb, w)
     # nothing fits: the nearest miss per GPU type and the smallest change that makes it fit (a few more asks)
     misses = nearest_misses(w, answer, lambda fields: _answer(kb, parse_workload(fields))) if not answer.options else ()
@@ -112,11 +116,13 @@ def _ask_once(kb: KnowledgeBase, resolved: ResolvedWorkload, wfields: dict[str, 
     catalog = kb.models.get(resolved.model) if not resolved.config_file else None
     model_ref = model_reference(resolved, catalog.hf_repo if catalog else None)
     reserve = policy["reserve_fraction"]
-    return build_answer(c, kb.version, kb.content_hash, resolved, memory, prices,
+    answer = build_answer(c, kb.version, kb.content_hash, resolved, memory, prices,
                         launch=lambda strategy, plan, capacity: launch_commands(
                             model_ref, resolved, strategy, reserve, plan, kb.gpus[plan["gpu"]].fp8_flops is not None,
                             capacity),
                         largest_cluster=round(kb.policy(LARGEST_CLUSTER)))
+    answer._replica = (memory, wfact)
+    return answer
 
 
 def _fleet(c: Collector, plans: list[dict[str, Any]]) -> dict[str, Any]:

@@ -351,6 +351,8 @@ def workload_fact(kb: KnowledgeBase, w: ResolvedWorkload) -> dict[str, Any]:
         "gpu_count": w.gpu_count or 0, "dp_hint": min(w.gpu_count or 8, 8),
         "ttft_ms": w.ttft_ms or 0, "tpot_ms": w.tpot_ms or 0, "objective": w.objective,
         "kv_cache_precision": w.kv_cache_precision or "",
+        "rollout_batch": w.rollout_batch or 0, "samples_per_prompt": w.samples_per_prompt or 0,
+        "response_len": w.response_len or 0,
     }
 
 

@@ -322,7 +322,7 @@ class Policy(Entry):
 
 # --- frameworks: the stacks people train and serve with, and what each holds in memory -------------
 
-FrameworkTask = Literal["pretrain", "full_finetune", "lora", "qlora", "inference"]
+FrameworkTask = Literal["pretrain", "full_finetune", "lora", "qlora", "inference", "grpo", "ppo", "dpo"]
 
 
 class FrameworkTerm(Strict):
@@ -382,6 +382,7 @@ Quantity = Literal[
     "ttft_s",                         # time to first token
     "peak_memory_per_gpu",            # peak memory on one GPU
     "fewest_gpus",                    # the fewest GPUs of a type that ran it
+    "rl_step_time_s",                 # RL post-training: seconds per step (generation, scoring, training, sync)
 ]
 # unit as published -> (quantities it may measure, factor to the canonical unit, inverted):
 # canonical units are tokens/s, FLOP/s, fraction, hours, seconds, bytes, GPUs.
@@ -394,7 +395,7 @@ UNITS: dict[str, tuple[frozenset[str], float, bool]] = {
     "fraction": (frozenset({"mfu"}), 1, False),
     "GPU hours": (frozenset({"gpu_hours"}), 1, False),
     "million GPU hours": (frozenset({"gpu_hours"}), 1e6, False),
-    "s": (frozenset({"ttft_s"}), 1, False),
+    "s": (frozenset({"ttft_s", "rl_step_time_s"}), 1, False),
     "ms": (frozenset({"ttft_s"}), 1e-3, False),
     "GB": (frozenset({"peak_memory_per_gpu"}), 1e9, False),
     "GiB": (frozenset({"peak_memory_per_gpu"}), 2**30, False),

@@ -206,6 +206,8 @@ def record(index: int, workload: dict[str, Any], answer: Any) -> dict[str, Any]:
             **{name: value for name in ("time_to_train_s", "ttft_s", "tpot_s", "usd_per_hour", "cost_usd",
                                         "usd_per_million_tokens", "max_concurrency")
                if (value := getattr(best, name)) is not None},
+            # RL runs: the step time, where it goes and the placement (gpukb.rl)
+            **({"rl": best.rl.model_dump()} if best.rl is not None else {}),
         }
     out["fits"] = {o.gpu: o.fits for o in sorted((*answer.options, *answer.rejected), key=lambda o: o.gpu)}
     out["memory_bytes"] = answer.memory.total

@@ -28,12 +28,13 @@ VALUES_BEHIND = {
     "training": ("tokens_per_s", "efficiency", "utilisation", "time_to_train_s", "mfu", "flop_per_token"),
     "decode": ("tokens_per_s", "tpot_s", "ttft_s", "step_time_s", "bytes_per_step"),
     "memory": ("per_gpu_bytes", "weights", "activations", "optimizer", "gradients", "kv_cache", "total"),
+    "rl": ("step_time_s", "generation_s", "reference_s", "reward_s", "critic_s", "training_s", "sync_s", "waves"),
 }
 KIND_OF = {
     "training_tokens_per_s_per_gpu": "training", "model_tflops_per_gpu": "training",
     "hardware_tflops_per_gpu": "training", "mfu": "training", "gpu_hours": "training",
     "decode_tokens_per_s": "decode", "decode_tokens_per_s_total": "decode", "ttft_s": "decode",
-    "peak_memory_per_gpu": "memory", "fewest_gpus": "memory",
+    "peak_memory_per_gpu": "memory", "fewest_gpus": "memory", "rl_step_time_s": "rl",
 }
 
 
@@ -149,6 +150,8 @@ def predict(m: Measurement, answer: Answer, kb: KnowledgeBase | None = None) -> 
         return float(option.per_gpu_bytes - (option.memory.overhead if allocator else 0)), option
     if q == "ttft_s":
         return _need(option.ttft_s, "time to first token"), option
+    if q == "rl_step_time_s":
+        return _need(option.rl.step_time_s if option.rl else None, "RL step time"), option
     if q == "decode_tokens_per_s":
         return 1 / _need(option.tpot_s, "time per output token"), option
     if q == "decode_tokens_per_s_total":
@@ -265,7 +268,8 @@ def render_text(v: Validation, regression: Regression | None = None) -> str:
                           ("ratio", "right"), ("rules / why not", "left")):
         table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
     for p in v.points:
-        table.add_row(p.id, p.quantity, f"{p.measured:,.4g}", "—" if p.predicted is None else f"{p.predicted:,.4g}",
+        table.add_row(p.id, p.quantity, f"{p.measured:,.4g}",
+                      "—" if p.predicted is None else f"{p.predicted:,.4g}",
                       "miss" if p.ratio is None else f"{p.ratio:.2f}" + ("" if p.within else " !"),
                       ", ".join(p.rules) if p.predicted is not None else p.reason)
     console = Console(width=200, record=True, file=__import__("io").StringIO())

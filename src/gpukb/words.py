@@ -87,7 +87,8 @@ TERMS: dict[Lang, dict[str, str]] = {
         "error": "错误", "warning": "警告", "info": "提示",
         "requirements": "需求", "bottlenecks": "瓶颈", "remedies": "对策", "recommendations": "推荐",
         "pretrain": "预训练", "full_finetune": "全量微调", "lora": "LoRA 微调", "qlora": "QLoRA 微调",
-        "inference": "推理",
+        "inference": "推理", "grpo": "GRPO 强化学习", "ppo": "PPO 强化学习", "dpo": "DPO 偏好优化",
+        "colocated": "共置", "split": "分离",
     },
 }
 
@@ -107,6 +108,7 @@ LABELS_ZH: dict[str, str] = {
     "Rejected": "被排除的 GPU", "why": "原因", "Findings": "发现", "Remedies": "对策",
     "Run with --explain for the full trace, --json for everything.": "加 --explain 查看完整推理记录，加 --json 查看全部数据。",
     "seq": "序列长度",
+    "placement": "放置", "s/step": "秒/步", "gen/train/other": "生成/训练/其他",
 }
 
 

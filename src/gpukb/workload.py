@@ -16,7 +16,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 from .errors import Invalid, WorkloadError
 from .messages import message, pydantic_message
 
-Task = Literal["pretrain", "full_finetune", "lora", "qlora", "inference"]
+Task = Literal["pretrain", "full_finetune", "lora", "qlora", "inference", "grpo", "ppo", "dpo"]
 Precision = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4"]
 OptimizerId = Literal["adamw", "adamw_8bit", "sgd", "sgd_momentum", "adafactor"]
 Offload = Literal["none", "optimizer", "optimizer+params"]
@@ -24,10 +24,22 @@ Placement = Literal["fewest", "all"]
 Mlp = Literal["gated", "standard"]
 KvPrecision = Literal["bf16", "fp16", "fp8", "int8"]
 Objective = Literal["speed", "cost", "gpus"]
+RlPlacement = Literal["colocated", "split"]
 # The stacks a workload may name (kb/frameworks holds what each keeps in memory and which task defaults to it)
 FrameworkId = Literal["hf", "torchtune", "fsdp", "deepspeed", "megatron", "unsloth", "vllm", "sglang", "tensorrt-llm",
                       "llama.cpp", "lmdeploy", "mlc-llm", "exllamav2", "gpt-fast"]
 TRAINING_TASKS = ("pretrain", "full_finetune", "lora", "qlora")
+# RL post-training: a trained policy beside a frozen reference (and a reward model, a critic for PPO); GRPO
+# and PPO generate their own samples (rollouts), DPO learns from fixed preference pairs (gpukb.rl)
+RL_TASKS = ("grpo", "ppo", "dpo")
+# What an RL workload sets for the models it plans (gpukb.rl); each is planned as a training or a serving job
+RL_FIELDS = ("rollout_batch", "samples_per_prompt", "response_len", "mean_response_len", "rl_placement", "reference_model",
+             "reward_model", "critic_model", "reference_precision", "reward_precision", "critic_precision")
+# Fields of other tasks that an RL workload derives itself (seq_len = prompt_len + response_len; the optimizer
+# step is the rollout batch) or that its planner does not combine with several models on the same GPUs
+RL_EXCLUDED = ("seq_len", "batch_size", "output_len", "global_batch_size", "tokens", "deadline_days", "ttft_ms",
+               "tpot_ms", "lora_rank", "offload", "expert_parallel", "context_parallel", "virtual_pipeline_stages",
+               "optimizer_in_backward")
 MAX_PARAMS = 10**13  # 10 trillion: beyond any published dense or MoE model
 # A custom model's `params` must lie within this factor of the count its architecture implies
 # (gpukb.architecture, untied embeddings assumed): wide enough for unknown biases, tied embeddings
@@ -156,13 +168,41 @@ class Workload(BaseModel):
         "the stack it runs on: training hf, torchtune, fsdp, deepspeed, megatron, unsloth; serving vllm, sglang, "
         "tensorrt-llm, llama.cpp, hf (also lmdeploy, mlc-llm, exllamav2, gpt-fast); null = the task's default "
         "(kb/frameworks), stated in the answer"))
+    # RL post-training (tasks grpo, ppo, dpo): the policy is `model`, trained in `precision`
+    rollout_batch: Int | None = Field(default=None, gt=0, le=1_000_000, description=(
+        "RL: prompts per step (grpo, ppo), or preference pairs per step (dpo)"))
+    samples_per_prompt: Int | None = Field(default=None, gt=0, le=4096, description=(
+        "RL: responses generated per prompt (GRPO's group size; ppo default 1)"))
+    response_len: Int | None = Field(default=None, gt=0, le=10_000_000, description=(
+        "RL: the longest response a rollout may generate, in tokens (dpo: the responses' length)"))
+    mean_response_len: Int | None = Field(default=None, gt=0, le=10_000_000, description=(
+        "RL (grpo, ppo): the responses' average length; default response_len (every response runs to the cap). "
+        "Training and scoring count the average, generation lasts until the longest response"))
+    rl_placement: RlPlacement | None = Field(default=None, description=(
+        "RL: 'colocated' (generation and training take turns on the same GPUs, the KV cache freed before the "
+        "optimizer runs) or 'split' (the rollout engine on GPUs of its own); null = the planner chooses and says which"))
+    reference_model: str | None = Field(default=None, description=(
+        "RL: the frozen reference model (catalog id or config.json); default the policy's model; 'none' for a run "
+        "without a KL term"))
+    reward_model: str | None = Field(default=None, description=(
+        "RL (grpo, ppo): a learned reward model (catalog id or config.json); default none: a rule-based reward"))
+    critic_model: str | None = Field(default=None, description="ppo: the trained critic (value model); default the policy's")
+    reference_precision: Precision | None = Field(default=None, description="RL: the reference precision (default: the policy's)")
+    reward_precision: Precision | None = Field(default=None, description="RL: the reward model precision (default: the policy's)")
+    critic_precision: Precision | None = Field(default=None, description="ppo: the critic's precision (default: the policy's)")
 
     @model_validator(mode="after")
     def _fits_together(self) -> Workload:
         given = self.model_fields_set
         if (self.model is None) == (self.params is None):
             raise Invalid("", "model_or_params")
-        if self.task == "inference":
+        if self.task in RL_TASKS:
+            _check_rl(self, given)
+        elif given & set(RL_FIELDS):
+            raise ValueError(f"{sorted(given & set(RL_FIELDS))[0]}: only for RL post-training (task grpo, ppo or dpo)")
+        if self.task in RL_TASKS:
+            pass
+        elif self.task == "inference":
             for name in ("optimizer", "activation_checkpointing", "flash_attention", "zero_stage", "offload",
                          "micro_batch_size", "tokens", "deadline_days", "lora_rank", "global_batch_size",
                          "tp_comm_overlap", "master_weights", "optimizer_in_backward", "virtual_pipeline_stages",
@@ -214,6 +254,47 @@ class Workload(BaseModel):
         return self
 
 
+def _check_rl(w: Workload, given: set[str]) -> None:
+    """An RL workload names its batch and lengths, and only the models and fields its task has."""
+    for name in RL_EXCLUDED:
+        if name in given:
+            raise ValueError(f"{name}: not used for task {w.task} (an RL step's sequences are prompt_len + "
+                             "response_len long and its batch is rollout_batch x samples_per_prompt); remove it")
+    if w.objective == "cost":  # RL options carry no price: ranking them by one would be ranking by nothing
+        raise ValueError("objective: RL runs are ranked by speed or gpus; their cost per step is not estimated")
+    for name in ("rollout_batch", "prompt_len", "response_len"):
+        if getattr(w, name) is None:
+            raise ValueError(f"{name}: needed for task {w.task}")
+    if w.task == "grpo" and w.samples_per_prompt is None:
+        raise ValueError("samples_per_prompt: needed for grpo (the group size: responses per prompt)")
+    if w.task == "dpo":
+        for name in ("samples_per_prompt", "rl_placement", "reward_model", "reward_precision", "kv_cache_precision",
+                     "mean_response_len"):
+            if name in given:
+                raise ValueError(f"{name}: dpo learns from fixed preference pairs and generates nothing; remove it")
+    if w.task != "ppo":
+        for name in ("critic_model", "critic_precision"):
+            if name in given:
+                raise ValueError(f"{name}: only ppo trains a critic; remove it")
+    if w.mean_response_len is not None and w.response_len is not None and w.mean_response_len > w.response_len:
+        raise ValueError(f"mean_response_len: {w.mean_response_len} is longer than response_len {w.response_len}, "
+                         "the longest a response may be")
+    if w.reference_model == "none" and "reference_precision" in given:
+        raise ValueError("reference_precision: reference_model is 'none'")
+    if w.reward_model in (None, "none") and "reward_precision" in given:
+        raise ValueError("reward_precision: no reward_model given (the reward is rule-based)")
+    if w.precision in ("int8", "int4"):
+        raise ValueError(f"precision: {w.precision} is for inference only; the policy is trained")
+    if w.placement == "all" and w.task != "dpo" and w.rl_placement == "split" and w.gpu_count is not None \
+            and w.gpu_count < 2:
+        raise ValueError("gpu_count: a split placement needs GPUs for the trainer and the rollout engine (2 or more)")
+    if w.critic_precision in ("int8", "int4"):
+        raise ValueError(f"critic_precision: {w.critic_precision} is for inference only; the critic is trained")
+    sequences = w.rollout_batch * (2 if w.task == "dpo" else w.samples_per_prompt or 1)  # type: ignore[operator]
+    if sequences % w.micro_batch_size:
+        raise ValueError(f"micro_batch_size: {w.micro_batch_size} does not divide the step's {sequences} sequences")
+
+
 class ResolvedWorkload(BaseModel):
     """The workload as answered: defaults applied, architecture resolved."""
 
@@ -261,6 +342,15 @@ class ResolvedWorkload(BaseModel):
     context_parallel: int | None = Field(default=None, exclude_if=lambda v: v is None)
     optimizer_in_backward: bool = Field(default=False, exclude_if=lambda v: not v)
     assumptions: tuple[str, ...] = ()
+    # RL post-training (tasks grpo, ppo, dpo; gpukb.rl); left out of the JSON for other tasks
+    rollout_batch: int | None = Field(default=None, exclude_if=lambda v: v is None)
+    samples_per_prompt: int | None = Field(default=None, exclude_if=lambda v: v is None)
+    response_len: int | None = Field(default=None, exclude_if=lambda v: v is None)
+    mean_response_len: int | None = Field(default=None, exclude_if=lambda v: v is None)
+    rl_placement: RlPlacement | None = Field(default=None, exclude_if=lambda v: v is None)
+    reference_model: str | None = Field(default=None, exclude_if=lambda v: v is None)
+    reward_model: str | None = Field(default=None, exclude_if=lambda v: v is None)
+    critic_model: str | None = Field(default=None, exclude_if=lambda v: v is None)
     # Left out of the JSON when not asked for, so answers to workloads without them keep their shape.
     ttft_ms: float | None = Field(default=None, exclude_if=lambda v: v is None)
     tpot_ms: float | None = Field(default=None, exclude_if=lambda v: v is None)

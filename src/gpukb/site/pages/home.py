@@ -35,6 +35,12 @@ GOALS = (
       "trains every weight and needs far more memory.",
       "用你的数据调整现有模型：LoRA 和 QLoRA 只训练小的适配器，一张卡即可；全参数微调训练所有权重，显存需求大得多。"),
      ("lora", "qlora", "full_finetune")),
+    ("I want to post-train a model with RL", "我想用强化学习做后训练",
+     ("GRPO and PPO generate their own samples and train on them: the rollout engine's KV cache and the trainer's "
+      "optimizer states compete for the same GPUs, and generation or training sets the step time.",
+      "GRPO 和 PPO 先生成样本再用它们训练：生成引擎的 KV 缓存与训练端的优化器状态争用同一批 GPU，"
+      "生成或训练决定每步时间。"),
+     ("grpo", "ppo", "dpo")),
     ("I want to serve a model", "我想部署模型做推理",
      ("Answer requests with a trained model: memory is the weights plus a KV cache that grows with context and "
       "concurrency; speed is set by memory bandwidth.",

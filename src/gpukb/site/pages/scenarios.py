@@ -277,6 +277,34 @@ def _findings(ctx: Context, here: str, a: Answer) -> list[str]:
     return out
 
 
+BAR = 40  # characters of the widest phase's bar
+
+
+def _rl_step(ctx: Context, a: Answer) -> list[str]:
+    """RL runs: the best option's step, phase by phase with a bar each (the split between generation and
+    training), and the memory each model takes per GPU."""
+    best, t = a.best, ctx.t
+    if best is None or best.rl is None:
+        return []
+    rl = best.rl
+    longest = max(rl.phases.values(), default=0.0) or 1.0
+    where = (t(f"colocated on {best.count} {best.gpu}", f"共置于 {best.count} 块 {best.gpu}") if not rl.rollout_gpus else
+             t(f"split: {rl.trainer_gpus} trainer + {rl.rollout_gpus} rollout {best.gpu}",
+               f"分离：{rl.trainer_gpus} 块训练 + {rl.rollout_gpus} 块生成 {best.gpu}"))
+    rows = [[esc(phase), f"{seconds:,.1f}" if seconds >= 1 else f"{seconds:.3f}",
+             f"{seconds / rl.step_time_s:.0%}" if rl.step_time_s else "—",
+             "`" + "█" * max(1 if seconds > 0 else 0, round(BAR * seconds / longest)) + "`" if seconds > 0 else ""]
+            for phase, seconds in rl.phases.items()]
+    rows.append([f"**{t('step', '一步')}**", f"**{rl.step_time_s:,.1f}**", "", ""])
+    roles = [[esc(role), gb_exact(b)] for role, b in rl.memory_by_role.items()]
+    return [f"## {t('RL step', 'RL 一步')} {{#rl}}", "",
+            t(f"The best option, {where}: seconds per step by phase (on-policy, one after another).",
+              f"最佳方案，{where}：每步各阶段的秒数（同策略，依次执行）。"), "",
+            table([t("Phase", "阶段"), "s", t("Share", "占比"), ""], rows, "lrrl"), "",
+            t("Memory per GPU by model (each in the phase that holds it):", "每块 GPU 上各模型的显存（各在占用它的阶段）："), "",
+            table([t("Role", "角色"), "GB"], roles, "lr"), ""]
+
+
 def scenario(ctx: Context, run: Run) -> str:
     here, a, s, t = scenario_page(run.scenario.id), run.answer, run.scenario, ctx.t
     w = a.workload
@@ -301,6 +329,7 @@ def scenario(ctx: Context, run: Run) -> str:
             table([t("Part", "部分"), "GB", t("Share", "占比")],
                   [[esc(part_name(ctx, p)), gb_exact(getattr(m, p)), f"{getattr(m, p) / m.total:.0%}" if m.total else "—"]
                    for p in MEMORY_PARTS] + [[f"**{t('total', '合计')}**", f"**{gb_exact(m.total)}**", ""]], "lrr"), ""]
+    out += _rl_step(ctx, a)
     order = {"speed": t("fastest first", "最快在前"), "cost": t("cheapest first", "最便宜在前"),
              "gpus": t("fewest GPUs first", "GPU 最少在前")}[w.objective]
     out += [f"## {t('Options', '可选方案')} {{#options}}", "",

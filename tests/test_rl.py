@@ -1,0 +1,212 @@
+"""RL post-training (grpo, ppo, dpo): the workload fields, memory per role, the step's phases and the CLI."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+import gpukb
+from gpukb.cli import app
+from gpukb.errors import WorkloadError
+
+GRPO = {"model": "qwen2.5-7b", "task": "grpo", "rollout_batch": 64, "samples_per_prompt": 8, "prompt_len": 512,
+        "response_len": 2048, "gpus": ["h100-sxm-80gb"]}
+PPO = {"model": "llama-3.1-70b", "task": "ppo", "rollout_batch": 512, "prompt_len": 1024, "response_len": 1024,
+       "gpus": ["h100-sxm-80gb"]}
+DPO = {"model": "llama-3-8b", "task": "dpo", "rollout_batch": 64, "prompt_len": 512, "response_len": 512,
+       "gpus": ["h100-sxm-80gb"]}
+
+
+@pytest.mark.parametrize(("change", "field"), [
+    ({"rollout_batch": None}, "rollout_batch"),
+    ({"samples_per_prompt": None}, "samples_per_prompt"),
+    ({"critic_model": "llama-3-8b"}, "critic_model"),
+    ({"seq_len": 4096}, "seq_len"),
+    ({"batch_size": 4}, "batch_size"),
+    ({"reward_precision": "bf16"}, "reward_precision"),
+    ({"micro_batch_size": 3}, "micro_batch_size"),
+    ({"objective": "cost"}, "objective"),
+])
+def test_bad_rl_workloads_name_the_field(change: dict, field: str) -> None:
+    w = {k: v for k, v in {**GRPO, **change}.items() if v is not None}
+    with pytest.raises(WorkloadError) as err:
+        gpukb.ask(w)
+    assert err.value.field == field
+
+
+def test_rl_fields_belong_to_rl_tasks() -> None:
+    with pytest.raises(WorkloadError) as err:
+        gpukb.ask({"model": "llama-3-8b", "task": "full_finetune", "rollout_batch": 8})
+    assert err.value.field == "rollout_batch"
+    with pytest.raises(WorkloadError) as err:
+        gpukb.ask({**DPO, "samples_per_prompt": 4})
+    assert err.value.field == "samples_per_prompt"
+
+
+def test_grpo_answers_memory_per_role_and_phases() -> None:
+    answer = gpukb.ask(GRPO)
+    best = answer.best
+    assert best is not None and best.rl is not None
+    rl = best.rl
+    assert set(rl.phases) == {"generation", "reference", "training", "sync"}  # no reward model, no critic
+    assert set(rl.memory_by_role) == {"policy", "reference", "rollout"}
+    assert rl.step_time_s == pytest.approx(sum(rl.phases.values()))
+    assert rl.bound == max(rl.phases, key=rl.phases.get)
+    assert best.per_gpu_bytes <= best.usable_bytes
+    # the tokens of a step (prompts and responses) over its time
+    assert best.tokens_per_s == pytest.approx(64 * 8 * (512 + 2048) / rl.step_time_s)
+    assert answer.workload.task == "grpo" and answer.workload.samples_per_prompt == 8
+    assert any("long tail" in a for a in answer.workload.assumptions)
+    rules = {s.rule.split("@")[0] for s in best.trace}
+    assert {"planner.rl-placement", "rec.rl.step-time", "req.memory.full-training", "rec.throughput.decode"} <= rules
+
+
+def test_colocated_frees_the_kv_cache_before_the_optimizer_runs() -> None:
+    rl = gpukb.ask({**GRPO, "rl_placement": "colocated"}).best
+    assert rl is not None and rl.rl is not None and rl.rl.placement == "colocated" and rl.rl.rollout_gpus == 0
+    roles = rl.rl.memory_by_role
+    # the phases take turns: a GPU never holds every role's transients at once
+    assert rl.per_gpu_bytes < sum(roles.values())
+    assert rl.per_gpu_bytes >= max(roles.values())
+
+
+def test_split_puts_the_rollout_engine_on_its_own_gpus() -> None:
+    best = gpukb.ask({**GRPO, "rl_placement": "split"}).best
+    assert best is not None and best.rl is not None and best.rl.placement == "split"
+    assert best.rl.rollout_gpus > 0 and best.count == best.rl.trainer_gpus + best.rl.rollout_gpus
+
+
+def test_planner_chooses_the_placement_and_says_which() -> None:
+    answer = gpukb.ask(GRPO)
+    step = next(s for s in answer.best.trace if s.rule.startswith("planner.rl-placement"))
+    assert "Placement chosen" in step.sentence and answer.best.rl.placement in ("colocated", "split")
+
+
+def test_longer_responses_take_longer_to_generate() -> None:
+    short = gpukb.ask({**GRPO, "rl_placement": "colocated", "gpu_count": 8}).best
+    long = gpukb.ask({**GRPO, "rl_placement": "colocated", "gpu_count": 8, "response_len": 4096}).best
+    assert long.rl.phases["generation"] > short.rl.phases["generation"]
+    assert long.rl.memory_by_role["rollout"] > short.rl.memory_by_role["rollout"]
+
+
+def test_ppo_trains_a_critic_and_scores_with_a_reward_model() -> None:
+    answer = gpukb.ask({**PPO, "reward_model": "llama-3-8b"})
+    best = answer.best
+    assert best is not None and best.rl is not None
+    assert set(best.rl.memory_by_role) == {"policy", "critic", "reference", "reward", "rollout"}
+    assert {"critic", "reward"} <= set(best.rl.phases)
+    assert best.count > 8  # 70B policy and critic with their optimizer states: more than one node
+    assert answer.workload.reward_model == "llama-3-8b"
+
+
+def test_dpo_generates_nothing() -> None:
+    best = gpukb.ask(DPO).best
+    assert best is not None and best.rl is not None
+    assert set(best.rl.phases) == {"reference", "training"}
+    assert set(best.rl.memory_by_role) == {"policy", "reference"}
+
+
+def test_generation_bound_step_gets_remedies() -> None:
+    answer = gpukb.ask({**PPO, "rl_placement": "split"})
+    assert answer.best.rl.bound == "generation"
+    assert any(f.kind == "memory_bandwidth" and f.rule.split("@")[0] == "bottleneck.rl.bounding-phase"
+               for f in answer.findings)
+    ids = {r.id for r in answer.remedies}
+    assert {"rl-async-rollouts", "rl-shorter-responses", "rl-rollout-gpus"} <= ids
+    asynchronous = next(r for r in answer.remedies if r.id == "rl-async-rollouts")
+    assert "→" in asynchronous.effect
+
+
+def test_nothing_fits_within_gpu_count_is_rejected() -> None:
+    answer = gpukb.ask({**PPO, "gpu_count": 8})
+    assert not answer.options and answer.rejected[0].gpu == "h100-sxm-80gb"
+    assert answer.rejected[0].deciding_finding is not None
+
+
+def test_json_carries_rl_only_for_rl_tasks() -> None:
+    data = json.loads(gpukb.ask(GRPO).model_dump_json())
+    assert {"step_time_s", "phases", "memory_by_role"} <= set(data["options"][0]["rl"])
+    other = json.loads(gpukb.ask({"model": "llama-3-8b", "task": "full_finetune", "gpus": ["h100-sxm-80gb"]}).model_dump_json())
+    assert "rl" not in other["options"][0] and "rollout_batch" not in other["workload"]
+
+
+def test_cli_asks_an_rl_job() -> None:
+    args = ["ask", "--task", "grpo", "--model", "qwen2.5-7b", "--rollout-batch", "64", "--samples-per-prompt", "8",
+            "--prompt-len", "512", "--response-len", "2048", "--gpu", "h100-sxm-80gb"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "s/step" in result.output and "gen/train/other" in result.output
+    result = CliRunner().invoke(app, [*args, "--json"])
+    assert json.loads(result.output)["options"][0]["rl"]["placement"] in ("colocated", "split")
+
+
+def test_trained_roles_default_to_fsdp_and_say_so() -> None:
+    answer = gpukb.ask(GRPO)
+    assert answer.workload.framework == "fsdp"
+    assert any(a.startswith("framework not given: fsdp") and "grpo" in a for a in answer.workload.assumptions)
+
+
+def test_a_role_model_error_names_the_rl_field() -> None:
+    with pytest.raises(WorkloadError) as err:
+        gpukb.ask({**PPO, "critic_model": "no-such-model"})
+    assert err.value.field == "critic_model" and "critic" in str(err.value)
+
+
+def test_a_gpu_type_a_role_cannot_use_is_rejected_with_that_roles_finding() -> None:
+    answer = gpukb.ask({**GRPO, "precision": "fp8", "gpus": ["h100-sxm-80gb", "a100-sxm-80gb"]})
+    assert [o.gpu for o in answer.options] == ["h100-sxm-80gb"]
+    (a100,) = answer.rejected
+    assert a100.gpu == "a100-sxm-80gb" and a100.deciding_finding is not None
+    assert a100.deciding_finding.kind == "precision"
+
+
+def test_training_time_is_the_training_rules_on_the_trainer_layout() -> None:
+    best = gpukb.ask({**GRPO, "rl_placement": "colocated", "gpu_count": 8}).best
+    pinned = gpukb.ask({"model": "qwen2.5-7b", "task": "full_finetune", "framework": "fsdp", "seq_len": 2560,
+                        "global_batch_size": 512, "gpu_count": best.rl.trainer_gpus, "placement": "all",
+                        "zero_stage": best.strategy.zero_stage,
+                        "activation_checkpointing": best.strategy.activation_checkpointing,
+                        "gpus": ["h100-sxm-80gb"]}).best
+    # the policy's update and its old log-probs' forward pass (2·N·D of 6·N·D)
+    assert best.rl.phases["training"] == pytest.approx(512 * 2560 / pinned.tokens_per_s * (1 + 2 / 6))
+
+
+def test_colocated_engines_generate_in_waves_when_the_batch_does_not_fit() -> None:
+    # 1,024 sequences of 5,120 tokens: 755 GB of KV cache, more than 8 H100s hold beside the models
+    w = {"model": "qwen3-8b", "task": "grpo", "rollout_batch": 128, "samples_per_prompt": 8, "prompt_len": 1024,
+         "response_len": 4096, "gpus": ["h100-sxm-80gb"], "gpu_count": 8, "placement": "all",
+         "rl_placement": "colocated"}
+    answer = gpukb.ask(w)
+    best = answer.best
+    assert best is not None and best.count == 8 and best.per_gpu_bytes <= best.usable_bytes
+    step = next(s for s in best.trace if s.rule.startswith("planner.rl-placement"))
+    values = {v["name"]: v["value"] for v in step.values}
+    assert values["waves"] >= 2 and values["engine_batch"] * values["waves"] >= 1024 // 8
+    assert values["rollout_bytes"] < 755e9 / 8
+
+
+def test_placement_all_uses_exactly_gpu_count() -> None:
+    best = gpukb.ask({**GRPO, "gpu_count": 16, "placement": "all", "rl_placement": "colocated"}).best
+    assert best.count == 16 and best.rl.trainer_gpus == 16
+
+
+def test_shorter_average_responses_train_fewer_tokens_but_generation_waits_for_the_longest() -> None:
+    capped = gpukb.ask({**GRPO, "rl_placement": "colocated", "gpu_count": 8}).best
+    short = gpukb.ask({**GRPO, "rl_placement": "colocated", "gpu_count": 8, "mean_response_len": 512}).best
+    assert short.rl.phases["training"] < capped.rl.phases["training"] * (512 + 512) / (512 + 2048) * 1.01
+    # the longest response still decodes to the cap: no faster than one sequence alone
+    alone = gpukb.ask({"model": "qwen2.5-7b", "task": "inference", "batch_size": 1, "prompt_len": 512,
+                       "output_len": 2048, "tensor_parallel": short.rl.trainer_gpus // 8 or 1,
+                       "gpus": ["h100-sxm-80gb"]}).best
+    assert short.rl.phases["generation"] >= 2048 / alone.tokens_per_s * 0.99
+    with pytest.raises(WorkloadError) as err:
+        gpukb.ask({**GRPO, "mean_response_len": 4096})
+    assert err.value.field == "mean_response_len"
+
+
+def test_a_framework_that_does_not_run_the_rl_task_is_refused() -> None:
+    with pytest.raises(WorkloadError) as err:
+        gpukb.ask({**GRPO, "framework": "unsloth"})
+    assert err.value.field == "framework" and "grpo" in str(err.value)
