@@ -29,7 +29,7 @@ BAD = [
     ({"model": "llama-2-7b", "task": "lora", "seq_len": -3}, "seq_len", "Input should be greater than 0"),
     ({"model": "llama-2-7b", "task": "lora", "seq_len": True}, "seq_len", "expected a whole number, got true"),
     ({"model": "llama-2-7b", "task": "finetune"}, "task", "Input should be 'pretrain', 'full_finetune', 'lora', "
-                                                          "'qlora' or 'inference'"),
+                                                          "'qlora', 'inference', 'grpo', 'ppo' or 'dpo'"),
     ({"model": "llama-2-7b", "task": "lora", "colour": 3}, "colour", "unknown field (fields: model, params,"),
     ({"params": "seven", "task": "lora", "layers": 2, "hidden_size": 64, "heads": 2, "vocab_size": 100}, "params",
      "cannot read 'seven' as a count: write e.g. 7000000000, '7B' or '70e9'"),

@@ -32,6 +32,7 @@ from .answer import Answer, Memory, Option, RlEstimate, Strategy, _improves, _li
 from .citations import cited
 from .engine import ENGINE
 from .errors import WorkloadError
+from .messages import message
 from .planner import NO_LIMIT, NODE_SIZE, TP_SIZES, USABLE, Layout, PlanCache, _linear
 from .resolve import default_framework, gpu_fact, policy_fact, workload_fact
 from .trace import Collector, Value
@@ -336,8 +337,7 @@ def _asked(sub: SubAsk, role: str, job: dict[str, Any]) -> Answer:
         return sub(job)
     except WorkloadError as err:
         field = _MODEL_FIELD.get(role, "model") if err.field in ("model", *_MODEL_FIELDS) else err.field
-        message = str(err).removeprefix(f"{err.field}: ")
-        raise WorkloadError(field, f"{message} (the {role} of the RL run, asked as {job['task']})") from None
+        raise WorkloadError(field, message("rl_role", detail=err.message, role=role, task=job["task"])) from None
 
 
 def _framework(kb: KnowledgeBase, w: Workload) -> str | None:
@@ -350,7 +350,7 @@ def _framework(kb: KnowledgeBase, w: Workload) -> str | None:
     f = kb.frameworks.get(w.framework)
     if f is None or w.task not in f.tasks:
         runs = [fid for fid, fw in sorted(kb.frameworks.items()) if w.task in fw.tasks and fw.status != "deprecated"]
-        raise WorkloadError("framework", f"{w.framework} does not run task {w.task}; frameworks for it: {', '.join(runs)}")
+        raise WorkloadError("framework", message("framework_task", framework=w.framework, task=w.task, runs=runs))
     return w.framework
 
 

@@ -199,7 +199,7 @@ class Workload(BaseModel):
         if self.task in RL_TASKS:
             _check_rl(self, given)
         elif given & set(RL_FIELDS):
-            raise ValueError(f"{sorted(given & set(RL_FIELDS))[0]}: only for RL post-training (task grpo, ppo or dpo)")
+            raise Invalid(sorted(given & set(RL_FIELDS))[0], "rl_only")
         if self.task in RL_TASKS:
             pass
         elif self.task == "inference":
@@ -258,41 +258,40 @@ def _check_rl(w: Workload, given: set[str]) -> None:
     """An RL workload names its batch and lengths, and only the models and fields its task has."""
     for name in RL_EXCLUDED:
         if name in given:
-            raise ValueError(f"{name}: not used for task {w.task} (an RL step's sequences are prompt_len + "
-                             "response_len long and its batch is rollout_batch x samples_per_prompt); remove it")
+            raise Invalid(name, "rl_excluded", task=w.task)
     if w.objective == "cost":  # RL options carry no price: ranking them by one would be ranking by nothing
-        raise ValueError("objective: RL runs are ranked by speed or gpus; their cost per step is not estimated")
+        raise Invalid("objective", "rl_no_cost")
     for name in ("rollout_batch", "prompt_len", "response_len"):
         if getattr(w, name) is None:
-            raise ValueError(f"{name}: needed for task {w.task}")
+            raise Invalid(name, "rl_needed", task=w.task)
     if w.task == "grpo" and w.samples_per_prompt is None:
-        raise ValueError("samples_per_prompt: needed for grpo (the group size: responses per prompt)")
+        raise Invalid("samples_per_prompt", "rl_group_size")
     if w.task == "dpo":
         for name in ("samples_per_prompt", "rl_placement", "reward_model", "reward_precision", "kv_cache_precision",
                      "mean_response_len"):
             if name in given:
-                raise ValueError(f"{name}: dpo learns from fixed preference pairs and generates nothing; remove it")
+                raise Invalid(name, "rl_dpo_generates_nothing")
     if w.task != "ppo":
         for name in ("critic_model", "critic_precision"):
             if name in given:
-                raise ValueError(f"{name}: only ppo trains a critic; remove it")
+                raise Invalid(name, "rl_critic_ppo_only")
     if w.mean_response_len is not None and w.response_len is not None and w.mean_response_len > w.response_len:
-        raise ValueError(f"mean_response_len: {w.mean_response_len} is longer than response_len {w.response_len}, "
-                         "the longest a response may be")
+        raise Invalid("mean_response_len", "rl_mean_too_long", mean=w.mean_response_len, longest=w.response_len)
     if w.reference_model == "none" and "reference_precision" in given:
-        raise ValueError("reference_precision: reference_model is 'none'")
+        raise Invalid("reference_precision", "rl_no_reference")
     if w.reward_model in (None, "none") and "reward_precision" in given:
-        raise ValueError("reward_precision: no reward_model given (the reward is rule-based)")
+        raise Invalid("reward_precision", "rl_no_reward_model")
     if w.precision in ("int8", "int4"):
-        raise ValueError(f"precision: {w.precision} is for inference only; the policy is trained")
+        raise Invalid("precision", "rl_trained_role_quantized", precision=w.precision, role="policy")
     if w.placement == "all" and w.task != "dpo" and w.rl_placement == "split" and w.gpu_count is not None \
             and w.gpu_count < 2:
-        raise ValueError("gpu_count: a split placement needs GPUs for the trainer and the rollout engine (2 or more)")
+        raise Invalid("gpu_count", "rl_split_needs_two")
     if w.critic_precision in ("int8", "int4"):
-        raise ValueError(f"critic_precision: {w.critic_precision} is for inference only; the critic is trained")
+        raise Invalid("critic_precision", "rl_trained_role_quantized", precision=w.critic_precision, role="critic")
     sequences = w.rollout_batch * (2 if w.task == "dpo" else w.samples_per_prompt or 1)  # type: ignore[operator]
     if sequences % w.micro_batch_size:
-        raise ValueError(f"micro_batch_size: {w.micro_batch_size} does not divide the step's {sequences} sequences")
+        raise Invalid("micro_batch_size", "rl_micro_batch_divides", micro_batch_size=w.micro_batch_size,
+                      sequences=sequences)
 
 
 class ResolvedWorkload(BaseModel):
