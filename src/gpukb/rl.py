@@ -36,6 +36,7 @@ from .messages import message
 from .planner import NO_LIMIT, NODE_SIZE, TP_SIZES, USABLE, Layout, PlanCache, _linear
 from .resolve import default_framework, gpu_fact, policy_fact, workload_fact
 from .trace import Collector, Value
+from .words import rl_word
 from .workload import ResolvedWorkload, Workload
 
 if TYPE_CHECKING:
@@ -328,6 +329,8 @@ def _layout_key(plan: dict[str, Any]) -> tuple[int, int, bool, int, int]:
 
 
 # The workload field that names each role's model, for errors its sub-ask raises about the model
+# the roles' names in Chinese sentences (the JSON keys stay as the contract names them)
+ROLE_ZH = {"policy": "策略模型", "reference": "参考模型", "reward": "奖励模型", "critic": "价值模型", "rollout": "生成引擎"}
 _MODEL_FIELD = {"reference": "reference_model", "reward": "reward_model", "critic": "critic_model"}
 
 
@@ -527,9 +530,11 @@ def _record_plan(c: Collector, w: ResolvedWorkload, wfact: dict[str, Any], pfact
                 f"{plan['usable_bytes'] / 1e9:,.1f} GB usable. Phases per step: {phases}.{why}")
     where_zh = ("所有模型与生成引擎共用同一组 GPU，优化器运行前释放 KV 缓存" if plan["placement"] == "colocated"
                 else f"训练与冻结模型用 {plan['trainer_gpus']} 块 GPU，生成引擎独占 {plan['rollout_gpus']} 块")
-    sentence_zh = (f"{plan['gpu']}：{plan['placement']}，共 {plan['count']} 块 GPU，{where_zh}；每块 GPU：{roles}；"
-                   f"峰值阶段需要 {plan['per_gpu_bytes'] / 1e9:,.1f} GB，可用 {plan['usable_bytes'] / 1e9:,.1f} GB。"
-                   f"每步各阶段：{phases}。")
+    roles_zh = "，".join(f"{ROLE_ZH.get(r, r)} {v / 1e9:,.1f} GB" for r, v in plan["memory_by_role"].items())
+    phases_zh = "，".join(f"{rl_word('zh', ph)} {t:,.1f} 秒" for ph, t in times.items()) if times else "未估算"
+    sentence_zh = (f"{plan['gpu']}：{rl_word('zh', plan['placement'])}，共 {plan['count']} 块 GPU，{where_zh}；"
+                   f"每块 GPU：{roles_zh}；峰值阶段需要 {plan['per_gpu_bytes'] / 1e9:,.1f} GB，可用 "
+                   f"{plan['usable_bytes'] / 1e9:,.1f} GB。每步各阶段：{phases_zh}。")
     values = [Value(name=k, value=v, expr=_EXPRS.get(k)) for k, v in fields.items()]
     (fact,) = c.record(
         rule="planner.rl-placement@1", stage="requirements",

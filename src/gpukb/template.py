@@ -14,7 +14,7 @@ from typing import Any
 
 from . import fmt
 from .fmt import Lang
-from .words import offload
+from .words import offload, rl_word
 
 FORMATS: dict[str, Callable[[Any], str]] = {
     "GB": fmt.gb,
@@ -28,11 +28,13 @@ FORMATS: dict[str, Callable[[Any], str]] = {
     "f2": lambda v: f"{v:,.2f}",
     "s": fmt.duration,
     "offload": lambda v: offload("en", v),
+    "rl": lambda v: rl_word("en", v),
 }
 # formats whose words depend on the language of the sentence
 _LOCAL: dict[Lang, dict[str, Callable[[Any], str]]] = {"en": {}, "zh": {
     "s": lambda v: fmt.duration(v, "zh"),
     "offload": lambda v: offload("zh", v),
+    "rl": lambda v: rl_word("zh", v),
 }}
 _PLACEHOLDER = re.compile(r"\{([A-Za-z][A-Za-z0-9_]*(?:\.[A-Za-z][A-Za-z0-9_]*)?)(?:\|([A-Za-z0-9/]+))?\}")
 

@@ -118,6 +118,18 @@ _OFFLOAD: dict[Lang, dict[str, str]] = {
 }
 
 
+_RL: dict[Lang, dict[str, str]] = {
+    "en": {"colocated": "colocated", "split": "split"},
+    "zh": {"generation": "生成", "reference": "参考模型前向", "reward": "奖励模型打分", "critic": "价值模型",
+           "training": "训练", "sync": "权重同步", "colocated": "共置", "split": "分离部署"},
+}
+
+
+def rl_word(lang: Lang, value: str) -> str:
+    """An RL phase or placement (`generation`, `training`, `colocated`, ...) in words."""
+    return _RL[lang].get(value, value)
+
+
 def offload(lang: Lang, value: str) -> str:
     """A plan's `offload` value in words (never the raw value inside a sentence)."""
     return _OFFLOAD[lang].get(value, value)
