@@ -126,8 +126,8 @@ def test_every_message_id_is_used_and_every_used_id_exists():
     used = set()
     for path in (REPO / "src" / "gpukb").rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Call) and getattr(node.func, "id", "") in ("message", "Invalid"):
-                # message("id", ...) and the workload validators' Invalid("field", "id", ...)
+            if isinstance(node, ast.Call) and getattr(node.func, "id", "") in ("message", "Invalid", "ProbeError"):
+                # message("id", ...), the workload validators' Invalid("field", "id", ...) and ProbeError("id", ...)
                 used.update(a.value for a in node.args[:2] if isinstance(a, ast.Constant) and a.value in MESSAGES)
     assert used == set(MESSAGES)
     with pytest.raises(KeyError):

@@ -124,3 +124,12 @@ def test_the_probe_layer_saves_what_the_hf_term_states(kb: gpukb.KnowledgeBase, 
     measured = saved_bytes_per_token(model.blocks[0], h, torch.bfloat16 if sixteen_bit else torch.float32)
     counted = 12 + 4 * kv / heads + 8 * i / h
     assert measured - counted == pytest.approx(getattr(kb.frameworks["hf"], term).value, abs=0.6)
+
+
+def test_the_probe_speaks_chinese_too() -> None:
+    code, output = _probe("--task", "lora", "--model", "llama-3.1-8b", "--tiny", "--lang", "zh")
+    assert code == 0, output
+    assert "在 cpu 上探测" in output and "训练 tokens/s" in output and "CPU 上无法测量" in output
+    assert "figure" not in output and "unavailable" not in output
+    code, output = _probe("--task", "qlora", "--model", "llama-3.1-8b", "--tiny", "--lang", "zh")
+    assert code == 2 and "错误" in output and "请改测 lora" in output and "probe lora" not in output

@@ -627,6 +627,7 @@ def probe(
         "(running out of memory is then the measured answer, exit 3)"))] = False,
     out_dir: Annotated[Path | None, typer.Option("--out", help=(
         "write kb/measurements/ and kb/sources/ entries under this folder (a checkout, for a pull request)"))] = None,
+    lang: Annotated[Language, typer.Option(help="language of the text: en or zh")] = Language.en,
     root: Annotated[Path | None, typer.Option(help="a checkout holding kb/ and rules/")] = None,
 ) -> None:
     """Run the workload's one-GPU plan on the local device for a few steps (extra 'probe': PyTorch) and print
@@ -644,12 +645,12 @@ def probe(
                         force=force, command=pr.command_line(given, {"device": device, "tiny": tiny, "layers": layers,
                                                                      "steps": steps, "force": force}))
     except KBError as error:
-        _fail_kb(error)
+        _fail_kb(error, lang.value)
     except pr.ProbeError as error:
-        _fail(error, error.code)
+        _fail(error, error.code, lang.value)
     except ASK_ERRORS as error:
-        _fail(error, 2)
-    out.print(clean(pr.report(result)), markup=False, highlight=False)
+        _fail(error, 2, lang.value)
+    out.print(clean(pr.report(result, lang.value)), markup=False, highlight=False)
     if out_dir is not None:
         for path in pr.write(result, out_dir):
             out.print(f"wrote {path}", markup=False, highlight=False)

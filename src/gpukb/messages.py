@@ -24,6 +24,31 @@ MESSAGES: dict[str, tuple[str, str]] = {
                          "GPU id 超过 {limit:,} 个（目录里远没有这么多型号；要用几块 GPU 请写在 `gpu_count`）"),
     "not_a_workload": ("expected a dict or gpukb.Workload, got {type}", "需要 dict 或 gpukb.Workload，收到的是 {type}"),
     "unknown_field": ("unknown field (fields: {fields})", "未知字段（可用的字段：{fields}）"),
+    # probe.py: runs the probe cannot make
+    "probe_framework": ("framework: the probe runs the eager Transformers stack (hf) only, not {framework}",
+                        "framework：探测只运行 Transformers 的 eager 技术栈（hf），不运行 {framework}"),
+    "probe_qlora": ("task: qlora needs bitsandbytes' 4-bit kernels, which the probe does not use; probe lora",
+                    "task：qlora 需要 bitsandbytes 的 4 位内核，探测不使用它；请改测 lora"),
+    "probe_optimizer": ("optimizer: {optimizer} is not in torch.optim; probe adamw, sgd or sgd_momentum",
+                        "optimizer：{optimizer} 不在 torch.optim 中；请改测 adamw、sgd 或 sgd_momentum"),
+    "probe_no_fit": ("would not fit one {gpu}: {why}; shrink it with --layers N",
+                     "一块 {gpu} 放不下：{why}；请用 --layers N 缩小"),
+    "probe_needs_more": ("would not fit one {gpu} without offload or more GPUs ({count} GPU(s), offload {offload}); "
+                         "shrink it with --layers N, or run it anyway with --force",
+                         "不卸载、不加 GPU 时一块 {gpu} 放不下（{count} 块 GPU，offload {offload}）；请用 --layers N "
+                         "缩小，或用 --force 照样运行"),
+    "probe_no_torch": ("PyTorch is not installed: pip install 'gpukb[probe]'",
+                       "没有安装 PyTorch：请运行 pip install 'gpukb[probe]'"),
+    "probe_no_cuda": ("device: cuda asked for, but PyTorch sees no CUDA device",
+                      "device：要求使用 cuda，但 PyTorch 看不到 CUDA 设备"),
+    "probe_unknown_gpu": ("device: {name} is not in kb/gpus, so gpukb has no prediction for it",
+                          "device：{name} 不在 kb/gpus 中，gpukb 无法给出预测"),
+    "probe_cpu_ram": ("would not fit: the run needs about {need:,.1f} GB, more than {share:.0%} of this machine's "
+                      "{ram:,.1f} GB; use --tiny or --layers",
+                      "放不下：运行约需 {need:,.1f} GB，超过本机 {ram:,.1f} GB 内存的 {share:.0%}；请用 --tiny 或 --layers"),
+    "probe_oom": ("out of memory on {where} at {peak:,.1f} GB allocated: the run does not fit (gpukb predicted "
+                  "{predicted:,.1f} GB allocated)",
+                  "{where} 显存不足，已分配 {peak:,.1f} GB 时失败：运行放不下（gpukb 预测已分配 {predicted:,.1f} GB）"),
     "rl_role": ("{detail} (the {role} of the RL run, asked as {task})",
                 "{detail}（强化学习任务中的 {role}，按 {task} 任务计算）"),
     "rl_only": ("only for RL post-training (task grpo, ppo or dpo)", "只用于强化学习后训练（task grpo、ppo 或 dpo）"),

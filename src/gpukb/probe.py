@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from .fmt import Lang
+from .messages import message
 from .workload import TRAINING_TASKS, parse_workload
 
 if TYPE_CHECKING:
@@ -40,11 +42,16 @@ CPU_MEMORY_SHARE = 0.8  # of the machine's RAM a CPU run may take: the rest is t
 
 
 class ProbeError(Exception):
-    """A probe that cannot run; `code` is the exit status (2 bad input or no PyTorch, 3 would not fit)."""
+    """A probe that cannot run; `code` is the exit status (2 bad input or no PyTorch, 3 would not fit). The
+    message is gpukb.messages' `key` with its values, written in the reader's language by `text`."""
 
-    def __init__(self, message: str, code: int = 2) -> None:
-        super().__init__(message)
+    def __init__(self, key: str, code: int = 2, **values: object) -> None:
+        self.message = message(key, **values)
+        super().__init__(str(self.message))
         self.code = code
+
+    def text(self, lang: Lang = "en") -> str:
+        return self.message.text(lang)
 
 
 @dataclass
@@ -84,11 +91,11 @@ def plan(kb: KnowledgeBase, given: dict[str, Any], gpu: str, tiny: bool, layers:
     w = {k: v for k, v in given.items() if k not in MULTI_GPU and v is not None}
     framework = w.setdefault("framework", "hf")
     if framework != "hf":
-        raise ProbeError(f"framework: the probe runs the eager Transformers stack (hf) only, not {framework}")
+        raise ProbeError("probe_framework", framework=framework)
     if w.get("task") == "qlora":
-        raise ProbeError("task: qlora needs bitsandbytes' 4-bit kernels, which the probe does not use; probe lora")
+        raise ProbeError("probe_qlora")
     if w.get("optimizer") in ("adamw_8bit", "adafactor"):
-        raise ProbeError(f"optimizer: {w['optimizer']} is not in torch.optim; probe adamw, sgd or sgd_momentum")
+        raise ProbeError("probe_optimizer", optimizer=w["optimizer"])
     if tiny or layers:
         resolved, _ = _resolve(kb, w)
         shape = {name: getattr(resolved, name) for name in SHAPE_FIELDS}
@@ -129,12 +136,10 @@ def predict(kb: KnowledgeBase, w: dict[str, Any], on_gpu: bool,
     if on_gpu and not force:
         if option is None:
             why = "; ".join(f.message for o in answer.rejected for f in o.findings)[:400]
-            raise ProbeError(f"would not fit one {w['gpus'][0]}: {why or 'no plan fits'}; shrink it with --layers N",
-                             code=3)
+            raise ProbeError("probe_no_fit", code=3, gpu=w["gpus"][0], why=why or "no plan fits")
         if option.count > 1 or option.strategy.offload != "none":
-            raise ProbeError(f"would not fit one {w['gpus'][0]} without offload or more GPUs "
-                             f"({option.count} GPU(s), offload {option.strategy.offload}); shrink it with --layers N",
-                             code=3)
+            raise ProbeError("probe_needs_more", code=3, gpu=w["gpus"][0], count=option.count,
+                             offload=option.strategy.offload)
     m = answer.memory
     predicted: dict[str, float | None] = {
         "peak_allocated": float(m.total - m.overhead), "peak_device": float(m.total),
@@ -172,36 +177,35 @@ def run(kb: KnowledgeBase, given: dict[str, Any], *, device: str = "auto", tiny:
     try:
         import torch
     except ImportError:
-        raise ProbeError("PyTorch is not installed: pip install 'gpukb[probe]'") from None
+        raise ProbeError("probe_no_torch") from None
     from . import probe_model as pm
 
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
     if device == "cuda" and not torch.cuda.is_available():
-        raise ProbeError("device: cuda asked for, but PyTorch sees no CUDA device")
+        raise ProbeError("probe_no_cuda")
     dev = torch.device(device)
     gpu = ""
     if dev.type == "cuda":
         props = torch.cuda.get_device_properties(dev)
         gpu = local_gpu(kb, props.name, props.total_memory)
         if not gpu:
-            raise ProbeError(f"device: {props.name} is not in kb/gpus, so gpukb has no prediction for it")
+            raise ProbeError("probe_unknown_gpu", name=props.name)
     w = plan(kb, given, gpu, tiny, layers)
     answer, predicted = predict(kb, w, on_gpu=dev.type == "cuda", force=force)
     if dev.type == "cpu":
         ram = _ram_bytes()
         if ram and predicted["peak_allocated"] and predicted["peak_allocated"] > CPU_MEMORY_SHARE * ram:
-            raise ProbeError(f"would not fit: the run needs about {predicted['peak_allocated'] / 1e9:,.1f} GB, more than "
-                             f"{CPU_MEMORY_SHARE:.0%} of this machine's {ram / 1e9:,.1f} GB; use --tiny or --layers",
-                             code=3)
+            raise ProbeError("probe_cpu_ram", code=3, need=predicted["peak_allocated"] / 1e9, share=CPU_MEMORY_SHARE,
+                             ram=ram / 1e9)
     rw = answer.workload
     measured: Measured
     try:
         measured = _measure(pm, rw, answer, dev, steps)
     except torch.cuda.OutOfMemoryError:
         peak = torch.cuda.max_memory_allocated(dev) / 1e9 if dev.type == "cuda" else 0.0
-        raise ProbeError(f"out of memory on {gpu or dev.type} at {peak:,.1f} GB allocated: the run does not fit "
-                         f"(gpukb predicted {predicted['peak_allocated'] / 1e9:,.1f} GB allocated)", code=3) from None
+        raise ProbeError("probe_oom", code=3, where=gpu or dev.type, peak=peak,
+                         predicted=predicted["peak_allocated"] / 1e9) from None
     return Result(w, dev.type, gpu, predicted, measured.__dict__, _versions(torch, dev), command)
 
 
@@ -234,22 +238,34 @@ ROWS = (("peak_allocated", "peak memory, allocated (GB)", 1e-9), ("peak_reserved
         ("decode_tokens_per_s", "decode tokens/s", 1.0))
 
 
-def report(r: Result) -> str:
+# the report's words in Chinese (the glossary's terms); English is the key
+REPORT_ZH = {"figure": "指标", "predicted": "预测", "measured": "实测", "ratio": "比值", "unavailable": "无法测量",
+             "peak memory, allocated (GB)": "峰值显存，已分配（GB）", "peak memory, reserved (GB)": "峰值显存，已预留（GB）",
+             "training tokens/s": "训练 tokens/s", "prefill tokens/s": "预填充 tokens/s", "decode tokens/s": "解码 tokens/s"}
+
+
+def report(r: Result, lang: Lang = "en") -> str:
     """Predicted against measured, one line per figure; what a device cannot measure says so."""
-    lines = [f"probe on {r.device}{f' ({r.gpu})' if r.gpu else ''}: {r.command}",
-             f"{'figure':32s} {'predicted':>14s} {'measured':>14s} {'ratio':>7s}"]
+    def w(text: str) -> str:
+        return REPORT_ZH.get(text, text) if lang == "zh" else text
+
+    where = f"{r.device}{f' ({r.gpu})' if r.gpu else ''}"
+    lines = [f"在 {where} 上探测：{r.command}" if lang == "zh" else f"probe on {where}: {r.command}",
+             f"{w('figure'):32s} {w('predicted'):>14s} {w('measured'):>14s} {w('ratio'):>7s}"]
     for key, label, scale in ROWS:
+        label = w(label)
         measured = r.measured.get(key)
         # reserved memory is compared with the plan's device figure (allocator peak plus the runtime overhead)
         predicted = r.predicted.get("peak_device" if key == "peak_reserved" else key)
         if measured is None and predicted is None:
             continue
-        shown_m = "unavailable" if measured is None else f"{measured * scale:,.3f}" if scale != 1 else f"{measured:,.1f}"
+        shown_m = w("unavailable") if measured is None else f"{measured * scale:,.3f}" if scale != 1 else f"{measured:,.1f}"
         shown_p = "—" if predicted is None else f"{predicted * scale:,.3f}" if scale != 1 else f"{predicted:,.1f}"
         ratio = f"{predicted / measured:.2f}" if predicted and measured else ""
         lines.append(f"{label:32s} {shown_p:>14s} {shown_m:>14s} {ratio:>7s}")
     if r.device == "cpu":
-        lines.append("memory: unavailable on CPU (PyTorch's caching-allocator counters are CUDA's)")
+        lines.append("显存：CPU 上无法测量（PyTorch 缓存分配器的计数只针对 CUDA）" if lang == "zh" else
+                     "memory: unavailable on CPU (PyTorch's caching-allocator counters are CUDA's)")
     return "\n".join(lines) + "\n"
 
 
