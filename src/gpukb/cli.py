@@ -278,7 +278,9 @@ def _print_answer(answer: Any, lang: Lang) -> None:
     headers = ("weights", "grads", "optimizer", "activations", "KV cache", "overhead", "total")
     for header in headers:
         memory.add_column(label(lang, header), justify="right", no_wrap=True)
-    memory.add_row(*(gb(getattr(m, n)) for n in parts))
+    # a replica of over 1,000 GB (an RL run's every model) drops the unit the title states, to fit 80 columns
+    wide = m.total >= 1e12
+    memory.add_row(*(f"{getattr(m, n) / 1e9:,.1f}" if wide else gb(getattr(m, n)) for n in parts))
     out.print(memory)
     options = answer.options
     picked = sorted({o.branch for o in options if o.branch})
