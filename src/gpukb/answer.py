@@ -6,12 +6,13 @@ other and with the knowledge base's caches, so none may be changed through one a
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import cached_property
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
+from .bands import BandTable, for_option
 from .fmt import Lang, gb
 from .trace import Collector, TraceStep
 from .words import say
@@ -119,6 +120,20 @@ class Remedy(BaseModel):
         return (self.effect_zh or self.effect) if lang == "zh" else self.effect
 
 
+class ErrorBand(BaseModel):
+    """How far a predicted number may be off, from the published measurements of the same quantity
+    (gpukb.bands): the true value lies in [low, high] for `coverage` of the `points` measured runs.
+    low and high are None when fewer runs than policy band-min-points measured it: no band is invented."""
+
+    model_config = ConfigDict(frozen=True)
+    low: float | None
+    high: float | None
+    coverage: float
+    points: int
+    # which points drew it: 'multi-node', 'single-node', 'batch-1', 'batched', or '' for all of the field's
+    regime: str = Field(default="", exclude=True)
+
+
 class Option(BaseModel):
     model_config = ConfigDict(frozen=True, ignored_types=(cached_property,))
     gpu: str
@@ -141,6 +156,11 @@ class Option(BaseModel):
     usd_per_hour: float | None = None
     cost_usd: float | None = None  # training: to train the workload's tokens
     usd_per_million_tokens: float | None = None  # inference: per million generated tokens
+    # training with tokens: facility energy and its emissions at the workload's grid (rec.energy.training)
+    energy_kwh: float | None = None
+    co2_kg: float | None = None
+    # predicted field name -> its error band from the published measurements (gpukb.bands)
+    bands: dict[str, ErrorBand] = {}
     score: float
     tier: int
     branch: str | None
@@ -246,16 +266,27 @@ def cost_sort_key(o: Option, usd_per_million_tokens: float | None) -> tuple[Any,
     return (not priced, usd_per_million_tokens if priced else 0.0, -o.score, o.count, o.gpu)
 
 
+def error_bands(table: BandTable, values: Mapping[str, Any], workload: ResolvedWorkload,
+                nodes: int) -> dict[str, ErrorBand]:
+    """An option's predicted numbers with their bands, in the numbers' own units."""
+    out = {}
+    for name, band in for_option(table, values, workload.task, nodes, workload.batch_size).items():
+        low, high = band.around(values[name]) if band.banded else (None, None)
+        out[name] = ErrorBand(low=low, high=high, coverage=band.coverage, points=band.points, regime=band.regime)
+    return out
+
+
 def build_answer(c: Collector, kb_version: str, kb_hash: str, workload: ResolvedWorkload,
                  memory: dict[str, Any], prices: dict[str, float],
-                 launch: Callable[[Strategy, dict[str, Any]], dict[str, str]] | None = None) -> Answer:
+                 launch: Callable[[Strategy, dict[str, Any]], dict[str, str]] | None = None,
+                 bands: BandTable | None = None) -> Answer:
     of_kind: dict[str, list[dict[str, Any]]] = {}
     for fact in c.facts.values():
         of_kind.setdefault(fact["kind"], []).append(fact)
     findings = sorted(of_kind.get("finding", []),
                       key=lambda f: (_SEVERITY[f["severity"]], f.get("gpu", ""), f["finding"], f["fid"]))
     per_gpu: dict[str, dict[str, list[dict[str, Any]]]] = {}
-    for kind in ("estimate", "comm", "rank", "preference", "remedy", "capacity", "cost"):
+    for kind in ("estimate", "comm", "rank", "preference", "remedy", "capacity", "cost", "energy"):
         for fact in of_kind.get(kind, []):
             per_gpu.setdefault(fact.get("gpu") or "", {}).setdefault(kind, []).append(fact)
     finding_of = {f["fid"]: _finding(c, f) for f in findings}  # frozen models: options share them with the answer
@@ -270,15 +301,17 @@ def build_answer(c: Collector, kb_version: str, kb_hash: str, workload: Resolved
         rank = (facts.get("rank") or [None])[0]
         capacity = (facts.get("capacity") or [None])[0]
         cost = (facts.get("cost") or [None])[0]
+        energy = (facts.get("energy") or [None])[0]
         own = by_gpu.get(gpu, [])
         fits = plan["fits"] and not any(f.get("rejects") for f in own)
-        related = [plan, *own, *(f for kind in ("estimate", "comm", "rank", "preference", "capacity", "cost")
+        related = [plan, *own, *(f for kind in ("estimate", "comm", "rank", "preference", "capacity", "cost",
+                                                "energy")
                                  for f in facts.get(kind, []))]
         strategy = Strategy(data_parallel=plan["dp"], tensor_parallel=plan["tp"], pipeline_parallel=plan["pp"],
                             zero_stage=plan["zero_stage"], activation_checkpointing=plan["checkpointing"],
                             offload=plan["offload"], nodes=plan["nodes"], expert_parallel=plan["ep"],
                             context_parallel=plan["cp"])
-        option = Option(
+        values = dict(
             gpu=gpu, count=plan["count"], fits=fits, per_gpu_bytes=round(plan["per_gpu_bytes"]),
             usable_bytes=round(plan["usable_bytes"]), memory=_memory(plan, plan["per_gpu_bytes"]),
             strategy=strategy, launch=(launch(strategy, plan) or None) if launch else None,
@@ -293,12 +326,15 @@ def build_answer(c: Collector, kb_version: str, kb_hash: str, workload: Resolved
             usd_per_hour=cost["usd_per_hour"] if cost else None,
             cost_usd=(cost["cost_usd"] or None) if cost and workload.task != "inference" else None,
             usd_per_million_tokens=cost["usd_per_million_tokens"] if cost and workload.task == "inference" else None,
+            energy_kwh=energy["energy_kwh"] if energy else None,
+            co2_kg=energy["co2_kg"] if energy else None,
             score=rank["score"] if rank and fits else 0.0,
             tier=min((p["tier"] for p in facts.get("preference", [])), default=DEFAULT_TIER),
             branch=min(((p["tier"], p["branch"]) for p in facts.get("preference", [])), default=(0, None))[1],
             findings=[finding_of[f["fid"]] for f in own],
             trace=_lineage(c, related),
         )
+        option = Option(**values, bands=error_bands(bands, values, workload, plan["nodes"]) if bands and fits else {})
         (options if fits else rejected).append(option)
         if cost:
             per_token[gpu] = cost["usd_per_million_tokens"]

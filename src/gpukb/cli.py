@@ -222,13 +222,15 @@ def _print_answer(answer: Any, lang: Lang) -> None:
         ("strategy", "left", [o.strategy.tag() for o in options]),
         ("tokens/s", "right", [f"{o.tokens_per_s:,.0f}" if o.tokens_per_s else "—" for o in options]),
         ("time to train", "right", [duration(o.time_to_train_s) if o.time_to_train_s else "" for o in options]),
+        ("MWh", "right", [f"{o.energy_kwh / 1000:,.3g}" if o.energy_kwh else "" for o in options]),
+        ("t CO₂", "right", [f"{o.co2_kg / 1000:,.3g}" if o.co2_kg else "" for o in options]),
         ("TTFT", "right", [f"{o.ttft_s * 1000:,.0f} ms" if o.ttft_s else "" for o in options]),
         ("ms/tok", "right", [f"{o.tpot_s * 1000:,.1f}" if o.tpot_s else "" for o in options]),
         ("pick", "center", ["*" if o.branch else "" for o in options]),
     ]
     if w.objective == "cost":  # ranked by cost, not by the article's tree: the cost columns replace memory and strategy
         picked = []
-        keep = ("GPU", "GPUs", "tokens/s", "time to train", "ms/tok")
+        keep = ("GPU", "GPUs", "tokens/s", "time to train", "MWh", "t CO₂", "ms/tok")
         columns = [c for c in columns if c[0] in keep]
         columns[2:2] = [
             ("$/h", "right", [f"{o.usd_per_hour:,.2f}" if o.usd_per_hour else "—" for o in options]),
@@ -255,6 +257,14 @@ def _print_answer(answer: Any, lang: Lang) -> None:
             rejected.add_row(_cell(o.gpu), _cell(f"{reason.text(lang)} [{reason.rule}]" if reason else ""))
         out.print(rejected)
     best = answer.best
+    if best is not None and best.bands:
+        from .bandtext import lines as band_lines
+
+        out.print(clean(f"{best.gpu} 的误差范围（来自 gpukb validate 核对的已发表实测运行）：" if lang == "zh" else
+                        f"Error bands of {best.gpu}, from the published runs `gpukb validate` measures:"),
+                  markup=False, highlight=False)
+        for line in band_lines(best, lang):
+            out.print(clean(f"  {line}"), markup=False, highlight=False, soft_wrap=True)
     shown = [f for f in answer.findings if f.gpu is None or (best and f.gpu == best.gpu)]
     if shown:
         out.print("[bold]Findings[/]")

@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from .answer import Answer, build_answer
+from .bands import BandTable, of
 from .engine import ENGINE
 from .errors import EngineError
 from .launch import launch_commands, model_reference
@@ -21,9 +22,12 @@ if TYPE_CHECKING:
     from .kb import KnowledgeBase
 
 
-def ask(kb: KnowledgeBase, workload: Workload | dict[str, Any]) -> Answer:
+def ask(kb: KnowledgeBase, workload: Workload | dict[str, Any], bands: bool = True) -> Answer:
+    """The answer; with `bands`, each option's predicted numbers carry their error bands (gpukb.bands, derived
+    once per knowledge base). `gpukb validate` asks without them: its points are what the bands are made of."""
+    table = of(kb).table if bands else None
     with _cycle_collector_paused():
-        return _ask(kb, workload)
+        return _ask(kb, workload, table)
 
 
 @contextmanager
@@ -47,12 +51,12 @@ def _cycle_collector_paused() -> Iterator[None]:
         gc.enable()
 
 
-def _ask(kb: KnowledgeBase, workload: Workload | dict[str, Any]) -> Answer:
+def _ask(kb: KnowledgeBase, workload: Workload | dict[str, Any], bands: BandTable | None) -> Answer:
     w = parse_workload(workload)
     resolved, wfields = resolve(kb, w)
 
     def run(raised: dict[str, Raise], finish: Callable[[Collector], None] | None) -> Answer:
-        return _ask_once(kb, resolved, wfields, raised, finish)
+        return _ask_once(kb, resolved, wfields, raised, finish, bands)
 
     # latency targets: the fewest GPUs that meet them, by raising tensor parallelism where they are missed
     if not has_targets(resolved):
@@ -61,7 +65,7 @@ def _ask(kb: KnowledgeBase, workload: Workload | dict[str, Any]) -> Answer:
 
 
 def _ask_once(kb: KnowledgeBase, resolved: ResolvedWorkload, wfields: dict[str, Any], raised: dict[str, Raise],
-              finish: Callable[[Collector], None] | None) -> Answer:
+              finish: Callable[[Collector], None] | None, bands: BandTable | None) -> Answer:
     """One rules-engine session; `raised` sets tensor-parallel sizes per GPU type, `finish` adds steps
     that look at the whole answer (gpukb.sla) before it is built."""
     c = Collector(kb)
@@ -92,7 +96,8 @@ def _ask_once(kb: KnowledgeBase, resolved: ResolvedWorkload, wfields: dict[str, 
     reserve = policy["reserve_fraction"]
     return build_answer(c, kb.version, kb.content_hash, resolved, memory, prices,
                         launch=lambda strategy, plan: launch_commands(model_ref, resolved, strategy, reserve, plan,
-                                                                   kb.gpus[plan["gpu"]].fp8_flops is not None))
+                                                                   kb.gpus[plan["gpu"]].fp8_flops is not None),
+                        bands=bands)
 
 
 def _fleet(c: Collector, plans: list[dict[str, Any]]) -> dict[str, Any]:

@@ -9,6 +9,7 @@ import re
 from collections import defaultdict
 
 from ...answer import MEMORY_PARTS, Answer, Finding, Option
+from ...bandtext import lines as band_lines
 from ...fmt import duration, number
 from ...rules import STAGES
 from ...scenarios import Run
@@ -172,6 +173,11 @@ def summary(ctx: Context, here: str, a: Answer) -> list[str]:
         g = ctx.kb.gpus.get(best.gpu)
         out += [t("**Recommended:** ", "**推荐：** ") + _plan_line(ctx, here, best), "",
                 memory_bar(ctx, best.memory, best.usable_bytes, g.memory if g else None), ""]
+        banded = band_lines(best, ctx.lang)
+        if banded:  # how far each number may be off, from the published runs gpukb validate measures
+            out += [f"**{t('Error bands', '误差范围')}** " + t(
+                "(from the published measured runs of the same quantity; see the validation page)",
+                "（来自同一量的已发表实测运行）"), "", *(f"- {esc(line)}" for line in banded), ""]
         alternatives = a.options[1:1 + TOP_ALTERNATIVES]
         if alternatives:
             out += [f"**{t('Alternatives', '备选方案')}**", "",
