@@ -108,6 +108,8 @@ def ask(
     ttft_ms: Annotated[float | None, typer.Option(help="inference: time-to-first-token target in ms")] = None,
     tpot_ms: Annotated[float | None, typer.Option(help="inference: time-per-output-token target in ms")] = None,
     objective: Annotated[str | None, typer.Option(help="rank by speed (default) or cost")] = None,
+    region: Annotated[str | None, typer.Option(
+        help="training: ISO 3166 country code whose grid intensity sets the CO₂ (us default, fr, de, cn, ...)")] = None,
     activation_checkpointing: Annotated[bool | None, typer.Option(
         "--activation-checkpointing/--no-activation-checkpointing", help="default: the engine decides")] = None,
     flash_attention: Annotated[bool | None, typer.Option(
@@ -161,7 +163,7 @@ def ask(
         "master_weights": master_weights, "optimizer_in_backward": optimizer_in_backward,
         "mlp": mlp, "global_batch_size": global_batch_size, "prompt_len": prompt_len, "output_len": output_len,
         "kv_cache_precision": kv_cache_precision, "placement": placement, "ttft_ms": ttft_ms, "tpot_ms": tpot_ms,
-        "objective": objective, "framework": framework,
+        "objective": objective, "framework": framework, "region": region,
     }
     workload = {k: (v.value if isinstance(v, Enum) else v) for k, v in values.items() if v is not None}
     try:
@@ -205,7 +207,7 @@ def _print_answer(answer: Any, lang: Lang) -> None:
     w, m = answer.workload, answer.memory
     out.print(Text(clean(w.model), style="bold") + Text(clean(
         f" · {w.task} · {w.precision}" + (f" · {w.optimizer}" if w.optimizer else "")
-        + f" · seq {w.seq_len}   (kb {answer.kb_version})")))
+        + f" · seq {w.seq_len}" + (f" · grid {w.region}" if w.region else "") + f"   (kb {answer.kb_version})")))
     parts = ("weights", "gradients", "optimizer", "activations", "kv_cache", "overhead", "total")
     memory = Table(title="One replica, before sharding (GB = 1e9 bytes)", box=box.SIMPLE_HEAD, padding=(0, 1))
     headers = ("weights", "grads", "optimizer", "activations", "KV cache", "overhead", "total")
@@ -222,15 +224,13 @@ def _print_answer(answer: Any, lang: Lang) -> None:
         ("strategy", "left", [o.strategy.tag() for o in options]),
         ("tokens/s", "right", [f"{o.tokens_per_s:,.0f}" if o.tokens_per_s else "—" for o in options]),
         ("time to train", "right", [duration(o.time_to_train_s) if o.time_to_train_s else "" for o in options]),
-        ("MWh", "right", [f"{o.energy_kwh / 1000:,.3g}" if o.energy_kwh else "" for o in options]),
-        ("t CO₂", "right", [f"{o.co2_kg / 1000:,.3g}" if o.co2_kg else "" for o in options]),
         ("TTFT", "right", [f"{o.ttft_s * 1000:,.0f} ms" if o.ttft_s else "" for o in options]),
         ("ms/tok", "right", [f"{o.tpot_s * 1000:,.1f}" if o.tpot_s else "" for o in options]),
         ("pick", "center", ["*" if o.branch else "" for o in options]),
     ]
     if w.objective == "cost":  # ranked by cost, not by the article's tree: the cost columns replace memory and strategy
         picked = []
-        keep = ("GPU", "GPUs", "tokens/s", "time to train", "MWh", "t CO₂", "ms/tok")
+        keep = ("GPU", "GPUs", "tokens/s", "time to train", "ms/tok")
         columns = [c for c in columns if c[0] in keep]
         columns[2:2] = [
             ("$/h", "right", [f"{o.usd_per_hour:,.2f}" if o.usd_per_hour else "—" for o in options]),
@@ -245,6 +245,11 @@ def _print_answer(answer: Any, lang: Lang) -> None:
     for row in zip(*(cells for _, _, cells in columns), strict=True):
         table.add_row(*map(_cell, row))
     out.print(table)
+    energy = [f"{o.gpu} {o.energy_kwh / 1000:,.3g} MWh, {o.co2_kg / 1000:,.3g} t" for o in options
+              if o.energy_kwh and o.co2_kg]
+    if energy:  # beside the time to train: what the run draws at the data centre and emits on the workload's grid
+        out.print(clean(f"Energy and CO₂ (facility, grid '{w.region}'; rec.energy.training): " + "; ".join(energy)),
+                  markup=False, highlight=False)
     if picked:
         out.print(f"* the article's pick: its decision tree ({', '.join(picked)}) prefers these GPUs, so they rank "
                   "first; the rest follow by effective tokens/s", markup=False, highlight=False, soft_wrap=False)

@@ -15,10 +15,11 @@ from typing import Any
 
 from . import bands, expr
 from .answer import Answer, Option
+from .energy import SCOPE_VALUE
 from .errors import ASK_ERRORS
 from .kb import KnowledgeBase
 from .resolve import workload_fact
-from .schema import Measurement
+from .schema import ENERGY_QUANTITIES, Measurement
 
 THRESHOLD_POLICIES = {"median_error": "validation-median-error", "within_25": "validation-within-25",
                       "band_calibration": bands.CALIBRATION_POLICY}
@@ -29,12 +30,14 @@ VALUES_BEHIND = {
     "training": ("tokens_per_s", "efficiency", "utilisation", "time_to_train_s", "mfu", "flop_per_token"),
     "decode": ("tokens_per_s", "tpot_s", "ttft_s", "step_time_s", "bytes_per_step"),
     "memory": ("per_gpu_bytes", "weights", "activations", "optimizer", "gradients", "kv_cache", "total"),
+    "energy": ("gpu_hours", "gpu_kwh", "it_kwh", "energy_kwh", "co2_kg"),
 }
 KIND_OF = {
     "training_tokens_per_s_per_gpu": "training", "model_tflops_per_gpu": "training",
     "hardware_tflops_per_gpu": "training", "mfu": "training", "gpu_hours": "training",
     "decode_tokens_per_s": "decode", "decode_tokens_per_s_total": "decode", "ttft_s": "decode",
     "peak_memory_per_gpu": "memory", "fewest_gpus": "memory",
+    "training_energy_kwh": "energy", "training_co2_kg": "energy",
 }
 
 
@@ -163,6 +166,8 @@ def predict(m: Measurement, answer: Answer, kb: KnowledgeBase | None = None) -> 
     if q == "peak_memory_per_gpu":  # an allocator's peak holds no CUDA context or NCCL buffers: the runtime overhead
         allocator = m.memory_counter == "allocator"
         return float(option.per_gpu_bytes - (option.memory.overhead if allocator else 0)), option
+    if q in ENERGY_QUANTITIES:
+        return _energy_as_published(m, option), option
     if q == "ttft_s":
         return _need(option.ttft_s, "time to first token"), option
     if q == "decode_tokens_per_s":
@@ -184,6 +189,18 @@ def predict(m: Measurement, answer: Answer, kb: KnowledgeBase | None = None) -> 
     if q == "mfu":
         return _need(option.mfu, "model FLOPs utilisation") * per_token_as_published / per_token, option
     return tokens_per_s / option.count * per_token_as_published, option
+
+
+def _energy_as_published(m: Measurement, option: Option) -> float:
+    """The energy (or CO₂) of the source's own GPU-hours, in the part of the estimate its figure counts
+    (GPU boards, servers or the facility): the point checks gpukb's power, PUE and grid intensity; whether
+    gpukb predicts the GPU-hours themselves is what the run's gpu_hours point checks."""
+    assert m.energy_scope is not None and m.gpu_hours is not None  # the schema requires both
+    hours = _need(_traced(option, "gpu_hours"), "energy estimate (give tokens)")
+    kwh = m.gpu_hours * _need(_traced(option, SCOPE_VALUE[m.energy_scope]), "energy estimate") / hours
+    if m.quantity == "training_energy_kwh":
+        return kwh
+    return kwh * _need(option.co2_kg, "CO₂ estimate") / _need(option.energy_kwh, "energy estimate")
 
 
 _parsed = lru_cache(maxsize=256)(expr.parse)  # a measurement's FLOP formula, checked when its file loaded

@@ -94,6 +94,9 @@ class Workload(BaseModel):
     tpot_ms: float | None = Field(default=None, gt=0, le=1e9, allow_inf_nan=False,
                                   description="inference: SLA target for the time per output token, in ms")
     objective: Objective = Field(default="speed", description="rank options by 'speed' (default) or 'cost'")
+    region: str | None = Field(default=None, pattern=r"^[a-z]{2}$", description=(
+        "training: where the run draws its electricity, a lower-case ISO 3166 country code ('us', 'fr', 'de'); "
+        "sets the grid intensity of co2_kg (policies grid-intensity-<code>); default 'us'"))
     activation_checkpointing: bool | None = None
     flash_attention: bool = Field(default=True, description=(
         "training: fused (flash) attention keeps the s×s attention scores out of GPU memory; false for stacks "
@@ -238,6 +241,8 @@ class ResolvedWorkload(BaseModel):
     ttft_ms: float | None = Field(default=None, exclude_if=lambda v: v is None)
     tpot_ms: float | None = Field(default=None, exclude_if=lambda v: v is None)
     objective: Objective = Field(default="speed", exclude_if=lambda v: v == "speed")
+    # training: the region whose grid intensity co2_kg uses (the default named when none was given)
+    region: str | None = Field(default=None, exclude_if=lambda v: v is None)
     flash_attention: bool = Field(default=True, exclude_if=lambda v: v)
     # Only some architectures have these; left out of the JSON where they do not apply.
     expert_params: int = Field(default=0, exclude_if=lambda v: v == 0,

@@ -133,6 +133,10 @@ def _plan_line(ctx: Context, here: str, o: Option) -> str:
         facts.append(ctx.t(f"{_run_cost(o)} per million tokens", f"每百万 token {_run_cost(o)}"))
     elif o.cost_usd:
         facts.append(ctx.t(f"{_run_cost(o)} to train", f"训练成本 {_run_cost(o)}"))
+    if o.energy_kwh and o.co2_kg:
+        mwh, tonnes = f"{o.energy_kwh / 1000:,.3g} MWh", f"{o.co2_kg / 1000:,.3g} t CO₂"
+        facts.append(ctx.t(f"{mwh} at the data centre and {tonnes} on the grid of its region",
+                           f"数据中心耗电 {mwh}，按所在地区电网排放 {tonnes}"))
     return line + ctx.t("; ", "；") + ctx.t("; ", "；").join(facts) + ctx.t(".", "。")
 
 

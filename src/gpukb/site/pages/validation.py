@@ -15,7 +15,7 @@ from .common import h1
 # the picture: both axes relative to the median measured value of each point's quantity, so tokens/s,
 # bytes and hours share one chart and the diagonal means "predicted = measured"
 SIZE, PAD = 560, 56
-COLOURS = {"training": "#1f77b4", "decode": "#d62728", "memory": "#2ca02c"}
+COLOURS = {"training": "#1f77b4", "decode": "#d62728", "memory": "#2ca02c", "energy": "#9467bd"}
 
 
 def _scaled(points: list[Point]) -> list[tuple[float, float, Point]]:
