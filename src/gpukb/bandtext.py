@@ -32,7 +32,7 @@ def _unit(field: str, value: float) -> tuple[float, str, str]:
 
 # field -> its name in English and Chinese
 SHOWN: dict[str, tuple[str, str]] = {
-    "tokens_per_s": ("tokens/s", "吞吐（token/s）"), "mfu": ("MFU", "MFU"), "time_to_train_s": ("time to train", "训练用时"),
+    "tokens_per_s": ("tokens/s", "吞吐（tokens/s）"), "mfu": ("MFU", "MFU"), "time_to_train_s": ("time to train", "训练用时"),
     "cost_usd": ("cost", "成本"), "energy_kwh": ("energy", "能耗"), "co2_kg": ("CO₂", "CO₂"), "ttft_s": ("TTFT", "首 token 时延"),
     "tpot_s": ("time per output token", "每个输出 token 用时"), "usd_per_million_tokens": ("$/M tokens", "每百万 token 美元"),
     "per_gpu_bytes": ("memory per GPU", "每卡显存"), "count": ("GPUs", "GPU 数"),
