@@ -249,7 +249,7 @@ def _print_answer(answer: Any, lang: Lang) -> None:
               if o.energy_kwh and o.co2_kg]
     if energy:  # beside the time to train: what the run draws at the data centre and emits on the workload's grid
         out.print(clean(f"Energy and CO₂ (facility, grid '{w.region}'; rec.energy.training): " + "; ".join(energy)),
-                  markup=False, highlight=False)
+                  markup=False, highlight=False, soft_wrap=False)
     if picked:
         out.print(f"* the article's pick: its decision tree ({', '.join(picked)}) prefers these GPUs, so they rank "
                   "first; the rest follow by effective tokens/s", markup=False, highlight=False, soft_wrap=False)
@@ -267,9 +267,9 @@ def _print_answer(answer: Any, lang: Lang) -> None:
 
         out.print(clean(f"{best.gpu} 的误差范围（来自 gpukb validate 核对的已发表实测运行）：" if lang == "zh" else
                         f"Error bands of {best.gpu}, from the published runs `gpukb validate` measures:"),
-                  markup=False, highlight=False)
+                  markup=False, highlight=False, soft_wrap=False)
         for line in band_lines(best, lang):
-            out.print(clean(f"  {line}"), markup=False, highlight=False, soft_wrap=True)
+            out.print(clean(f"  {line}"), markup=False, highlight=False, soft_wrap=False)
     shown = [f for f in answer.findings if f.gpu is None or (best and f.gpu == best.gpu)]
     if shown:
         out.print("[bold]Findings[/]")
