@@ -84,6 +84,9 @@ def test_the_bands_are_derived_from_the_measurements_once_per_knowledge_base(kb,
     kb.ask(PRETRAIN)
     kb.ask(PRETRAIN)
     assert bands.of(kb) is first
+    # an option's bands are made when read, not by the ask: an ask that reads none pays nothing for them
+    best = kb.ask(PRETRAIN).best
+    assert "bands" not in best.__dict__ and best.bands and "bands" in best.__dict__
     monkeypatch.undo()
     # a knowledge base with other measurements derives bands of its own: they are data, not typed in
     kept = {k: m for k, m in kb.measurements.items() if m.source != "torchtitan-performance-2025-01"}

@@ -6,13 +6,13 @@ other and with the knowledge base's caches, so none may be changed through one a
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from functools import cached_property
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, computed_field, model_validator
 
-from .bands import BandTable, for_option
+from .bands import FIELDS, Bands, for_option
 from .fmt import Lang, gb
 from .trace import Collector, TraceStep
 from .words import say
@@ -159,13 +159,37 @@ class Option(BaseModel):
     # training with tokens: facility energy and its emissions at the workload's grid (rec.energy.training)
     energy_kwh: float | None = None
     co2_kg: float | None = None
-    # predicted field name -> its error band from the published measurements (gpukb.bands)
-    bands: dict[str, ErrorBand] = {}
     score: float
     tier: int
     branch: str | None
     findings: tuple[Finding, ...]
     trace: tuple[TraceStep, ...]
+
+    # what the error bands are drawn from (the knowledge base's bands, the task, the decode batch): they are
+    # made when first read (JSON, the command line, the site), so an ask that reads none pays nothing for them
+    _banding: tuple[Bands, str, int] | None = PrivateAttr(default=None)
+    _loaded_bands: dict[str, ErrorBand] | None = PrivateAttr(default=None)  # an answer read back from its JSON
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _read_bands(cls, data: Any, handler: Any) -> Option:
+        """An option read back from JSON keeps the bands it was written with (they are computed, not inputs)."""
+        if not (isinstance(data, dict) and "bands" in data):
+            return handler(data)  # type: ignore[no-any-return]
+        data = dict(data)
+        written = data.pop("bands") or {}
+        option: Option = handler(data)
+        option._loaded_bands = {name: ErrorBand.model_validate(band) for name, band in written.items()}
+        return option
+
+    @computed_field  # type: ignore[prop-decorator]
+    @cached_property
+    def bands(self) -> dict[str, ErrorBand]:
+        """Predicted field name -> its error band from the published measurements (gpukb.bands)."""
+        if self._banding is None:
+            return self._loaded_bands or {}
+        table, task, batch_size = self._banding
+        return error_bands(table, self, task, batch_size)
 
     @cached_property
     def deciding_finding(self) -> Finding | None:
@@ -266,11 +290,11 @@ def cost_sort_key(o: Option, usd_per_million_tokens: float | None) -> tuple[Any,
     return (not priced, usd_per_million_tokens if priced else 0.0, -o.score, o.count, o.gpu)
 
 
-def error_bands(table: BandTable, values: Mapping[str, Any], workload: ResolvedWorkload,
-                nodes: int) -> dict[str, ErrorBand]:
+def error_bands(bands: Bands, option: Option, task: str, batch_size: int) -> dict[str, ErrorBand]:
     """An option's predicted numbers with their bands, in the numbers' own units."""
+    values = {name: getattr(option, name) for name in FIELDS}
     out = {}
-    for name, band in for_option(table, values, workload.task, nodes, workload.batch_size).items():
+    for name, band in for_option(bands, values, task, option.strategy.nodes, batch_size):
         low, high = band.around(values[name]) if band.banded else (None, None)
         out[name] = ErrorBand(low=low, high=high, coverage=band.coverage, points=band.points, regime=band.regime)
     return out
@@ -279,7 +303,7 @@ def error_bands(table: BandTable, values: Mapping[str, Any], workload: ResolvedW
 def build_answer(c: Collector, kb_version: str, kb_hash: str, workload: ResolvedWorkload,
                  memory: dict[str, Any], prices: dict[str, float],
                  launch: Callable[[Strategy, dict[str, Any]], dict[str, str]] | None = None,
-                 bands: BandTable | None = None) -> Answer:
+                 bands: Bands | None = None) -> Answer:
     of_kind: dict[str, list[dict[str, Any]]] = {}
     for fact in c.facts.values():
         of_kind.setdefault(fact["kind"], []).append(fact)
@@ -334,7 +358,9 @@ def build_answer(c: Collector, kb_version: str, kb_hash: str, workload: Resolved
             findings=[finding_of[f["fid"]] for f in own],
             trace=_lineage(c, related),
         )
-        option = Option(**values, bands=error_bands(bands, values, workload, plan["nodes"]) if bands and fits else {})
+        option = Option(**values)
+        if bands is not None and fits:
+            option._banding = (bands, workload.task, workload.batch_size)
         (options if fits else rejected).append(option)
         if cost:
             per_token[gpu] = cost["usd_per_million_tokens"]

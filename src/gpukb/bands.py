@@ -15,6 +15,7 @@ the packaged copy of kbcache), never typed: attaching bands to an answer is a fe
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import threading
 from collections.abc import Iterable, Mapping
@@ -95,7 +96,6 @@ def interval(ratios: Iterable[float], coverage: float) -> tuple[float, float]:
 
 # (field, task, regime) -> the ratios predicted / measured of that field and the source of each
 Samples = dict[tuple[str, str, str], list[tuple[float, str]]]
-BandTable = Mapping[tuple[str, str, str], "Band"]
 
 
 def samples(points: Iterable[Point]) -> Samples:
@@ -180,6 +180,15 @@ def calibrate(points: list[Point], coverage: float, min_points: int) -> Calibrat
 class Bands:
     table: dict[tuple[str, str, str], Band]
     calibration: Calibration
+    # (task group, regime) -> the band of each field, picked once: an ask only looks them up
+    _picked: dict[tuple[str, str], tuple[tuple[str, Band], ...]] = dataclasses.field(
+        default_factory=dict, compare=False, repr=False)
+
+    def picked(self, task_group: str, reg: str) -> tuple[tuple[str, Band], ...]:
+        key = (task_group, reg)
+        if key not in self._picked:
+            self._picked[key] = tuple((f, b) for f in FIELDS if (b := pick(self.table, f, task_group, reg)) is not None)
+        return self._picked[key]
 
 
 def compute(kb: KnowledgeBase, points: list[Point] | None = None) -> Bands:
@@ -206,16 +215,8 @@ def of(kb: KnowledgeBase) -> Bands:
     return found
 
 
-def for_option(table: Mapping[tuple[str, str, str], Band], values: Mapping[str, Any], task: str,
-               nodes: int, batch_size: int) -> dict[str, Band]:
+def for_option(bands: Bands, values: Mapping[str, Any], task: str, nodes: int,
+               batch_size: int) -> list[tuple[str, Band]]:
     """The band of every field in `values` that has a prediction and points that measured it."""
-    out = {}
-    for field in FIELDS:
-        value = values.get(field)
-        if not value:
-            continue
-        task_group = "inference" if task == "inference" else "training"
-        band = pick(table, field, task_group, regime(task_group, nodes, batch_size))
-        if band is not None:
-            out[field] = band
-    return out
+    task_group = "inference" if task == "inference" else "training"
+    return [(f, b) for f, b in bands.picked(task_group, regime(task_group, nodes, batch_size)) if values.get(f)]

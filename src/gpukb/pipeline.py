@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from .answer import Answer, build_answer
-from .bands import BandTable, of
+from .bands import Bands, of
 from .engine import ENGINE
 from .errors import EngineError
 from .launch import launch_commands, model_reference
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 def ask(kb: KnowledgeBase, workload: Workload | dict[str, Any], bands: bool = True) -> Answer:
     """The answer; with `bands`, each option's predicted numbers carry their error bands (gpukb.bands, derived
     once per knowledge base). `gpukb validate` asks without them: its points are what the bands are made of."""
-    table = of(kb).table if bands else None
+    table = of(kb) if bands else None
     with _cycle_collector_paused():
         return _ask(kb, workload, table)
 
@@ -51,7 +51,7 @@ def _cycle_collector_paused() -> Iterator[None]:
         gc.enable()
 
 
-def _ask(kb: KnowledgeBase, workload: Workload | dict[str, Any], bands: BandTable | None) -> Answer:
+def _ask(kb: KnowledgeBase, workload: Workload | dict[str, Any], bands: Bands | None) -> Answer:
     w = parse_workload(workload)
     resolved, wfields = resolve(kb, w)
 
@@ -65,7 +65,7 @@ def _ask(kb: KnowledgeBase, workload: Workload | dict[str, Any], bands: BandTabl
 
 
 def _ask_once(kb: KnowledgeBase, resolved: ResolvedWorkload, wfields: dict[str, Any], raised: dict[str, Raise],
-              finish: Callable[[Collector], None] | None, bands: BandTable | None) -> Answer:
+              finish: Callable[[Collector], None] | None, bands: Bands | None) -> Answer:
     """One rules-engine session; `raised` sets tensor-parallel sizes per GPU type, `finish` adds steps
     that look at the whole answer (gpukb.sla) before it is built."""
     c = Collector(kb)
