@@ -12,7 +12,7 @@ from gpukb import bands
 from gpukb.answer import ErrorBand
 from gpukb.bandtext import banded
 from gpukb.cli import app
-from gpukb.validation import Point, validate
+from gpukb.validation import Point, bands_of, validate
 
 runner = CliRunner()
 PRETRAIN = {"model": "llama-2-7b", "task": "pretrain", "tokens": "2T", "gpus": ["h100-sxm-80gb"]}
@@ -34,7 +34,7 @@ def test_the_interval_is_the_split_conformal_order_statistics():
 def test_each_band_is_the_interval_of_its_fields_ratios_on_the_shipped_points(shipped, kb):
     """Recomputed here from the validation points: tokens/s of single-node training and time per output token
     (the inverse of decode tokens/s, so its ratios are inverted)."""
-    table = bands.of(kb).table
+    table = bands_of(kb).table
     coverage, least = kb.policy("band-coverage"), kb.policy("band-min-points")
     single = [p.ratio for p in shipped.points if p.ratio and p.regime == "single-node"
               and p.quantity in ("training_tokens_per_s_per_gpu", "model_tflops_per_gpu", "hardware_tflops_per_gpu",
@@ -52,7 +52,7 @@ def test_each_band_is_the_interval_of_its_fields_ratios_on_the_shipped_points(sh
 def test_an_answer_carries_a_band_for_each_predicted_number_in_its_units(kb):
     answer = kb.ask(PRETRAIN)
     best = answer.best
-    table = bands.of(kb).table
+    table = bands_of(kb).table
     b = best.bands["tokens_per_s"]
     own = table[("tokens_per_s", "training", "single-node")]  # 2 H100s: one node
     assert b.points == own.points and b.coverage == pytest.approx(0.8)
@@ -75,15 +75,15 @@ def test_multi_node_training_has_its_own_band(kb):
                    "placement": "all"}).best
     assert best.strategy.nodes > 1
     assert best.bands["tokens_per_s"].regime == "multi-node"
-    assert best.bands["tokens_per_s"].points == bands.of(kb).table[("tokens_per_s", "training", "multi-node")].points
+    assert best.bands["tokens_per_s"].points == bands_of(kb).table[("tokens_per_s", "training", "multi-node")].points
 
 
 def test_the_bands_are_derived_from_the_measurements_once_per_knowledge_base(kb, monkeypatch):
-    first = bands.of(kb)
+    first = bands_of(kb)
     monkeypatch.setattr(bands, "compute", lambda *a, **k: pytest.fail("bands derived again"))
     kb.ask(PRETRAIN)
     kb.ask(PRETRAIN)
-    assert bands.of(kb) is first
+    assert bands_of(kb) is first
     # an option's bands are made when read, not by the ask: an ask that reads none pays nothing for them
     best = kb.ask(PRETRAIN).best
     assert "bands" not in best.__dict__ and best.bands and "bands" in best.__dict__
@@ -92,7 +92,7 @@ def test_the_bands_are_derived_from_the_measurements_once_per_knowledge_base(kb,
     kept = {k: m for k, m in kb.measurements.items() if m.source != "torchtitan-performance-2025-01"}
     other = dataclasses.replace(kb, tables={**kb.tables, "measurements": kept})
     assert other.derived == {}
-    mine, theirs = bands.of(kb).table, bands.of(other).table
+    mine, theirs = bands_of(kb).table, bands_of(other).table
     assert mine[("per_gpu_bytes", "any", bands.ALL)].points > theirs[("per_gpu_bytes", "any", bands.ALL)].points
 
 

@@ -17,15 +17,19 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from statistics import median
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from .kb import KnowledgeBase
-    from .validation import Point
+
+class Point(Protocol):
+    """A validation point (gpukb.validation.Point) as the bands read it."""
+
+    quantity: str
+    ratio: float | None  # predicted / measured; None: no prediction
+    source: str
+    regime: str
 
 COVERAGE_POLICY = "band-coverage"
 MIN_POINTS_POLICY = "band-min-points"
@@ -191,28 +195,9 @@ class Bands:
         return self._picked[key]
 
 
-def compute(kb: KnowledgeBase, points: list[Point] | None = None) -> Bands:
-    """The bands of a knowledge base from its validation points (run here when not given)."""
-    if points is None:
-        from .validation import validate
-
-        points = validate(kb).points
-    coverage, least = kb.policy(COVERAGE_POLICY), int(kb.policy(MIN_POINTS_POLICY))
-    return Bands(derive(samples(points), coverage, least), calibrate(points, coverage, least))
-
-
-_LOCK = threading.Lock()
-
-
-def of(kb: KnowledgeBase) -> Bands:
-    """The knowledge base's bands, derived on first use and kept with it (validation's asks carry none)."""
-    found = kb.derived.get("bands")
-    if found is None:
-        with _LOCK:
-            found = kb.derived.get("bands")
-            if found is None:
-                found = kb.derived["bands"] = compute(kb)
-    return found
+def compute(points: list[Point], coverage: float, min_points: int) -> Bands:
+    """The bands validation points give, and their leave-one-source-out calibration."""
+    return Bands(derive(samples(points), coverage, min_points), calibrate(points, coverage, min_points))
 
 
 def for_option(bands: Bands, values: Mapping[str, Any], task: str, nodes: int,

@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from .answer import Answer, build_answer
-from .bands import Bands, of
+from .bands import Bands
 from .engine import ENGINE
 from .errors import EngineError
 from .launch import launch_commands, model_reference
@@ -16,6 +16,7 @@ from .planner import Raise, plan_gpu, replica_cache
 from .resolve import gpu_fact, policy_fact, resolve
 from .sla import fewest_meeting, has_targets
 from .trace import Collector, Value
+from .validation import bands_of
 from .workload import ResolvedWorkload, Workload, parse_workload
 
 if TYPE_CHECKING:
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
 def ask(kb: KnowledgeBase, workload: Workload | dict[str, Any], bands: bool = True) -> Answer:
     """The answer; with `bands`, each option's predicted numbers carry their error bands (gpukb.bands, derived
     once per knowledge base). `gpukb validate` asks without them: its points are what the bands are made of."""
-    table = of(kb) if bands else None
+    table = bands_of(kb) if bands else None
     with _cycle_collector_paused():
         return _ask(kb, workload, table)
 

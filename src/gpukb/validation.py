@@ -8,6 +8,7 @@ and the share of points within ±25%, overall and per quantity. A point gpukb ca
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from statistics import median
@@ -237,12 +238,33 @@ def validate(kb: KnowledgeBase) -> Validation:
     quantities = sorted({p.quantity for p in points})
     thresholds = {name: kb.policy(pid) for name, pid in THRESHOLD_POLICIES.items() if pid in kb.policies}
     frameworks = sorted({p.framework for p in points})
-    derived = bands.compute(kb, points) if bands.COVERAGE_POLICY in kb.policies else None
+    derived = _bands(kb, points) if bands.COVERAGE_POLICY in kb.policies else None
     if derived is not None:
         kb.derived.setdefault("bands", derived)  # the same points: answers asked later need not run them again
     return Validation(points, Summary.of(points),
                       {q: Summary.of([p for p in points if p.quantity == q]) for q in quantities}, thresholds,
                       {f: Summary.of([p for p in points if p.framework == f]) for f in frameworks}, derived)
+
+
+def _bands(kb: KnowledgeBase, points: list[Point]) -> bands.Bands:
+    return bands.compute(points, kb.policy(bands.COVERAGE_POLICY), int(kb.policy(bands.MIN_POINTS_POLICY)))
+
+
+_BANDS_LOCK = threading.Lock()
+
+
+def bands_of(kb: KnowledgeBase) -> bands.Bands:
+    """The knowledge base's error bands, derived from its validation points on first use and kept with it
+    (kb.derived, pickled with the packaged copy): an ask then only looks them up. Validation's own asks
+    carry none, so deriving them never asks for them."""
+    found = kb.derived.get("bands")
+    if found is None:
+        with _BANDS_LOCK:
+            found = kb.derived.get("bands")
+            if found is None:
+                points = [check_point(kb, m) for _, m in sorted(kb.measurements.items()) if m.status != "deprecated"]
+                found = kb.derived["bands"] = _bands(kb, points)
+    return found
 
 
 def compare(base: Validation, head: Validation, limit: int = 10) -> list[tuple[str, float | None, float | None]]:
