@@ -798,3 +798,14 @@ def test_the_chinese_site_says_verdicts_stages_and_the_quick_start_in_chinese(si
     assert english and all(label == value for value, label in english)
     step = next(page for path, page in site_zh.pages.items() if path.startswith("scenarios/") and "<th>表达式</th>" in page)
     assert "<th>Expression</th>" not in step
+
+
+def test_scenario_pages_show_the_error_bands_and_the_validation_page_their_calibration(site, site_zh):
+    run = next(r for r in site.runs if r.answer.best and r.answer.best.bands.get("tokens_per_s"))
+    page = site.pages[P.scenario_page(run.scenario.id)]
+    summary = page[page.index("## Summary"):page.index("## Memory")]
+    band = run.answer.best.bands["tokens_per_s"]
+    assert "**Error bands**" in summary and f"80% of {band.points} measured runs)" in summary
+    assert "**误差范围**" in site_zh.pages[P.scenario_page(run.scenario.id)]
+    validation = site.pages[P.VALIDATION]
+    assert "{#bands}" in validation and "Calibration: each source's points against bands" in validation

@@ -36,7 +36,8 @@ def test_the_shipped_measurements_cover_what_the_calibration_needs(kb):
 
 def test_the_shipped_set_passes_the_thresholds_in_the_policies(shipped, kb):
     assert shipped.thresholds == {"median_error": kb.policy("validation-median-error"),
-                                  "within_25": kb.policy("validation-within-25")}
+                                  "within_25": kb.policy("validation-within-25"),
+                                  "band_calibration": kb.policy("band-calibration-floor")}
     assert shipped.passed
     assert shipped.overall.median_error <= kb.policy("validation-median-error")
     assert shipped.overall.within_25 >= kb.policy("validation-within-25")

@@ -31,10 +31,10 @@ __all__ = [
 __version__ = "0.1.0"
 
 
-def _ask(kb: KnowledgeBase, workload: Workload | dict[str, Any]) -> Answer:
+def _ask(kb: KnowledgeBase, workload: Workload | dict[str, Any], bands: bool = True) -> Answer:
     from .pipeline import ask as run  # the engine and durable-rules load with the first ask, not with gpukb
 
-    return run(kb, workload)
+    return run(kb, workload, bands)
 
 
 def _render(answer: Answer, lang: Lang) -> str:

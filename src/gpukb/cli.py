@@ -113,6 +113,8 @@ def ask(
     tpot_ms: Annotated[float | None, typer.Option(help="inference: time-per-output-token target in ms")] = None,
     objective: Annotated[str | None, typer.Option(
         help="rank by speed (default), cost (cheapest per token) or gpus (fewest GPUs, then speed)")] = None,
+    region: Annotated[str | None, typer.Option(
+        help="training: ISO 3166 country code whose grid intensity sets the CO₂ (us default, fr, de, cn, ...)")] = None,
     activation_checkpointing: Annotated[bool | None, typer.Option(
         "--activation-checkpointing/--no-activation-checkpointing", help="default: the engine decides")] = None,
     flash_attention: Annotated[bool | None, typer.Option(
@@ -169,7 +171,7 @@ def ask(
         "master_weights": master_weights, "optimizer_in_backward": optimizer_in_backward,
         "mlp": mlp, "global_batch_size": global_batch_size, "prompt_len": prompt_len, "output_len": output_len,
         "kv_cache_precision": kv_cache_precision, "placement": placement, "ttft_ms": ttft_ms, "tpot_ms": tpot_ms,
-        "objective": objective, "framework": framework, "deadline_days": deadline_days,
+        "objective": objective, "framework": framework, "deadline_days": deadline_days, "region": region,
     }
     workload = {k: (v.value if isinstance(v, Enum) else v) for k, v in values.items() if v is not None}
     try:
@@ -220,7 +222,8 @@ def _print_answer(answer: Any, lang: Lang) -> None:
     w, m = answer.workload, answer.memory
     out.print(Text(clean(w.model), style="bold") + Text(clean(
         f" · {term(lang, w.task)} · {w.precision}" + (f" · {w.optimizer}" if w.optimizer else "")
-        + f" · {label(lang, 'seq')} {w.seq_len}   (kb {answer.kb_version})")))
+        + f" · {label(lang, 'seq')} {w.seq_len}" + (f" · {label(lang, 'grid')} {w.region}" if w.region else "")
+        + f"   (kb {answer.kb_version})")))
     if answer.summary is not None:  # the decision first, then the figures behind it
         head, *rest = answer.summary.lines(lang, shown=8)
         out.print(Text(clean(head), style="bold"), soft_wrap=False)  # wrapped to the terminal, at spaces
@@ -275,6 +278,11 @@ def _print_answer(answer: Any, lang: Lang) -> None:
     for row in zip(*(cells for _, _, cells in columns), strict=True):
         table.add_row(*map(_cell, row))
     out.print(table)
+    energy = [f"{o.gpu} {o.energy_kwh / 1000:,.3g} MWh, {o.co2_kg / 1000:,.3g} t" for o in options
+              if o.energy_kwh and o.co2_kg]
+    if energy:  # beside the time to train: what the run draws at the data centre and emits on the workload's grid
+        out.print(clean(f"Energy and CO₂ (facility, grid '{w.region}'; rec.energy.training): " + "; ".join(energy)),
+                  markup=False, highlight=False, soft_wrap=False)
     if picked:
         out.print(label(lang, "* the article's pick: its decision tree ({branches}) prefers these GPUs; they are marked, "
                             "not ranked up", branches=", ".join(picked)), markup=False, highlight=False, soft_wrap=False)
@@ -287,6 +295,14 @@ def _print_answer(answer: Any, lang: Lang) -> None:
             rejected.add_row(_cell(o.gpu), _cell(f"{reason.text(lang)} [{reason.rule}]" if reason else ""))
         out.print(rejected)
     best = answer.best
+    if best is not None and best.bands:
+        from .bandtext import lines as band_lines
+
+        out.print(clean(f"{best.gpu} 的误差范围（来自 gpukb validate 核对的已发表实测运行）：" if lang == "zh" else
+                        f"Error bands of {best.gpu}, from the published runs `gpukb validate` measures:"),
+                  markup=False, highlight=False, soft_wrap=False)
+        for line in band_lines(best, lang):
+            out.print(clean(f"  {line}"), markup=False, highlight=False, soft_wrap=False)
     shown = [f for f in answer.findings if f.gpu is None or (best and f.gpu == best.gpu)]
     if shown:
         out.print(f"[bold]{label(lang, 'Findings')}[/]")

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary
 
 from .architecture import count_parameters
+from .energy import grid
 from .errors import KBDefectError, WorkloadError
 from .hfconfig import load_model
 from .hub import REPO_ID
@@ -26,7 +27,9 @@ POLICY_IDS = {"reserve_fraction": "reserve-fraction", "runtime_overhead": "runti
               "allreduce_hop_latency_nvlink": "allreduce-hop-latency-nvlink",
               "allreduce_hop_latency_pcie": "allreduce-hop-latency-pcie",
               "pipeline_microbatches_per_stage": "pipeline-microbatches-per-stage",
-              "host_memory_per_gpu": "host-memory-per-gpu", "consumer_nodes": "consumer-nodes"}
+              "host_memory_per_gpu": "host-memory-per-gpu", "consumer_nodes": "consumer-nodes",
+              "training_gpu_power_fraction": "training-gpu-power-fraction",
+              "node_other_power_fraction": "node-other-power-fraction", "datacenter_pue": "datacenter-pue"}
 # Policies whose value depends on the GPU generation: the entry listing the GPU's architecture, else
 # the default (the entry of this id, which lists none). They become fields of the gpu fact.
 GPU_POLICIES = {"utilisation": "mfu", "node_network_bandwidth": "node-network-bandwidth",
@@ -256,7 +259,7 @@ def resolve(kb: KnowledgeBase, w: Workload) -> tuple[ResolvedWorkload, dict[str,
         micro_batch_size=w.micro_batch_size if training else 0, batch_size=w.batch_size if not training else 0,
         global_batch_size=w.global_batch_size, prompt_len=w.prompt_len, output_len=w.output_len,
         kv_cache_precision=w.kv_cache_precision, ttft_ms=w.ttft_ms, tpot_ms=w.tpot_ms, objective=w.objective,
-        deadline_days=deadline_days, placement=w.placement,
+        deadline_days=deadline_days, placement=w.placement, region=grid(kb, w.region)[0] if training or w.region else None,
         activation_checkpointing=w.activation_checkpointing, flash_attention=w.flash_attention,
         lora_rank=w.lora_rank if w.task in ("lora", "qlora") else None,
         gpu_count=w.gpu_count, gpus=list(gpus), tokens=w.tokens, zero_stage=w.zero_stage,
@@ -345,7 +348,16 @@ def workload_fact(kb: KnowledgeBase, w: ResolvedWorkload) -> dict[str, Any]:
         "gpu_count": w.gpu_count or 0, "dp_hint": min(w.gpu_count or 8, 8),
         "ttft_ms": w.ttft_ms or 0, "tpot_ms": w.tpot_ms or 0, "objective": w.objective,
         "kv_cache_precision": w.kv_cache_precision or "",
+        **_grid_fields(kb, w),
     }
+
+
+def _grid_fields(kb: KnowledgeBase, w: ResolvedWorkload) -> dict[str, Any]:
+    """The grid a training run draws on (gpukb.energy): its region, policy and gCO₂ per kWh."""
+    if w.region is None:
+        return {"region": "", "grid_policy": "", "grid_intensity": 0.0}
+    region, pid, intensity = grid(kb, w.region)
+    return {"region": region, "grid_policy": pid, "grid_intensity": intensity}
 
 
 # policy_fact's result per knowledge base, which it depends on alone (making it was 0.7% of a single-GPU ask)

@@ -204,7 +204,7 @@ def record(index: int, workload: dict[str, Any], answer: Any) -> dict[str, Any]:
                          **({"cp": s.context_parallel} if s.context_parallel > 1 else {})},
             "per_gpu_bytes": best.per_gpu_bytes, "tokens_per_s": best.tokens_per_s,
             **{name: value for name in ("time_to_train_s", "ttft_s", "tpot_s", "usd_per_hour", "cost_usd",
-                                        "usd_per_million_tokens", "max_concurrency")
+                                        "usd_per_million_tokens", "max_concurrency", "energy_kwh", "co2_kg")
                if (value := getattr(best, name)) is not None},
         }
     out["fits"] = {o.gpu: o.fits for o in sorted((*answer.options, *answer.rejected), key=lambda o: o.gpu)}
