@@ -129,6 +129,8 @@ ENGLISH_IN_CHINESE = {
     "NCCL", "all-reduce", "all-gather", "reduce-scatter", "Transformer", "Engine", "Tensor", "Core", "HBM", "vLLM", "SGLang",
     # 1e9; the decision tree's branches, named as in rules/recommendations
     "e", "T", "W", "NF", "lora-consumer", "mid-size", "cluster",
+    # the error bands' source (the command `gpukb validate`) and MFU; a region's ISO 3166 code (the default grid)
+    "gpukb", "validate", "MFU", "us", "MWh", "kWh", "CO", "t",
 }
 
 

@@ -864,3 +864,17 @@ def test_rl_scenarios_draw_the_step_split_and_memory_per_role(kb):
         assert "| policy |" in section and "| rollout |" in section
         if s.workload["task"] == "ppo":
             assert "| critic |" in section and "| reward |" in section
+
+
+def test_scenario_pages_show_the_error_bands_and_the_validation_page_their_calibration(site, site_zh):
+    run = next(r for r in site.runs if r.answer.best and r.answer.best.bands.get("tokens_per_s"))
+    page = site.pages[P.scenario_page(run.scenario.id)]
+    summary = page[page.index("## Summary"):page.index("## Memory")]
+    band = run.answer.best.bands["tokens_per_s"]
+    assert "**Error bands**" in summary and f"80% of {band.points} measured runs)" in summary
+    assert "**误差范围**" in site_zh.pages[P.scenario_page(run.scenario.id)]
+    validation = site.pages[P.VALIDATION]
+    assert "{#bands}" in validation and "Calibration: each source's points against bands" in validation
+    # a run's footprint is gated on its own, outside the median (its GPU-hours are already a point)
+    assert "gated on their own (policy validation-footprint-within-25)" in validation
+    assert "validation-footprint-within-25" in site_zh.pages[P.VALIDATION]

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 import gpukb
 from gpukb.cli import app
 from gpukb.lint import lint
-from gpukb.validation import Point, Summary, validate
+from gpukb.validation import FOOTPRINTS, Point, Summary, Validation, validate
 from kbfiles import edit_entry, make_repo
 
 runner = CliRunner()
@@ -36,8 +36,10 @@ def test_the_shipped_measurements_cover_what_the_calibration_needs(kb):
 
 def test_the_shipped_set_passes_the_thresholds_in_the_policies(shipped, kb):
     assert shipped.thresholds == {"median_error": kb.policy("validation-median-error"),
-                                  "within_25": kb.policy("validation-within-25")}
-    assert shipped.passed
+                                  "within_25": kb.policy("validation-within-25"),
+                                  "band_calibration": kb.policy("band-calibration-floor"),
+                                  "footprint_within_25": kb.policy("validation-footprint-within-25")}
+    assert shipped.passed and shipped.footprints_passed
     assert shipped.overall.median_error <= kb.policy("validation-median-error")
     assert shipped.overall.within_25 >= kb.policy("validation-within-25")
     # each quantity's summary covers its points, which are every measurement not withdrawn (deprecated)
@@ -85,6 +87,44 @@ def test_the_command_prints_a_table_and_json_and_exits_by_the_thresholds(shipped
     assert set(data) >= {"points", "median_error", "within_25", "by_quantity", "thresholds", "passed"}
     assert {"id", "measured", "predicted", "ratio", "rules"} <= set(data["points"][0])
     assert data["median_error"] == pytest.approx(shipped.overall.median_error)
+
+
+def test_a_runs_footprint_is_its_own_gate_outside_the_overall_median(shipped, kb):
+    # a run's energy and CO2 are its GPU-hours times stated figures: in the median they would count it again
+    footprints = [p for p in shipped.points if p.quantity in FOOTPRINTS]
+    performance = [p for p in shipped.points if p.quantity not in FOOTPRINTS]
+    assert set(FOOTPRINTS) == {"training_energy_kwh", "training_co2_kg"} and len(footprints) >= 8
+    assert shipped.overall == Summary.of(performance) and shipped.footprints == Summary.of(footprints)
+    assert sum(s.points for s in shipped.by_framework.values()) == len(performance)
+    assert kb.policy("validation-footprint-within-25") == 1.0  # each published footprint within ±25%
+    assert all(p.within for p in footprints)
+    data = json.loads(runner.invoke(app, ["validate", "--format", "json"]).output)
+    assert data["footprints"]["points"] == len(footprints) and data["footprints"]["passed"] is True
+    assert data["median_error"] == pytest.approx(Summary.of(performance).median_error)
+    text = runner.invoke(app, ["validate"]).output
+    assert f"all (performance)                  {len(performance):6d}" in text
+    assert "footprints (a run's energy and CO₂" in text and "footprints within ±25% ≥ 100%" in text
+
+
+def test_one_footprint_outside_25_percent_fails_validation_whatever_the_median():
+    def point(quantity, ratio):
+        return Point(f"{quantity}-{ratio}", quantity, 1.0, ratio, ratio, "s", "g")
+
+    points = [point("mfu", 1.0)] * 9 + [point("training_co2_kg", 1.0), point("training_co2_kg", 0.7)]
+    v = Validation(points, Summary.of(points[:9]), {}, {"median_error": 0.12, "within_25": 0.8,
+                                                          "footprint_within_25": 1.0},
+                   footprints=Summary.of(points[9:]))
+    assert v.overall.median_error == 0.0 and not v.footprints_passed and not v.passed
+    assert Validation(points, v.overall, {}, v.thresholds, footprints=Summary.of(points[9:10])).passed
+
+
+def test_a_grid_intensity_off_by_a_third_fails_the_footprint_gate_not_the_median(checkout: Path, shipped):
+    edit_entry(checkout, "grid-intensity-us", lambda p: p.update(value=240))
+    worse = validate(gpukb.load_kb(checkout))
+    assert not worse.footprints_passed and not worse.passed
+    assert worse.overall == shipped.overall  # the performance points do not move
+    result = runner.invoke(app, ["validate", "--root", str(checkout)])
+    assert result.exit_code == 1 and "FAILED" in result.output
 
 
 def test_a_model_made_worse_fails_the_gate(checkout: Path):

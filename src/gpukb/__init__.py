@@ -31,10 +31,10 @@ __all__ = [
 __version__ = "0.1.0"
 
 
-def _ask(kb: KnowledgeBase, workload: Workload | dict[str, Any]) -> Answer:
+def _ask(kb: KnowledgeBase, workload: Workload | dict[str, Any], bands: bool = True) -> Answer:
     from .pipeline import ask as run  # the engine and durable-rules load with the first ask, not with gpukb
 
-    return run(kb, workload)
+    return run(kb, workload, bands)
 
 
 def _render(answer: Answer, lang: Lang) -> str:
@@ -68,7 +68,8 @@ def sweep(workloads: Iterable[dict[str, Any]], processes: int = 1,
 
 def validate(kb: KnowledgeBase | None = None) -> Validation:
     """Predict every published measurement in kb/measurements/ (the packaged KB's by default) and
-    compare: `.points` (measured, predicted, ratio, rules), `.overall.median_error`, `.passed`;
+    compare: `.points` (measured, predicted, ratio, rules), `.overall.median_error` (the performance
+    points), `.footprints` (a run's energy and CO₂, gated on their own), `.bands`, `.passed`;
     `.to_json()` is what `gpukb validate --format json` prints."""
     from .validation import validate as run
 

@@ -10,8 +10,9 @@ from collections.abc import Callable
 from functools import cached_property
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, computed_field, model_validator
 
+from .bands import FIELDS, Bands, for_option
 from .fmt import Lang, gb, in_lang
 from .summary import Summary
 from .trace import Collector, TraceStep
@@ -137,6 +138,24 @@ class RlEstimate(BaseModel):
     bound: str | None  # the phase that takes longest
 
 
+# the knowledge base's error bands, derived when first called (gpukb.validation.bands_of)
+BandSource = Callable[[], Bands]
+
+
+class ErrorBand(BaseModel):
+    """How far a predicted number may be off, from the published measurements of the same quantity
+    (gpukb.bands): the true value lies in [low, high] for `coverage` of the `points` measured runs.
+    low and high are None when fewer runs than policy band-min-points measured it: no band is invented."""
+
+    model_config = ConfigDict(frozen=True)
+    low: float | None
+    high: float | None
+    coverage: float
+    points: int
+    # which points drew it: 'multi-node', 'single-node', 'batch-1', 'batched', or '' for all of the field's
+    regime: str = Field(default="", exclude=True)
+
+
 class Option(BaseModel):
     model_config = ConfigDict(frozen=True, ignored_types=(cached_property,))
     gpu: str
@@ -163,6 +182,9 @@ class Option(BaseModel):
     gpu_hours: float | None = Field(default=None, exclude_if=lambda v: v is None)
     # training with a deadline (deadline_days, or the pre-training horizon): whether this option trains in time
     meets_deadline: bool | None = Field(default=None, exclude_if=lambda v: v is None)
+    # training with tokens: facility energy and its emissions at the workload's grid (rec.energy.training)
+    energy_kwh: float | None = None
+    co2_kg: float | None = None
     score: float
     tier: int
     branch: str | None
@@ -170,6 +192,33 @@ class Option(BaseModel):
     trace: tuple[TraceStep, ...]
     # RL post-training (tasks grpo, ppo, dpo): the step's phases and the memory of each model; left out otherwise
     rl: RlEstimate | None = Field(default=None, exclude_if=lambda v: v is None)
+
+    # what the error bands are drawn from (the knowledge base's bands, the task, the decode batch): they are
+    # made when first read (JSON, the command line, the site), so an ask that reads none pays nothing for them,
+    # and a knowledge base whose bands were never read (no packaged copy holds them) never derives them
+    _banding: tuple[BandSource, str, int] | None = PrivateAttr(default=None)
+    _loaded_bands: dict[str, ErrorBand] | None = PrivateAttr(default=None)  # an answer read back from its JSON
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _read_bands(cls, data: Any, handler: Any) -> Option:
+        """An option read back from JSON keeps the bands it was written with (they are computed, not inputs)."""
+        if not (isinstance(data, dict) and "bands" in data):
+            return handler(data)  # type: ignore[no-any-return]
+        data = dict(data)
+        written = data.pop("bands") or {}
+        option: Option = handler(data)
+        option._loaded_bands = {name: ErrorBand.model_validate(band) for name, band in written.items()}
+        return option
+
+    @computed_field  # type: ignore[prop-decorator]
+    @cached_property
+    def bands(self) -> dict[str, ErrorBand]:
+        """Predicted field name -> its error band from the published measurements (gpukb.bands)."""
+        if self._banding is None:
+            return self._loaded_bands or {}
+        source, task, batch_size = self._banding
+        return error_bands(source(), self, task, batch_size)
 
     @cached_property
     def deciding_finding(self) -> Finding | None:
@@ -304,17 +353,27 @@ def cost_sort_key(o: Option, usd_per_million_tokens: float | None) -> tuple[Any,
     return (_late(o), not priced, usd_per_million_tokens if priced else 0.0, -o.score, o.count, o.gpu)
 
 
+def error_bands(bands: Bands, option: Option, task: str, batch_size: int) -> dict[str, ErrorBand]:
+    """An option's predicted numbers with their bands, in the numbers' own units."""
+    values = {name: getattr(option, name) for name in FIELDS}
+    out = {}
+    for name, band in for_option(bands, values, task, option.strategy.nodes, batch_size):
+        low, high = band.around(values[name]) if band.banded else (None, None)
+        out[name] = ErrorBand(low=low, high=high, coverage=band.coverage, points=band.points, regime=band.regime)
+    return out
+
+
 def build_answer(c: Collector, kb_version: str, kb_hash: str, workload: ResolvedWorkload,
                  memory: dict[str, Any], prices: dict[str, float],
                  launch: Callable[[Strategy, dict[str, Any], int | None], dict[str, str]] | None = None,
-                 largest_cluster: int = 0) -> Answer:
+                 largest_cluster: int = 0, bands: BandSource | None = None) -> Answer:
     of_kind: dict[str, list[dict[str, Any]]] = {}
     for fact in c.facts.values():
         of_kind.setdefault(fact["kind"], []).append(fact)
     findings = sorted(of_kind.get("finding", []),
                       key=lambda f: (_SEVERITY[f["severity"]], f.get("gpu", ""), f["finding"], f["fid"]))
     per_gpu: dict[str, dict[str, list[dict[str, Any]]]] = {}
-    for kind in ("estimate", "comm", "rank", "preference", "remedy", "capacity", "cost"):
+    for kind in ("estimate", "comm", "rank", "preference", "remedy", "capacity", "cost", "energy"):
         for fact in of_kind.get(kind, []):
             per_gpu.setdefault(fact.get("gpu") or "", {}).setdefault(kind, []).append(fact)
     finding_of = {f["fid"]: _finding(c, f) for f in findings}  # frozen models: options share them with the answer
@@ -330,15 +389,17 @@ def build_answer(c: Collector, kb_version: str, kb_hash: str, workload: Resolved
         rank = (facts.get("rank") or [None])[0]
         capacity = (facts.get("capacity") or [None])[0]
         cost = (facts.get("cost") or [None])[0]
+        energy = (facts.get("energy") or [None])[0]
         own = by_gpu.get(gpu, [])
         fits = plan["fits"] and not any(f.get("rejects") for f in own)
-        related = [plan, *own, *(f for kind in ("estimate", "comm", "rank", "preference", "capacity", "cost")
+        related = [plan, *own, *(f for kind in ("estimate", "comm", "rank", "preference", "capacity", "cost",
+                                                "energy")
                                  for f in facts.get(kind, []))]
         strategy = Strategy(data_parallel=plan["dp"], tensor_parallel=plan["tp"], pipeline_parallel=plan["pp"],
                             zero_stage=plan["zero_stage"], activation_checkpointing=plan["checkpointing"],
                             offload=plan["offload"], nodes=plan["nodes"], expert_parallel=plan["ep"],
                             context_parallel=plan["cp"])
-        option = Option(
+        values = dict(
             gpu=gpu, count=plan["count"], fits=fits, per_gpu_bytes=round(plan["per_gpu_bytes"]),
             usable_bytes=round(plan["usable_bytes"]), memory=_memory(plan, plan["per_gpu_bytes"]),
             strategy=strategy,
@@ -357,12 +418,17 @@ def build_answer(c: Collector, kb_version: str, kb_hash: str, workload: Resolved
             gpu_hours=(rank.get("gpu_hours") or None) if rank else None,
             meets_deadline=(rank["time_to_train_s"] <= deadline_s if rank and fits and rank.get("time_to_train_s")
                             else None) if deadline_s else None,
+            energy_kwh=energy["energy_kwh"] if energy else None,
+            co2_kg=energy["co2_kg"] if energy else None,
             score=rank["score"] if rank and fits else 0.0,
             tier=min((p["tier"] for p in facts.get("preference", [])), default=DEFAULT_TIER),
             branch=min(((p["tier"], p["branch"]) for p in facts.get("preference", [])), default=(0, None))[1],
             findings=[finding_of[f["fid"]] for f in own],
             trace=_lineage(c, related),
         )
+        option = Option(**values)
+        if bands is not None and fits:
+            option._banding = (bands, workload.task, workload.batch_size)
         (options if fits else rejected).append(option)
         if cost:
             per_token[gpu] = cost["usd_per_million_tokens"]

@@ -126,6 +126,8 @@ def ask(
     tpot_ms: Annotated[float | None, typer.Option(help="inference: time-per-output-token target in ms")] = None,
     objective: Annotated[str | None, typer.Option(
         help="rank by speed (default), cost (cheapest per token) or gpus (fewest GPUs, then speed)")] = None,
+    region: Annotated[str | None, typer.Option(
+        help="training: ISO 3166 country code whose grid intensity sets the CO₂ (us default, fr, de, cn, ...)")] = None,
     activation_checkpointing: Annotated[bool | None, typer.Option(
         "--activation-checkpointing/--no-activation-checkpointing", help="default: the engine decides")] = None,
     flash_attention: Annotated[bool | None, typer.Option(
@@ -196,7 +198,7 @@ def ask(
         "master_weights": master_weights, "optimizer_in_backward": optimizer_in_backward,
         "mlp": mlp, "global_batch_size": global_batch_size, "prompt_len": prompt_len, "output_len": output_len,
         "kv_cache_precision": kv_cache_precision, "placement": placement, "ttft_ms": ttft_ms, "tpot_ms": tpot_ms,
-        "objective": objective, "framework": framework, "deadline_days": deadline_days,
+        "objective": objective, "framework": framework, "deadline_days": deadline_days, "region": region,
         "rollout_batch": rollout_batch, "samples_per_prompt": samples_per_prompt, "response_len": response_len,
         "mean_response_len": mean_response_len, "rl_placement": rl_placement, "reference_model": reference_model,
         "reward_model": reward_model,
@@ -267,7 +269,8 @@ def _print_answer(answer: Any, lang: Lang) -> None:
     w, m = answer.workload, answer.memory
     out.print(Text(clean(w.model), style="bold") + Text(clean(
         f" · {term(lang, w.task)} · {w.precision}" + (f" · {w.optimizer}" if w.optimizer else "")
-        + f" · {label(lang, 'seq')} {w.seq_len}   (kb {answer.kb_version})")))
+        + f" · {label(lang, 'seq')} {w.seq_len}" + (f" · {label(lang, 'grid')} {w.region}" if w.region else "")
+        + f"   (kb {answer.kb_version})")))
     if answer.summary is not None:  # the decision first, then the figures behind it
         head, *rest = answer.summary.lines(lang, shown=8)
         out.print(Text(clean(head), style="bold"), soft_wrap=False)  # wrapped to the terminal, at spaces
@@ -330,6 +333,15 @@ def _print_answer(answer: Any, lang: Lang) -> None:
     for row in zip(*(cells for _, _, cells in columns), strict=True):
         table.add_row(*map(_cell, row))
     out.print(table)
+    from .bandtext import shown as quantity
+
+    energy = [f"{o.gpu} {quantity('energy_kwh', o.energy_kwh, lang)}{say(lang, 'sep')}{quantity('co2_kg', o.co2_kg, lang)}"
+              for o in options if o.energy_kwh and o.co2_kg]
+    if energy:  # beside the time to train: what the run draws at the data centre and emits on the workload's grid
+        head = (f"能耗与 CO₂（数据中心总用电，电网 {w.region}；rec.energy.training）：" if lang == "zh" else
+                f"Energy and CO₂ (facility, grid {w.region}; rec.energy.training): ")
+        out.print(clean(head + ("；" if lang == "zh" else "; ").join(energy)), markup=False, highlight=False,
+                  soft_wrap=False)
     if picked:
         out.print(label(lang, "* the article's pick: its decision tree ({branches}) prefers these GPUs; they are marked, "
                             "not ranked up", branches=", ".join(picked)), markup=False, highlight=False, soft_wrap=False)
@@ -342,6 +354,14 @@ def _print_answer(answer: Any, lang: Lang) -> None:
             rejected.add_row(_cell(o.gpu), _cell(f"{reason.text(lang)} [{reason.rule}]" if reason else ""))
         out.print(rejected)
     best = answer.best
+    if best is not None and best.bands:
+        from .bandtext import lines as band_lines
+
+        out.print(clean(f"{best.gpu} 的误差范围（来自 gpukb validate 核对的已发表实测运行）：" if lang == "zh" else
+                        f"Error bands of {best.gpu}, from the published runs `gpukb validate` measures:"),
+                  markup=False, highlight=False, soft_wrap=False)
+        for line in band_lines(best, lang):
+            out.print(clean(f"  {line}"), markup=False, highlight=False, soft_wrap=False)
     shown = [f for f in answer.findings if f.gpu is None or (best and f.gpu == best.gpu)]
     if shown:
         out.print(f"[bold]{label(lang, 'Findings')}[/]")
@@ -579,7 +599,9 @@ def validate(
         help="git revision to compare with: fail if the median error grows by more than the allowed step")] = None,
 ) -> None:
     """Predict every published measurement in kb/measurements/ and compare: measured, predicted, ratio,
-    and the rules behind each number; median error and share within ±25%, overall and per quantity.
+    and the rules behind each number; median error and share within ±25%, overall and per quantity; the
+    error bands and their leave-one-source-out coverage. A run's energy and CO₂ (derived from its GPU-hours,
+    already a point) are gated on their own, each within ±25%, outside the overall median.
     Exits 1 when the accuracy thresholds in kb/policies/ are missed (or, with --base, when the change
     makes the median error worse than the base revision's by more than the allowed step)."""
     from . import validation as v

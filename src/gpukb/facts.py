@@ -21,13 +21,14 @@ ENGINE_KINDS: dict[str, frozenset[str]] = {
         "optimizer_in_backward", "placement", "ttft_ms", "tpot_ms",
         "objective", "kv_cache_precision",
         "context_length", "framework", "loss_logit_bytes", "layer_activation_bytes", "checkpoint_layers_on_gpu",
-        "gathered_layers",
+        "gathered_layers", "region", "grid_policy", "grid_intensity",
         "rollout_batch", "samples_per_prompt", "response_len",
     }),
     "policy": frozenset({"reserve_fraction", "runtime_overhead", "prefill_chunk", "scaling_efficiency_floor",
                          "decode_bandwidth_utilisation", "decode_step_floor", "allreduce_base_latency",
                          "allreduce_hop_latency_nvlink", "allreduce_hop_latency_pcie", "pipeline_microbatches_per_stage",
-                         "host_memory_per_gpu", "consumer_nodes"}),
+                         "host_memory_per_gpu", "consumer_nodes", "training_gpu_power_fraction",
+                         "node_other_power_fraction", "datacenter_pue"}),
     "gpu": frozenset({
         "gpu", "name", "vendor", "form_factor", "memory_bytes", "memory_bandwidth",
         "flops", "bf16_flops", "fp8_flops", "reference_flops", "has_bf16", "has_fp8", "architecture", "kv_cache_supported",
@@ -86,6 +87,9 @@ RULE_KINDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     # what an option costs at the lowest dated cloud on-demand price of its GPU
     "cost": (frozenset({"gpu", "usd_per_hour", "usd_per_million_tokens"}),
              frozenset({"gpu", "usd_per_hour", "usd_per_million_tokens", "cost_usd"})),
+    # what a training option's run draws and emits (rec.energy.training): GPU, server and facility energy, CO₂
+    "energy": (frozenset({"gpu", "energy_kwh", "co2_kg"}),
+               frozenset({"gpu", "gpu_hours", "gpu_kwh", "it_kwh", "energy_kwh", "co2_kg"})),
     # serving capacity of an inference option: sequences at the requested context, context at the concurrency
     "capacity": (frozenset({"gpu", "max_concurrency", "max_context"}), frozenset({"gpu", "max_concurrency", "max_context"})),
     # a decision-tree branch that prefers some GPU types for this workload (lower tier first)

@@ -40,6 +40,9 @@ class KnowledgeBase:
     compiled: tuple[CompiledRule, ...]
     locations: dict[EntryKey, tuple[str, int]] = field(default_factory=dict)
     documents: dict[EntryKey, tuple[Located, Loc]] = field(default_factory=dict, repr=False)
+    # what is derived from the entries once and kept with them (gpukb.bands): not an init field, so a
+    # KnowledgeBase made with dataclasses.replace() from another derives its own
+    derived: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     # typed views of the tables, the public names of DESIGN.md
     @property
@@ -115,12 +118,13 @@ class KnowledgeBase:
 
     # The pipeline's ask (gpukb.pipeline.ask), set by the package (gpukb/__init__.py): the pipeline
     # reads a knowledge base, so this module, the data, never imports it.
-    asker: ClassVar[Callable[[KnowledgeBase, Any], Any]]
+    asker: ClassVar[Callable[[KnowledgeBase, Any, bool], Any]]
 
-    def ask(self, workload: Any) -> Any:
+    def ask(self, workload: Any, bands: bool = True) -> Any:
         """Answer a workload (a `gpukb.Workload` or a dict of its fields) with this knowledge base:
-        a `gpukb.Answer`, as `gpukb.ask` does with the packaged one."""
-        return KnowledgeBase.asker(self, workload)
+        a `gpukb.Answer`, as `gpukb.ask` does with the packaged one; `bands=False` leaves out the error
+        bands (what `gpukb validate` asks: its points are what the bands are made of)."""
+        return KnowledgeBase.asker(self, workload, bands)
 
     def entries(self) -> list[tuple[Kind, str, Any]]:
         """(kind, id, entry) for every entry with an id, kinds in registry order, ids sorted."""

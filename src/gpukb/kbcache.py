@@ -49,6 +49,8 @@ ALLOWED: frozenset[tuple[str, str]] = frozenset({
         "Add", "And", "Attribute", "BinOp", "BoolOp", "Call", "Compare", "Constant", "Div", "Eq", "Expression",
         "Gt", "GtE", "IfExp", "In", "List", "Load", "Lt", "LtE", "Mod", "Mult", "Name", "NotEq", "NotIn", "Sub")),
     ("datetime", "date"),
+    # the error bands derived once from the measurements and kept with the knowledge base (kb.derived)
+    *(("gpukb.bands", name) for name in ("Band", "Bands", "Calibration")),
     ("gpukb.citations", "CitedClaim"),
     ("gpukb.expr", "_restore"),
     ("gpukb.kb", "KnowledgeBase"),

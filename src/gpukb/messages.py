@@ -28,7 +28,7 @@ MESSAGES: dict[str, tuple[str, str]] = {
     "probe_framework": ("framework: the probe runs the eager Transformers stack (hf) only, not {framework}",
                         "framework：探测只运行 Transformers 的 eager 技术栈（hf），不运行 {framework}"),
     "probe_qlora": ("task: qlora needs bitsandbytes' 4-bit kernels, which the probe does not use; probe lora",
-                    "task：qlora 需要 bitsandbytes 的 4 位内核，探测不使用它；请改测 lora"),
+                    "task：qlora 需要 bitsandbytes 的 4 位核函数，探测不使用它；请改测 lora"),
     "probe_optimizer": ("optimizer: {optimizer} is not in torch.optim; probe adamw, sgd or sgd_momentum",
                         "optimizer：{optimizer} 不在 torch.optim 中；请改测 adamw、sgd 或 sgd_momentum"),
     "probe_no_fit": ("would not fit one {gpu}: {why}; shrink it with --layers N",

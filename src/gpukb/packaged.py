@@ -71,5 +71,8 @@ def _load_packaged(root: Path) -> KnowledgeBase:
 
         kb = read_checkout(root)
         if fresh is not None:
+            from .validation import bands_of
+
+            bands_of(kb)  # the error bands are derived once and stored with the copy: no later process derives them
             kbcache.write(fresh, kb)
     return kb

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from .answer import Answer, build_answer
+from .answer import Answer, BandSource, build_answer
 from .deadline import sized_for_deadline
 from .engine import ENGINE
 from .errors import EngineError
@@ -19,6 +19,7 @@ from .rl import ask_rl
 from .sla import fewest_meeting, has_targets
 from .summary import summarize
 from .trace import Collector, Value
+from .validation import BandsOf
 from .workload import RL_TASKS, ResolvedWorkload, Workload, parse_workload
 
 if TYPE_CHECKING:
@@ -27,9 +28,14 @@ if TYPE_CHECKING:
 LARGEST_CLUSTER = "largest-cluster"  # the policy: the most GPUs of one type a training cluster is built of
 
 
-def ask(kb: KnowledgeBase, workload: Workload | dict[str, Any]) -> Answer:
+def ask(kb: KnowledgeBase, workload: Workload | dict[str, Any], bands: bool = True) -> Answer:
+    """The answer; with `bands`, each option's predicted numbers carry their error bands (gpukb.bands, derived
+    once per knowledge base, when an option's bands are first read: a process without the packaged copy that
+    never reads them never derives them). `gpukb validate` asks without them: its points are what the bands
+    are made of."""
+    table = BandsOf(kb) if bands else None
     with _cycle_collector_paused():
-        return _ask(kb, workload)
+        return _ask(kb, workload, table)
 
 
 @contextmanager
@@ -53,25 +59,25 @@ def _cycle_collector_paused() -> Iterator[None]:
         gc.enable()
 
 
-def _ask(kb: KnowledgeBase, workload: Workload | dict[str, Any]) -> Answer:
+def _ask(kb: KnowledgeBase, workload: Workload | dict[str, Any], bands: BandSource | None) -> Answer:
     w = parse_workload(workload)
     if w.task in RL_TASKS:  # several models, each asked as its own job, then placed together (gpukb.rl)
-        answer = ask_rl(kb, w, lambda fields: _answer(kb, parse_workload(fields)))
+        answer = ask_rl(kb, w, lambda fields: _answer(kb, parse_workload(fields), None))
         return answer.model_copy(update={"summary": summarize(answer, (), False, round(kb.policy(LARGEST_CLUSTER)))})
-    answer = _answer(kb, w)
+    answer = _answer(kb, w, bands)
     # nothing fits: the nearest miss per GPU type and the smallest change that makes it fit (a few more asks)
-    misses = nearest_misses(w, answer, lambda fields: _answer(kb, parse_workload(fields))) if not answer.options else ()
+    misses = nearest_misses(w, answer, lambda fields: _answer(kb, parse_workload(fields), bands)) if not answer.options else ()
     horizon = w.deadline_days is None and answer.workload.deadline_days is not None
     summary = summarize(answer, misses, horizon, round(kb.policy(LARGEST_CLUSTER)))
     return answer.model_copy(update={"summary": summary})
 
 
-def _answer(kb: KnowledgeBase, w: Workload) -> Answer:
+def _answer(kb: KnowledgeBase, w: Workload, bands: BandSource | None) -> Answer:
     resolved, wfields = resolve(kb, w)
 
     def run(raised: dict[str, Raise], finish: Callable[[Collector], None] | None,
             sizes: dict[str, Sized] | None = None) -> Answer:
-        return _ask_once(kb, resolved, wfields, raised, finish, sizes or {})
+        return _ask_once(kb, resolved, wfields, raised, finish, sizes or {}, bands)
 
     # latency targets: the fewest GPUs that meet them, by raising tensor parallelism where they are missed
     if has_targets(resolved):
@@ -86,7 +92,7 @@ def _answer(kb: KnowledgeBase, w: Workload) -> Answer:
 
 
 def _ask_once(kb: KnowledgeBase, resolved: ResolvedWorkload, wfields: dict[str, Any], raised: dict[str, Raise],
-              finish: Callable[[Collector], None] | None, sizes: dict[str, Sized]) -> Answer:
+              finish: Callable[[Collector], None] | None, sizes: dict[str, Sized], bands: BandSource | None) -> Answer:
     """One rules-engine session; `raised` sets tensor-parallel sizes per GPU type (latency targets), `sizes`
     training GPU counts (a deadline), `finish` adds steps that look at the whole answer (gpukb.sla)."""
     c = Collector(kb, len(resolved.gpus))
@@ -120,7 +126,7 @@ def _ask_once(kb: KnowledgeBase, resolved: ResolvedWorkload, wfields: dict[str, 
                         launch=lambda strategy, plan, capacity: launch_commands(
                             model_ref, resolved, strategy, reserve, plan, kb.gpus[plan["gpu"]].fp8_flops is not None,
                             capacity),
-                        largest_cluster=round(kb.policy(LARGEST_CLUSTER)))
+                        largest_cluster=round(kb.policy(LARGEST_CLUSTER)), bands=bands)
     answer._replica = (memory, wfact)
     return answer
 

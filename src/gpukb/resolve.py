@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary
 
 from .architecture import count_parameters
+from .energy import grid
 from .errors import KBDefectError, WorkloadError
 from .hfconfig import load_model
 from .hub import REPO_ID
@@ -27,7 +28,9 @@ POLICY_IDS = {"reserve_fraction": "reserve-fraction", "runtime_overhead": "runti
               "allreduce_hop_latency_nvlink": "allreduce-hop-latency-nvlink",
               "allreduce_hop_latency_pcie": "allreduce-hop-latency-pcie",
               "pipeline_microbatches_per_stage": "pipeline-microbatches-per-stage",
-              "host_memory_per_gpu": "host-memory-per-gpu", "consumer_nodes": "consumer-nodes"}
+              "host_memory_per_gpu": "host-memory-per-gpu", "consumer_nodes": "consumer-nodes",
+              "training_gpu_power_fraction": "training-gpu-power-fraction",
+              "node_other_power_fraction": "node-other-power-fraction", "datacenter_pue": "datacenter-pue"}
 # Policies whose value depends on the GPU generation: the entry listing the GPU's architecture, else
 # the default (the entry of this id, which lists none). They become fields of the gpu fact.
 GPU_POLICIES = {"utilisation": "mfu", "node_network_bandwidth": "node-network-bandwidth",
@@ -247,7 +250,7 @@ def resolve(kb: KnowledgeBase, w: Workload) -> tuple[ResolvedWorkload, dict[str,
         micro_batch_size=w.micro_batch_size if training else 0, batch_size=w.batch_size if not training else 0,
         global_batch_size=w.global_batch_size, prompt_len=w.prompt_len, output_len=w.output_len,
         kv_cache_precision=w.kv_cache_precision, ttft_ms=w.ttft_ms, tpot_ms=w.tpot_ms, objective=w.objective,
-        deadline_days=deadline_days, placement=w.placement,
+        deadline_days=deadline_days, placement=w.placement, region=grid(kb, w.region)[0] if training or w.region else None,
         activation_checkpointing=w.activation_checkpointing, flash_attention=w.flash_attention,
         lora_rank=w.lora_rank if w.task in ("lora", "qlora") else None,
         gpu_count=w.gpu_count, gpus=list(gpus), tokens=w.tokens, zero_stage=w.zero_stage,
@@ -353,7 +356,16 @@ def workload_fact(kb: KnowledgeBase, w: ResolvedWorkload) -> dict[str, Any]:
         "kv_cache_precision": w.kv_cache_precision or "",
         "rollout_batch": w.rollout_batch or 0, "samples_per_prompt": w.samples_per_prompt or 0,
         "response_len": w.response_len or 0,
+        **_grid_fields(kb, w),
     }
+
+
+def _grid_fields(kb: KnowledgeBase, w: ResolvedWorkload) -> dict[str, Any]:
+    """The grid a training run draws on (gpukb.energy): its region, policy and gCO₂ per kWh."""
+    if w.region is None:
+        return {"region": "", "grid_policy": "", "grid_intensity": 0.0}
+    region, pid, intensity = grid(kb, w.region)
+    return {"region": region, "grid_policy": pid, "grid_intensity": intensity}
 
 
 # policy_fact's result per knowledge base, which it depends on alone (making it was 0.7% of a single-GPU ask)

@@ -304,7 +304,7 @@ class Policy(Entry):
     value: Annotated[float, NoCoercion(), WithJsonSchema({
         "anyOf": [{"type": "number", "minimum": 0}, {"type": "string"}],
         "description": "a number, or a quantity with a unit matching `unit` ('2 GB', '50 GB/s')"})] = Field(ge=0)
-    unit: Literal["fraction", "bytes", "bandwidth", "ratio", "tokens", "seconds", "count"]
+    unit: Literal["fraction", "bytes", "bandwidth", "ratio", "tokens", "seconds", "count", "gCO2/kWh"]
     architectures: list[str] = Field(default=[], description=(
         "GPU architectures (as in kb/gpus) this value is for; a policy with the same id prefix and no "
         "architectures is the default for the others"))
@@ -383,6 +383,8 @@ Quantity = Literal[
     "peak_memory_per_gpu",            # peak memory on one GPU
     "fewest_gpus",                    # the fewest GPUs of a type that ran it
     "rl_step_time_s",                 # RL post-training: seconds per step (generation, scoring, training, sync)
+    "training_energy_kwh",            # electricity of a whole training run, in the source's scope
+    "training_co2_kg",                # its emissions (location-based), in the source's scope
 ]
 # unit as published -> (quantities it may measure, factor to the canonical unit, inverted):
 # canonical units are tokens/s, FLOP/s, fraction, hours, seconds, bytes, GPUs.
@@ -400,7 +402,12 @@ UNITS: dict[str, tuple[frozenset[str], float, bool]] = {
     "GB": (frozenset({"peak_memory_per_gpu"}), 1e9, False),
     "GiB": (frozenset({"peak_memory_per_gpu"}), 2**30, False),
     "GPUs": (frozenset({"fewest_gpus"}), 1, False),
+    "kWh": (frozenset({"training_energy_kwh"}), 1, False),
+    "MWh": (frozenset({"training_energy_kwh"}), 1000, False),
+    "kg CO2eq": (frozenset({"training_co2_kg"}), 1, False),
+    "t CO2eq": (frozenset({"training_co2_kg"}), 1000, False),
 }
+ENERGY_QUANTITIES = ("training_energy_kwh", "training_co2_kg")
 
 
 class Measurement(Entry):
@@ -426,6 +433,13 @@ class Measurement(Entry):
         "fits); 'allocator', PyTorch's caching-allocator peak (torch.cuda.max_memory_allocated or "
         "max_memory_reserved, as torchtune and torchtitan log it), which leaves out the CUDA context and NCCL's "
         "buffers, so validate compares it with the plan's memory less the runtime overhead"))
+    energy_scope: Literal["gpu", "node", "facility"] | None = Field(default=None, description=(
+        "for energy and emissions: what the published figure counts: 'gpu' (the GPUs' board power), 'node' (whole "
+        "servers), 'facility' (with the data centre's PUE); validate compares the same part of gpukb's estimate"))
+    gpu_hours: float | None = Field(default=None, gt=0, allow_inf_nan=False, description=(
+        "for energy and emissions: the GPU-hours the source states for the same run; validate predicts the "
+        "energy of these GPU-hours, so the point checks power, PUE and grid (the time to train has its own "
+        "gpu_hours points)"))
     source: Slug
     locator: str = Field(min_length=3, description="where in the source: table, figure, row, section")
     quote: str = Field(min_length=3, description="the source's words or table row, verbatim")
@@ -440,6 +454,11 @@ class Measurement(Entry):
                              f"(units for it: {', '.join(u for u, (q, _, _) in UNITS.items() if self.quantity in q)})")
         if self.quantity in ("model_tflops_per_gpu", "hardware_tflops_per_gpu", "mfu") and not self.flop_accounting:
             raise ValueError("flop_accounting: say what the published FLOP count includes (recomputation, attention)")
+        energy = self.quantity in ENERGY_QUANTITIES
+        if energy and (self.energy_scope is None or self.gpu_hours is None):
+            raise ValueError("energy and emissions: give energy_scope and the published gpu_hours of the run")
+        if not energy and (self.energy_scope is not None or self.gpu_hours is not None):
+            raise ValueError("energy_scope and gpu_hours: only for energy and emissions measurements")
         if self.flop_per_token is not None and self.quantity not in ("model_tflops_per_gpu", "hardware_tflops_per_gpu",
                                                                       "mfu"):
             raise ValueError("flop_per_token: only for FLOP/s and MFU measurements")

@@ -164,6 +164,9 @@ def summarize(answer: Answer, misses: Sequence[Miss] = (), horizon: bool = False
     inference = w.task == "inference"
     tokens = w.tokens if not inference else None
     options = [o for o in answer.options if not largest_cluster or o.count <= largest_cluster] or list(answer.options)
+    # with a deadline, the decisions are among the options that meet it (8 consumer cards that take 50 years to
+    # pre-train are the fewest GPUs, not an answer); the table still lists the rest, marked and ranked last
+    options = [o for o in options if o.meets_deadline is not False] or options
     deadline = w.deadline_days if not inference else None
     if not options:
         return _nothing_fits(answer, misses)
@@ -206,7 +209,7 @@ def summarize(answer: Answer, misses: Sequence[Miss] = (), horizon: bool = False
         headline += f" — {speed_line(first).why}"
         headline_zh += f"——{speed_line(first).why_zh}"
     if deadline is not None:
-        late = [o.gpu for o in options if o.time_to_train_s and o.time_to_train_s > deadline * 86400]
+        late = [o.gpu for o in answer.options if o.time_to_train_s and o.time_to_train_s > deadline * 86400]
         which = (f"the {deadline:g}-day pre-training horizon (policy pretrain-horizon; deadline_days sets another)"
                  if horizon else f"deadline_days {deadline:g}")
         which_zh = f"{deadline:g} 天的预训练期限（策略 pretrain-horizon；可用 deadline_days 另设）" if horizon else \

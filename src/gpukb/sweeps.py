@@ -204,7 +204,7 @@ def record(index: int, workload: dict[str, Any], answer: Any) -> dict[str, Any]:
                          **({"cp": s.context_parallel} if s.context_parallel > 1 else {})},
             "per_gpu_bytes": best.per_gpu_bytes, "tokens_per_s": best.tokens_per_s,
             **{name: value for name in ("time_to_train_s", "ttft_s", "tpot_s", "usd_per_hour", "cost_usd",
-                                        "usd_per_million_tokens", "max_concurrency")
+                                        "usd_per_million_tokens", "max_concurrency", "energy_kwh", "co2_kg")
                if (value := getattr(best, name)) is not None},
             # RL runs: the step time, where it goes and the placement (gpukb.rl)
             **({"rl": best.rl.model_dump()} if best.rl is not None else {}),

@@ -107,7 +107,7 @@ LABELS_ZH: dict[str, str] = {
         "* 文章之选：文章的决策树（{branches}）优先推荐这些 GPU；只做标记，不提前排序",
     "Rejected": "被排除的 GPU", "why": "原因", "Findings": "发现", "Remedies": "对策",
     "Run with --explain for the full trace, --json for everything.": "加 --explain 查看完整推理记录，加 --json 查看全部数据。",
-    "seq": "序列长度",
+    "seq": "序列长度", "grid": "电网",
     "placement": "放置", "s/step": "秒/步", "gen/train/other": "生成/训练/其他",
 }
 

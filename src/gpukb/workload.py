@@ -129,6 +129,9 @@ class Workload(BaseModel):
     objective: Objective = Field(default="speed", description=(
         "rank options by 'speed' (default: the shortest time, the most tokens/s), 'cost' (the cheapest per token) "
         "or 'gpus' (the fewest GPUs, then speed)"))
+    region: str | None = Field(default=None, pattern=r"^[a-z]{2}$", description=(
+        "training: where the run draws its electricity, a lower-case ISO 3166 country code ('us', 'fr', 'de'); "
+        "sets the grid intensity of co2_kg (policies grid-intensity-<code>); default 'us'"))
     activation_checkpointing: bool | None = None
     flash_attention: bool = Field(default=True, description=(
         "training: fused (flash) attention keeps the s×s attention scores out of GPU memory; false for stacks "
@@ -355,6 +358,8 @@ class ResolvedWorkload(BaseModel):
     tpot_ms: float | None = Field(default=None, exclude_if=lambda v: v is None)
     objective: Objective = Field(default="speed", exclude_if=lambda v: v == "speed")
     deadline_days: float | None = Field(default=None, exclude_if=lambda v: v is None)
+    # training: the region whose grid intensity co2_kg uses (the default named when none was given)
+    region: str | None = Field(default=None, exclude_if=lambda v: v is None)
     flash_attention: bool = Field(default=True, exclude_if=lambda v: v)
     # Only some architectures have these; left out of the JSON where they do not apply.
     expert_params: int = Field(default=0, exclude_if=lambda v: v == 0,

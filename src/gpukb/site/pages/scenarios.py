@@ -9,6 +9,8 @@ import re
 from collections import defaultdict
 
 from ...answer import MEMORY_PARTS, Answer, Finding, Option
+from ...bandtext import lines as band_lines
+from ...bandtext import shown
 from ...fmt import duration, number
 from ...rules import STAGES
 from ...scenarios import Run
@@ -159,6 +161,10 @@ def _plan_line(ctx: Context, here: str, o: Option) -> str:
         facts.append(ctx.t(f"{_run_cost(o)} per million tokens", f"每百万 token {_run_cost(o)}"))
     elif o.cost_usd:
         facts.append(ctx.t(f"{_run_cost(o)} to train", f"训练成本 {_run_cost(o)}"))
+    if o.energy_kwh and o.co2_kg:
+        mwh, tonnes = shown("energy_kwh", o.energy_kwh), shown("co2_kg", o.co2_kg) + " CO₂"
+        facts.append(ctx.t(f"{mwh} at the data centre and {tonnes} on the grid of its region",
+                           f"数据中心耗电 {mwh}，按所在地区电网排放 {tonnes}"))
     return line + ctx.t("; ", "；") + ctx.t("; ", "；").join(facts) + ctx.t(".", "。")
 
 
@@ -221,6 +227,11 @@ def summary(ctx: Context, here: str, a: Answer) -> list[str]:
         g = ctx.kb.gpus.get(best.gpu)
         out += [t("**First option:** ", "**首选方案：** ") + _plan_line(ctx, here, best), "",
                 memory_bar(ctx, best.memory, best.usable_bytes, g.memory if g else None), ""]
+        banded = band_lines(best, ctx.lang)
+        if banded:  # how far each number may be off, from the published runs gpukb validate measures
+            out += [f"**{t('Error bands', '误差范围')}** " + t(
+                "(from the published measured runs of the same quantity; see the validation page)",
+                "（来自同一量的已发表实测运行）"), "", *(f"- {esc(line)}" for line in banded), ""]
         alternatives = a.options[1:1 + TOP_ALTERNATIVES]
         if alternatives:
             out += [f"**{t('Alternatives', '备选方案')}**", "", _options_table(ctx, here, a, alternatives), ""]

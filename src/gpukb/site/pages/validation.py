@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from statistics import median
 
-from ...validation import BAND, KIND_OF, Point, Validation
+from ...validation import BAND, FOOTPRINTS, KIND_OF, Point, Validation
 from ..links import VALIDATION, Context
 from ..text import code, esc, html_text, table
 from .common import h1
@@ -15,7 +15,7 @@ from .common import h1
 # the picture: both axes relative to the median measured value of each point's quantity, so tokens/s,
 # bytes and hours share one chart and the diagonal means "predicted = measured"
 SIZE, PAD = 560, 56
-COLOURS = {"training": "#1f77b4", "decode": "#d62728", "memory": "#2ca02c", "rl": "#9467bd"}
+COLOURS = {"training": "#1f77b4", "decode": "#d62728", "memory": "#2ca02c", "rl": "#9467bd", "energy": "#ff7f0e"}
 
 
 def _scaled(points: list[Point]) -> list[tuple[float, float, Point]]:
@@ -74,17 +74,49 @@ def _number(x: float) -> str:
     return f"{x:,.4g}"
 
 
+def _bands_section(ctx: Context, v: Validation) -> list[str]:
+    """The error bands answers carry, drawn from these points, and their held-out coverage."""
+    if v.bands is None:
+        return []
+    t, cal = ctx.t, v.bands.calibration
+    rows = []
+    for (field, task, regime), b in sorted(v.bands.table.items()):
+        spread = f"{b.low:.2f}–{b.high:.2f}" if b.low is not None and b.high is not None else t("too few points", "点数不足")
+        rows.append([code(field), esc(task), esc(regime or t("all", "全部")), str(b.points), str(b.sources), spread,
+                     "—" if b.bias is None else f"{b.bias:.2f}"])
+    held = [[code(f), f"{i} / {n}", f"{i / n:.0%}"] for f, (i, n) in cal.checked.items()]
+    return [f"## {t('Error bands', '误差范围')} {{#bands}}", "",
+            t(f"Each predicted number of an answer carries the {cal.coverage:.0%} central interval of predicted ÷ "
+              "measured over the points of its quantity (split-conformal order statistics), and its regime's own "
+              "where the regime has enough points; a quantity with too few points has no band. Calibration: each "
+              f"source's points against bands drawn from the other sources only: **{cal.inside} of {cal.total}** "
+              f"({cal.share:.1%}) fall inside.",
+              f"答案中的每个预测数值都带有其所属量各点的 预测 ÷ 实测 的 {cal.coverage:.0%} 中心区间（分割共形次序统计量），"
+              f"点数足够的区间（regime）有自己的范围；点数不足的量不给范围。校准：每个来源的点用其他来源的点得到的范围检验，"
+              f"**{cal.total} 个中有 {cal.inside} 个**（{cal.share:.1%}）落在范围内。"), "",
+            table([t("field", "字段"), t("task", "任务"), t("regime", "区间"), t("points", "点数"), t("sources", "来源数"),
+                   t("interval", "区间"), t("bias (median)", "偏差（中位数）")], rows, "lllrrrr"), "",
+            table([t("field", "字段"), t("held-out points inside", "留出点落在范围内"), t("share", "比例")], held, "lrr"), ""]
+
+
 def validation(ctx: Context, v: Validation) -> str:
     kb, t, here = ctx.kb, ctx.t, VALIDATION
     o = v.overall
     verdict = t("passes", "通过") if v.passed else t("fails", "未通过")
     out = h1(t("Accuracy against published measurements", "与公开实测数据的对比"))
+    f = v.footprints
     out += [t(f"Every point below is a published measurement of a real run (kb/measurements/), predicted by "
-              f"`ask()` with the run's setup. Median error **{o.median_error:.1%}**, **{o.inside} of {o.points}** "
-              f"points ({o.within_25:.1%}) within ±25%; the gate in the policies {verdict}.",
+              f"`ask()` with the run's setup. Over the performance points: median error **{o.median_error:.1%}**, "
+              f"**{o.inside} of {o.points}** points ({o.within_25:.1%}) within ±25%; the gate in the policies {verdict}.",
               f"下列每个点都是真实运行的公开实测值（kb/measurements/），由 `ask()` 按其配置预测。中位误差 "
-              f"**{o.median_error:.1%}**，{o.points} 个点中 **{o.inside} 个**（{o.within_25:.1%}）落在 ±25% 以内；"
+              f"**{o.median_error:.1%}**（性能点），{o.points} 个点中 **{o.inside} 个**（{o.within_25:.1%}）落在 ±25% 以内；"
               f"策略中的门槛{verdict}。"),
+            "", t(f"A run's energy and CO₂ ({', '.join(FOOTPRINTS)}) are derived from the same run's GPU-hours, "
+                  f"already a point: they are not in the median, which would count that run again, but gated on "
+                  f"their own (policy validation-footprint-within-25): **{f.inside} of {f.points}** within ±25%.",
+                  f"训练的能耗与 CO₂（{'、'.join(FOOTPRINTS)}）由同一次运行的 GPU 小时推出，而 GPU 小时已是一个点："
+                  f"计入中位误差会重复计算这次运行，因此单独设门槛（策略 validation-footprint-within-25）："
+                  f"{f.points} 个中 **{f.inside} 个**落在 ±25% 以内。"),
             "", accuracy_svg(v, title=t("Predicted against measured", "预测值与实测值"),
                              x_label=t("measured ÷ median of its quantity", "实测值 ÷ 同类量的中位数"),
                              y_label=t("predicted ÷ the same", "预测值 ÷ 同一中位数")), "",
@@ -94,6 +126,7 @@ def validation(ctx: Context, v: Validation) -> str:
              f"{s.inside} ({s.within_25:.1%})"] for q, s in v.by_quantity.items()]
     out += [table([t("quantity", "量"), t("points", "点数"), t("median error", "中位误差"), t("within ±25%", "±25% 以内")],
                   rows, "lrrr"), ""]
+    out += _bands_section(ctx, v)
     point_rows = []
     for p in v.points:
         m = kb.measurements[p.id]
