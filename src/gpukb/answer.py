@@ -199,15 +199,13 @@ class Option(BaseModel):
     _banding: tuple[BandSource, str, int] | None = PrivateAttr(default=None)
     _loaded_bands: dict[str, ErrorBand] | None = PrivateAttr(default=None)  # an answer read back from its JSON
 
-    @model_validator(mode="wrap")
     @classmethod
-    def _read_bands(cls, data: Any, handler: Any) -> Option:
-        """An option read back from JSON keeps the bands it was written with (they are computed, not inputs)."""
-        if not (isinstance(data, dict) and "bands" in data):
-            return handler(data)  # type: ignore[no-any-return]
-        data = dict(data)
-        written = data.pop("bands") or {}
-        option: Option = handler(data)
+    def read(cls, data: dict[str, Any]) -> Option:
+        """An option read back from JSON keeps the bands it was written with (they are computed, not inputs).
+        A classmethod called by Answer's reader, not a validator: the ask builds dozens of options, and a
+        validator hook on each would cost every ask what only reading JSON needs."""
+        written = data.pop("bands", None) or {}
+        option = cls.model_validate(data)
         option._loaded_bands = {name: ErrorBand.model_validate(band) for name, band in written.items()}
         return option
 
@@ -246,6 +244,16 @@ class Answer(BaseModel):
     # the replica's memory fact and the workload fact its session asserted: gpukb.rl plans several
     # models on the same GPUs from them; not part of the JSON
     _replica: tuple[dict[str, Any], dict[str, Any]] | None = PrivateAttr(default=None)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _read_options(cls, data: Any) -> Any:
+        """Options read back from JSON (dicts carrying their bands) become Options that keep those bands."""
+        if isinstance(data, dict):
+            for name in ("options", "rejected"):
+                if any(isinstance(o, dict) for o in data.get(name) or ()):
+                    data = {**data, name: tuple(Option.read(dict(o)) if isinstance(o, dict) else o for o in data[name])}
+        return data
 
     @property
     def best(self) -> Option | None:
