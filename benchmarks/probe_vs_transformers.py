@@ -14,13 +14,12 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import time
 from typing import Any
 
 import torch
 
 import gpukb
-from gpukb.probe_model import Measured, Shape, train
+from gpukb.probe_model import Measured, Shape, timed_training, train
 from gpukb.resolve import resolve
 from gpukb.workload import parse_workload
 
@@ -53,27 +52,12 @@ def _hf(s: Shape, device: torch.device, task: str, seq: int, micro_batch: int, c
     model.train()
     opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-5, fused=cuda)
     ids = torch.randint(0, s.vocab, (micro_batch, seq), device=device)
-    if cuda:
-        torch.cuda.reset_peak_memory_stats(device)
-    times = []
-    for _ in range(steps + 1):
-        if cuda:
-            torch.cuda.synchronize(device)
-        began = time.perf_counter()
+
+    def loss() -> torch.Tensor:
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=cuda):
-            loss = model(input_ids=ids, labels=ids).loss
-        loss.backward()
-        del loss
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        if cuda:
-            torch.cuda.synchronize(device)
-        times.append(time.perf_counter() - began)
-    measured = Measured(train_tokens_per_s=seq * micro_batch * steps / sum(times[1:]))
-    if cuda:
-        measured.peak_allocated = torch.cuda.max_memory_allocated(device)
-        measured.peak_reserved = torch.cuda.max_memory_reserved(device)
-    return measured
+            return model(input_ids=ids, labels=ids).loss
+
+    return timed_training(loss, opt, device, seq * micro_batch, steps)
 
 
 def _free(device: torch.device) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -241,24 +242,35 @@ def train(s: Shape, device: torch.device, *, task: str, seq: int, micro_batch: i
         opt = torch.optim.AdamW(params, lr=1e-5, fused=cuda)
     ids = torch.randint(0, s.vocab, (micro_batch, seq + 1), device=device)
     inputs, labels = ids[:, :-1], ids[:, 1:]
-    if cuda:  # the peak from here on: the loaded weights plus what training adds
+
+    def loss() -> torch.Tensor:
+        with _autocast(device, master_weights or task == "lora"):
+            logits = model(inputs, checkpointing=checkpointing)
+        # Transformers' upcast; the Trainer drops the model's outputs before backward, so only the loss's own
+        # fp32 tensors stay
+        return F.cross_entropy(logits.float().view(-1, s.vocab), labels.reshape(-1))
+
+    return timed_training(loss, opt, device, seq * micro_batch, steps)
+
+
+def timed_training(loss: Callable[[], torch.Tensor], opt: torch.optim.Optimizer, device: torch.device,
+                   tokens: int, steps: int) -> Measured:
+    """Optimizer steps of `loss` (a forward pass returning the loss of `tokens` tokens): tokens/s over the
+    steps after the first, which builds the optimizer's states; peak memory from here on, the loaded
+    weights plus what training adds."""
+    if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     times = []
     for _ in range(steps + 1):
         _sync(device)
         began = time.perf_counter()
-        with _autocast(device, master_weights or task == "lora"):
-            logits = model(inputs, checkpointing=checkpointing)
-        loss = F.cross_entropy(logits.float().view(-1, s.vocab), labels.reshape(-1))  # Transformers' upcast
-        del logits  # the Trainer drops the model's outputs before backward: only the loss's own fp32 tensors stay
-        loss.backward()
-        del loss
+        loss().backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
         _sync(device)
         times.append(time.perf_counter() - began)
-    measured = Measured(train_tokens_per_s=seq * micro_batch * steps / sum(times[1:]))
-    if cuda:
+    measured = Measured(train_tokens_per_s=tokens * steps / sum(times[1:]))
+    if device.type == "cuda":
         measured.peak_allocated = torch.cuda.max_memory_allocated(device)
         measured.peak_reserved = torch.cuda.max_memory_reserved(device)
     return measured
