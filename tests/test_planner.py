@@ -63,7 +63,8 @@ SPLITS = {
 def test_each_memory_part_is_divided_as_the_strategy_says(split, expected):
     tp, pp, dp, zero_stage, checkpointing, offload = split
     layout = planner.Layout(tp, pp, zero_stage, checkpointing, offload)
-    dense = {"layers": 32, "params": N, "experts": 1, "expert_params": 0, "virtual_pipeline_stages": 1, "gathered_layers": 2}
+    dense = {"layers": 32, "params": N, "experts": 1, "expert_params": 0, "virtual_pipeline_stages": 1, "gathered_layers": 2,
+             "comm_buffer_bytes": 0}
     parts = planner.PlanCache().parts_of(layout, dp, {"m": MEMORY, "w": dense})
     assert set(parts) == {*planner.PARTS} == {"weights", "gradients", "optimizer", "activations", "kv_cache", "overhead"}
     got = tuple(parts[p] for p in ("weights", "gradients", "optimizer", "activations", "kv_cache"))
@@ -71,12 +72,42 @@ def test_each_memory_part_is_divided_as_the_strategy_says(split, expected):
     assert parts["overhead"] == OVERHEAD  # every GPU carries it: no split divides it
 
 
+@pytest.mark.parametrize(("dp", "zero_stage", "charged"), [(8, 1, True), (8, 2, True), (8, 3, False), (1, 2, False),
+                                                         (8, 0, False)])
+def test_zero_buckets_are_charged_only_where_zero_1_or_2_reduces_across_gpus(dp, zero_stage, charged):
+    buckets = 9e9  # DeepSpeed's 5e8-element buckets with overlap_comm (kb/frameworks deepspeed)
+    arch = {"layers": 32, "params": N, "experts": 1, "expert_params": 0, "virtual_pipeline_stages": 1,
+            "gathered_layers": 2, "comm_buffer_bytes": buckets}
+    layout = planner.Layout(1, 1, zero_stage, False, "none")
+    parts = planner.PlanCache().parts_of(layout, dp, {"m": MEMORY, "w": arch})
+    assert parts["overhead"] == OVERHEAD + (buckets if charged else 0)
+
+
+def test_deepspeed_states_its_zero_terms_and_others_say_they_use_the_defaults(kb):
+    from gpukb import resolve
+    from gpukb.workload import Workload
+
+    def fact(framework: str, **extra):
+        return resolve.resolve(kb, Workload(model="llama-3.1-8b", task="full_finetune", framework=framework,
+                                            gpu_count=8, **extra))[1]
+    ds = fact("deepspeed", zero_stage=3)
+    # 1e9 live parameters of 8,030,261,248 over 32 layers: 3.98 layers' worth stay gathered, not the policy's 2
+    assert ds["gathered_layers"] == pytest.approx(1e9 * 32 / 8_030_261_248)
+    assert "zero3_live_params" not in ds["framework_defaults"]
+    assert fact("deepspeed", zero_stage=2)["comm_buffer_bytes"] == 9e9
+    fsdp = fact("fsdp", zero_stage=2)
+    assert fsdp["comm_buffer_bytes"] == 0 and "comm_buffer_bytes" in fsdp["framework_defaults"].split(", ")
+    assert fact("fsdp", zero_stage=3)["gathered_layers"] == 2
+    single = resolve.resolve(kb, Workload(model="llama-3.1-8b", task="lora", framework="torchtune"))[1]
+    assert single["framework_defaults"] == "checkpoint_layers_on_gpu, layer_activation_bytes"
+
+
 # Mixtral 8x7B in bf16 with AdamW: P parameters, E of them in the 8 routed experts (8 x 5,637,144,576), D dense
 P_MOE, E_MOE = 46_702_792_704, 8 * 5_637_144_576
 D_MOE = P_MOE - E_MOE  # 1,605,636,096
 MOE_MEMORY = {**MEMORY, "weights": 2 * P_MOE, "gradients": 2 * P_MOE, "optimizer": 12 * P_MOE}
 MOE_ARCH = {"layers": 32, "params": P_MOE, "experts": 8, "expert_params": E_MOE // 8, "virtual_pipeline_stages": 1,
-            "gathered_layers": 2}
+            "gathered_layers": 2, "comm_buffer_bytes": 0}
 # (tp, dp, zero_stage, ep) -> per-GPU (weights, gradients, optimizer)
 MOE_SPLITS = {
     "ep 8 without ZeRO: each GPU keeps the dense part and 1/8 of the experts":

@@ -13,7 +13,21 @@ from typing import Any
 from pydantic import BaseModel
 
 from .rules import Rule
-from .schema import Claim, Dtype, Framework, Gpu, Interconnect, Measurement, Model, Optimizer, Policy, Rhetoric, Source, Term
+from .schema import (
+    FRAMEWORK_TERMS,
+    Claim,
+    Dtype,
+    Framework,
+    Gpu,
+    Interconnect,
+    Measurement,
+    Model,
+    Optimizer,
+    Policy,
+    Rhetoric,
+    Source,
+    Term,
+)
 
 
 @dataclass(frozen=True)
@@ -78,12 +92,8 @@ KINDS: tuple[Kind, ...] = (
     Kind("policies", "policy", "kb/policies", Policy, _common(Ref("superseded_by", "policies")),
          shown=("title", "value", "unit", "reason")),
     Kind("frameworks", "framework", "kb/frameworks", Framework,
-         _common(Ref("superseded_by", "frameworks"), Ref("loss_logit_bytes.sources", "sources"),
-                 Ref("layer_activation_bytes.sources", "sources"),
-                 Ref("layer_activation_bytes_fp32_residual.sources", "sources"),
-                 Ref("checkpoint_layers_on_gpu.sources", "sources"), Ref("qlora_unquantized_param_bytes.sources", "sources")),
-         shown=("name", "tasks", "default_for", "default_reason", "loss_logit_bytes", "layer_activation_bytes",
-                "layer_activation_bytes_fp32_residual", "qlora_unquantized_param_bytes", "checkpoint_layers_on_gpu")),
+         _common(Ref("superseded_by", "frameworks"), *(Ref(f"{t}.sources", "sources") for t in FRAMEWORK_TERMS)),
+         shown=("name", "tasks", "default_for", "default_reason", *FRAMEWORK_TERMS)),
     Kind("measurements", "measurement", "kb/measurements", Measurement,
          _common(Ref("superseded_by", "measurements"), Ref("source", "sources")),
          shown=("title", "quantity", "value", "unit", "setup", "locator", "quote", "unstated")),

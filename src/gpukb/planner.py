@@ -36,8 +36,9 @@ PARTS: dict[str, ex.Expr] = {name: ex.parse(text) for name, text in {
     # ZeRO (Rajbhandari et al. 2020): stage 1 shards optimizer states, 2 also gradients, 3 also weights.
     # Tensor/pipeline parallelism split weights over tp*pp GPUs (Narayanan et al. 2021).
     # Parameter offload (ZeRO-Infinity) keeps about two layers' weights resident for prefetching; ZeRO-3 / FSDP
-    # hold the gathered layer and the prefetched next beside the shards (policy zero3-gathered-layers).
-    "weights": "m.weights / w.layers * 2 / tp if offload == 'optimizer+params' "
+    # hold the gathered layer and the prefetched next beside the shards (policy zero3-gathered-layers), or as
+    # many as the framework lets stay gathered (kb/frameworks zero3_live_params), offloaded or not.
+    "weights": "m.weights / w.layers * max(2, w.gathered_layers) / tp if offload == 'optimizer+params' "
                f"else m.weights * (1 if zero_stage >= 3 or ep == 1 else {_UNSHARDED}) "
                "/ (tp * pp) / (dp * cp if zero_stage >= 3 else 1)"
                " + (w.gathered_layers * m.weights / w.layers / tp if zero_stage >= 3 else 0)",
@@ -56,7 +57,8 @@ PARTS: dict[str, ex.Expr] = {name: ex.parse(text) for name, text in {
     "activations": "(m.activations_checkpointed if checkpointing else m.activations) / (tp * cp)"
                    " * (1 + (pp - 1) / (pp * w.virtual_pipeline_stages) if w.virtual_pipeline_stages > 1 else 1)",
     "kv_cache": "m.kv_cache / (tp * pp)",
-    "overhead": "m.overhead",
+    # ZeRO-1/2 reduce and gather through fixed-size buckets (kb/frameworks comm_buffer_bytes; DeepSpeed's)
+    "overhead": "m.overhead + (w.comm_buffer_bytes if dp > 1 and 1 <= zero_stage <= 2 else 0)",
 }.items()}
 PER_GPU = ex.parse("weights + gradients + optimizer + activations + kv_cache + overhead")
 # What offload moves to CPU memory, per GPU: ZeRO-Offload (Ren et al. 2021) keeps the fp32 master weights,

@@ -10,6 +10,7 @@ optional extra `probe`; this module imports it only when a run starts.
 from __future__ import annotations
 
 import datetime as dt
+import os
 import platform
 import re
 import shlex
@@ -159,7 +160,9 @@ def predict(kb: KnowledgeBase, w: dict[str, Any], on_gpu: bool,
 def _versions(torch: Any, device: Any) -> dict[str, str]:
     from . import __version__
 
-    versions = {"gpukb": __version__, "torch": torch.__version__, "python": platform.python_version()}
+    versions = {"gpukb": __version__, "torch": torch.__version__, "python": platform.python_version(),
+                # the caching allocator's settings change what it reserves (expandable_segments)
+                "PYTORCH_CUDA_ALLOC_CONF": os.environ.get("PYTORCH_CUDA_ALLOC_CONF") or "unset"}
     if device.type == "cuda":
         versions["cuda"] = str(torch.version.cuda)
         smi = shutil.which("nvidia-smi")

@@ -13,7 +13,7 @@ from .hfconfig import load_model
 from .hub import REPO_ID
 from .ids import catalog_id, near_hint, near_ids
 from .messages import message
-from .schema import Gpu, Model
+from .schema import FrameworkTerm, Gpu, Model
 from .workload import CUSTOM_PARAMS_TOLERANCE, TRAINING_TASKS, ResolvedWorkload, Workload
 
 if TYPE_CHECKING:
@@ -310,26 +310,43 @@ def workload_fact(kb: KnowledgeBase, w: ResolvedWorkload) -> dict[str, Any]:
     # output layer in 16 bit (bitsandbytes and transformers skip them)
     embedding_weight_bytes = 2.0 if (w.task == "qlora" or w.precision in QUANTIZED) else weight_bytes
     framework = kb.frameworks.get(w.framework or "")
+    defaults: list[str] = []  # the terms this workload reads that its framework gives no source for
+
+    def term(name: str, used: bool = True) -> FrameworkTerm | None:
+        """The framework's value for a term this workload reads; None where unread or unstated."""
+        value = getattr(framework, name) if framework and used else None
+        if used and framework and value is None:
+            defaults.append(name)
+        return value
+
     # a QLoRA stack may upcast what it leaves unquantized (PEFT's prepare_model_for_kbit_training: fp32)
-    if w.task == "qlora" and framework and framework.qlora_unquantized_param_bytes:
-        embedding_weight_bytes = framework.qlora_unquantized_param_bytes.value
+    if unquantized := term("qlora_unquantized_param_bytes", w.task == "qlora"):
+        embedding_weight_bytes = unquantized.value
     prompt_len = w.prompt_len or max(1, w.seq_len - (w.output_len or 0))
     # decode reads the KV cache of the context reached so far: on average the prompt plus half the output
     decode_context = prompt_len + w.output_len / 2 if w.output_len else w.seq_len
-    loss = framework.loss_logit_bytes if framework else None
+    loss = term("loss_logit_bytes", training)
     # a framework that offloads checkpointed layer inputs to host memory keeps only a few on the GPU
-    on_gpu = framework.checkpoint_layers_on_gpu if framework else None
+    on_gpu = term("checkpoint_layers_on_gpu", training and w.activation_checkpointing is not False)
     # fp32 weights keep the residual stream in fp32 (the embedding's dtype): autocast over fp32 master weights,
     # or plain fp32 training
     fp32_residual = training and (w.precision == "fp32" or (w.task in ("pretrain", "full_finetune")
                                                              and w.master_weights is not False))
-    extra = (framework.layer_activation_bytes_fp32_residual if fp32_residual else framework.layer_activation_bytes
-             ) if framework else None
+    extra = term("layer_activation_bytes_fp32_residual" if fp32_residual else "layer_activation_bytes", training)
+    # sharded data parallelism: the buckets ZeRO-1/2 reduce and gather through, and what ZeRO-3 keeps gathered
+    # (read by a plan over several GPUs: named as defaults only where the workload asks for one)
+    sharded = training and ((w.zero_stage or 0) >= 1 or (w.gpu_count or 1) > 1) and w.zero_stage != 0
+    buckets = term("comm_buffer_bytes", sharded and w.zero_stage in (None, 1, 2))
+    live = term("zero3_live_params", sharded and w.zero_stage in (None, 3))
+    gathered = kb.policy(GATHERED) if GATHERED in kb.policies else 0.0
     return {
         "framework": w.framework, "loss_logit_bytes": loss.value if loss else 0.0,
+        "framework_defaults": ", ".join(defaults) or "none",
         "layer_activation_bytes": extra.value if extra else 0.0,
         "checkpoint_layers_on_gpu": min(on_gpu.value, w.layers) if on_gpu else w.layers,
-        "gathered_layers": kb.policy(GATHERED) if GATHERED in kb.policies else 0.0,
+        # a limit on gathered parameters, in layers' worth of them (DeepSpeed releases a layer once the limit is hit)
+        "gathered_layers": min(w.layers, live.value * w.layers / w.params) if live else gathered,
+        "comm_buffer_bytes": buckets.value if buckets else 0.0,
         "model": w.model, "task": w.task, "precision": w.precision, "optimizer": w.optimizer or "",
         "training": training, "params": w.params, "active_params": w.active_params, "layers": w.layers,
         "hidden_size": w.hidden_size, "heads": w.heads, "kv_heads": w.kv_heads, "head_dim": w.head_dim,

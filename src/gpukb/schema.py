@@ -355,6 +355,13 @@ class Framework(Entry):
     checkpoint_layers_on_gpu: FrameworkTerm | None = Field(default=None, description=(
         "training with activation checkpointing: how many layers' saved inputs stay in GPU memory while the others "
         "wait in host memory; unset, every layer's stays on the GPU"))
+    comm_buffer_bytes: FrameworkTerm | None = Field(default=None, description=(
+        "training with ZeRO stage 1 or 2 over more than one GPU: bytes of gradient-reduction and all-gather buckets "
+        "each GPU holds (allocated at their configured size, whatever the model's); unset, none beyond the runtime "
+        "overhead"))
+    zero3_live_params: FrameworkTerm | None = Field(default=None, description=(
+        "training with ZeRO-3: how many parameters a GPU may hold gathered at once (DeepSpeed's "
+        "stage3_max_live_parameters); unset, the policy zero3-gathered-layers' whole layers"))
     sources: list[Slug] = Field(min_length=1)
     notes: str = ""
 
@@ -367,6 +374,10 @@ class Framework(Entry):
         if self.loss_logit_bytes is None and set(self.tasks) - {"inference"}:
             raise ValueError("loss_logit_bytes: a training framework states what its loss holds per logit")
         return self
+
+
+# every per-framework number, in the order the class states them: each has its sources checked at load
+FRAMEWORK_TERMS = tuple(name for name, f in Framework.model_fields.items() if f.annotation == FrameworkTerm | None)
 
 
 # --- measurements: published measured runs, the yardstick for every estimate ---------------------
