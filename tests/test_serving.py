@@ -23,6 +23,12 @@ def by_memory(option) -> int:
     return next(v["value"] for v in step.values if v["name"] == "by_memory")
 
 
+def _queues(answer) -> bool:
+    """Past the capacity vLLM (the default) still serves: it runs what its KV cache holds and queues the rest."""
+    (option,) = answer.options
+    return any(f.rule.startswith("bottleneck.capacity.kv-queue") for f in option.findings)
+
+
 def usable(memory: float) -> float:
     return memory * (1 - RESERVE) + min(OVERHEAD, memory * RESERVE)
 
@@ -48,15 +54,15 @@ def test_capacity_is_consistent_with_the_fit(kb):
         assert at.options, option.gpu
         over = kb.ask({**w, "gpus": [option.gpu], "batch_size": option.max_concurrency + 1,
                        "tensor_parallel": option.strategy.tensor_parallel, "gpu_count": option.count})
-        assert not over.options, option.gpu
+        assert _queues(over), option.gpu
         longest = by_memory(option)
         assert longest < kb.models["llama-3.1-8b"].context_length  # so memory, not the model, bounds it
         assert option.max_context == longest
         ctx = kb.ask({**w, "gpus": [option.gpu], "seq_len": longest,
                       "tensor_parallel": option.strategy.tensor_parallel, "gpu_count": option.count})
-        assert ctx.options and not kb.ask({**w, "gpus": [option.gpu], "seq_len": longest + 1,
-                                            "tensor_parallel": option.strategy.tensor_parallel,
-                                            "gpu_count": option.count}).options
+        assert ctx.options and _queues(kb.ask({**w, "gpus": [option.gpu], "seq_len": longest + 1,
+                                                "tensor_parallel": option.strategy.tensor_parallel,
+                                                "gpu_count": option.count}))
 
 
 def test_capacity_divides_by_tensor_parallel_shards(kb):
@@ -397,14 +403,14 @@ def test_capacity_with_sliding_windows_is_tight(kb, config):
     option = kb.ask(w).options[0]
     pin = {**w, "tensor_parallel": option.strategy.tensor_parallel, "gpu_count": option.count}
     assert kb.ask({**pin, "batch_size": option.max_concurrency}).options
-    assert not kb.ask({**pin, "batch_size": option.max_concurrency + 1}).options
+    assert _queues(kb.ask({**pin, "batch_size": option.max_concurrency + 1}))
     if config == "mistral-7b-v0.1":
         assert option.max_context == 32768
         assert kb.ask({**pin, "seq_len": option.max_context}).options
     else:
         assert 4096 < by_memory(option) < 8192
         assert kb.ask({**pin, "seq_len": by_memory(option)}).options
-        assert not kb.ask({**pin, "seq_len": by_memory(option) + 1}).options
+        assert _queues(kb.ask({**pin, "seq_len": by_memory(option) + 1}))
         assert option.max_context == by_memory(option)
 
 
@@ -418,3 +424,23 @@ def test_a_served_context_longer_than_the_model_s_is_refused_naming_the_field(kb
     assert kb.ask({"model": "llama-2-7b", "task": "inference", "prompt_len": 3896, "output_len": 200}).options
     assert kb.ask({"model": "llama-3.1-8b", "task": "inference", "seq_len": 131_072}).options
     assert kb.ask({"model": "llama-2-7b", "task": "lora", "seq_len": 16_384, "gpus": ["h100-sxm-80gb"]}).options
+
+
+@pytest.mark.parametrize(("framework", "share_of"), [("vllm", "total"), ("tensorrt-llm", "free")])
+def test_an_engine_that_preallocates_its_kv_cache_queues_what_it_cannot_hold(kb, framework, share_of):
+    # Llama 2 7B in bf16 at 4,096 tokens on one H100: 64 sequences need 137 GB of KV cache, far beyond the card
+    answer = kb.ask({"model": "llama-2-7b", "task": "inference", "batch_size": 64, "gpus": ["h100-sxm-80gb"],
+                     "gpu_count": 1, "framework": framework})
+    (option,) = answer.options
+    step = next(s for s in option.trace if s.rule.startswith("planner.fewest-gpus"))
+    values = {v["name"]: v["value"] for v in step.values}
+    non_kv = sum(values[p] for p in ("weights", "gradients", "optimizer", "activations", "overhead"))
+    pool = usable(H100_MEM) - non_kv if share_of == "total" else 0.9 * (H100_MEM - non_kv)
+    held = int(pool // (KV_TOKEN_7B * 4096))
+    assert values["kv_cache"] == pytest.approx(held * KV_TOKEN_7B * 4096)
+    assert 1 <= held < 64 and f"holds {held} of the 64 sequences" in step.sentence
+    queue = next(f for f in option.findings if f.rule.startswith("bottleneck.capacity.kv-queue"))
+    assert f"holds {held} of the 64 sequences at once" in queue.message and queue.severity == "warning"
+    # a stack that allocates per request (eager Transformers) has no pool to queue in: the batch does not fit
+    assert not kb.ask({"model": "llama-2-7b", "task": "inference", "batch_size": 64, "gpus": ["h100-sxm-80gb"],
+                       "gpu_count": 1, "framework": "hf"}).options

@@ -21,7 +21,7 @@ ENGINE_KINDS: dict[str, frozenset[str]] = {
         "optimizer_in_backward", "placement", "ttft_ms", "tpot_ms",
         "objective", "kv_cache_precision",
         "context_length", "framework", "framework_defaults", "loss_logit_bytes", "layer_activation_bytes",
-        "checkpoint_layers_on_gpu", "comm_buffer_bytes",
+        "checkpoint_layers_on_gpu", "comm_buffer_bytes", "kv_cache_memory_fraction", "kv_cache_free_memory_fraction",
         "gathered_layers", "region", "grid_policy", "grid_intensity",
         "rollout_batch", "samples_per_prompt", "response_len",
     }),
@@ -43,7 +43,7 @@ ENGINE_KINDS: dict[str, frozenset[str]] = {
         "gpu", "count", "dp", "tp", "pp", "ep", "cp", "zero_stage", "checkpointing", "offload", "weights",
         "gradients", "optimizer", "activations", "kv_cache", "overhead", "per_gpu_bytes",
         "usable_bytes", "capacity_bytes", "fits", "fill", "nodes", "tp_over_pcie", "limit", "host_bytes", "short_of",
-        "box_limit", "devices",
+        "box_limit", "devices", "concurrency",
     }),
     "fleet": frozenset({"candidates", "max_usable_bytes", "largest_gpu", "fitting"}),
     # RL post-training: one GPU type's placement of the run's models and its phase times (gpukb.rl)

@@ -394,6 +394,16 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
     s = chosen.layout
     host = float(HOST.evaluate({**base, **s.env(chosen.dp)}))
     fits = chosen.fits and per_gpu <= usable and host <= host_usable
+    # a serving engine that pre-allocates its KV cache in the memory left (kb/frameworks kv_cache_memory_fraction,
+    # kv_cache_free_memory_fraction) does not fail a batch it cannot hold: it runs the sequences its pool holds and
+    # queues the rest. Its pool, not the allocator reserve, bounds it.
+    concurrency, pool = (w.batch_size, 0.0) if inference else (0, 0.0)
+    if inference and not fits and w.batch_size:
+        pool = _kv_pool(wfact, per_gpu - parts["kv_cache"], gpu["memory_bytes"], policy["runtime_overhead"])
+        held = min(w.batch_size, int(pool * w.batch_size // parts["kv_cache"])) if parts["kv_cache"] > 0 else 0
+        if held >= 1:
+            parts = {**parts, "kv_cache": parts["kv_cache"] * held / w.batch_size}
+            per_gpu, concurrency, fits = float(PER_GPU.evaluate(parts)), held, True
     fields = {
         "gpu": gpu["gpu"], "count": chosen.count, "dp": chosen.dp, "tp": s.tp, "pp": s.pp, "ep": s.ep, "cp": s.cp,
         "zero_stage": s.zero_stage if chosen.dp > 1 or s.offload != "none" or w.zero_stage is not None else 0,
@@ -402,7 +412,7 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
         "capacity_bytes": gpu["memory_bytes"], "fits": fits, "fill": per_gpu / gpu["memory_bytes"],
         "nodes": math.ceil(chosen.count / NODE_SIZE), "tp_over_pcie": s.tp > 1 and gpu["scale_up_domain"] < s.tp,
         "limit": limit if w.gpu_count or boxed else 0, "host_bytes": host, "box_limit": box if boxed else 0,
-        "devices": gpu["devices"],
+        "devices": gpu["devices"], "concurrency": concurrency,
         # what a plan that does not fit is short of: GPU memory, or CPU memory for its offloaded state
         "short_of": "" if fits else ("host" if per_gpu <= usable and host > host_usable else "gpu"),
     }
@@ -433,6 +443,9 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
                 f"need {per_gpu / 1e9:,.1f} GB per GPU against {usable / 1e9:,.1f} GB usable "
                 f"({gpu['memory_bytes'] / 1e9:,.1f} GB less the {policy['reserve_fraction']:.0%} reserve, which holds "
                 f"the runtime overhead){offloaded()}: {verdict}.")
+        if pool:
+            text += (f" {w.framework} pre-allocates its KV cache in what is left ({pool / 1e9:,.1f} GB per GPU): it holds "
+                     f"{concurrency} of the {w.batch_size} sequences at once and queues the rest.")
         if not fits:
             text += (f" This is the closest of {strategies} strategies within {_within(limit, boxed)}."
                      if w.gpu_count or boxed else
@@ -456,6 +469,9 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
                 f"（{gpu['memory_bytes'] / 1e9:,.1f} GB 减去 {policy['reserve_fraction']:.0%} 的预留，"
                 f"运行时开销计入预留之内）{offloaded(zh=True)}："
                 f"{'放得下' if fits else '放不下'}。")
+        if pool:
+            text += (f"{w.framework} 在剩余显存中预先分配 KV 缓存（每块 GPU {pool / 1e9:,.1f} GB）："
+                     f"{w.batch_size} 条序列中同时容纳 {concurrency} 条，其余排队等待。")
         if raised is not None and inference:
             text += raised.because_zh
         if size is not None and not inference:
@@ -478,6 +494,15 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
         sources=[*SOURCES, *BOX_SOURCES] if boxed else SOURCES, sentence=sentence, outputs=[("plan", fields)],
         title_zh="能放下一个副本的最少 GPU 数，先试侵入性最小的策略", sentence_zh=sentence_zh)
     return plan
+
+
+def _kv_pool(wfact: dict[str, Any], rest: float, capacity: float, overhead: float) -> float:
+    """Bytes per GPU a serving engine gives its KV cache: vLLM's gpu_memory_utilization bounds all it holds
+    (the pool is that share of the card less everything else), TensorRT-LLM's free_gpu_memory_fraction takes a
+    share of what the weights, activations and runtime leave; 0 for a framework that pre-allocates none."""
+    if share := wfact["kv_cache_memory_fraction"]:  # its share holds the runtime overhead, as USABLE's reserve does
+        return max(0.0, share * capacity + min(overhead, (1 - share) * capacity) - rest)
+    return max(0.0, wfact["kv_cache_free_memory_fraction"] * (capacity - rest))
 
 
 _BOXED = ("policy consumer-nodes: the GeForce driver licence excludes data-centre deployment, and consumer cards "

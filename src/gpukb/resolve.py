@@ -339,6 +339,11 @@ def workload_fact(kb: KnowledgeBase, w: ResolvedWorkload) -> dict[str, Any]:
     buckets = term("comm_buffer_bytes", sharded and w.zero_stage in (None, 1, 2))
     live = term("zero3_live_params", sharded and w.zero_stage in (None, 3))
     gathered = kb.policy(GATHERED) if GATHERED in kb.policies else 0.0
+    # a serving engine's KV pool: a share of the whole card (vLLM) or of what the model leaves (TensorRT-LLM)
+    serving = w.task == "inference"
+    free = term("kv_cache_free_memory_fraction", serving and framework is not None
+                and framework.kv_cache_free_memory_fraction is not None)
+    whole = term("kv_cache_memory_fraction", serving and free is None)
     return {
         "framework": w.framework, "loss_logit_bytes": loss.value if loss else 0.0,
         "framework_defaults": ", ".join(defaults) or "none",
@@ -347,6 +352,8 @@ def workload_fact(kb: KnowledgeBase, w: ResolvedWorkload) -> dict[str, Any]:
         # a limit on gathered parameters, in layers' worth of them (DeepSpeed releases a layer once the limit is hit)
         "gathered_layers": min(w.layers, live.value * w.layers / w.params) if live else gathered,
         "comm_buffer_bytes": buckets.value if buckets else 0.0,
+        "kv_cache_memory_fraction": whole.value if whole else 0.0,
+        "kv_cache_free_memory_fraction": free.value if free else 0.0,
         "model": w.model, "task": w.task, "precision": w.precision, "optimizer": w.optimizer or "",
         "training": training, "params": w.params, "active_params": w.active_params, "layers": w.layers,
         "hidden_size": w.hidden_size, "heads": w.heads, "kv_heads": w.kv_heads, "head_dim": w.head_dim,

@@ -362,6 +362,13 @@ class Framework(Entry):
     zero3_live_params: FrameworkTerm | None = Field(default=None, description=(
         "training with ZeRO-3: how many parameters a GPU may hold gathered at once (DeepSpeed's "
         "stage3_max_live_parameters); unset, the policy zero3-gathered-layers' whole layers"))
+    kv_cache_memory_fraction: FrameworkTerm | None = Field(default=None, description=(
+        "serving: the share of the GPU's memory the engine may use in all, its KV cache pre-allocated in what the "
+        "weights, activations and runtime leave of it; a batch beyond the cache runs as many sequences as it holds "
+        "and queues the rest. Unset (and no kv_cache_free_memory_fraction), the whole batch must fit"))
+    kv_cache_free_memory_fraction: FrameworkTerm | None = Field(default=None, description=(
+        "serving: the share of the memory left after the weights, activations and runtime that the engine "
+        "pre-allocates as its KV cache, queueing what it cannot hold"))
     sources: list[Slug] = Field(min_length=1)
     notes: str = ""
 
@@ -371,6 +378,9 @@ class Framework(Entry):
             raise ValueError(f"default_for: {sorted(set(self.default_for) - set(self.tasks))} not among its tasks")
         if self.default_for and not self.default_reason:
             raise ValueError("default_reason: say why it is the default for " + ", ".join(self.default_for))
+        shares = [t for t in (self.kv_cache_memory_fraction, self.kv_cache_free_memory_fraction) if t is not None]
+        if len(shares) > 1 or any(t.value > 1 for t in shares):
+            raise ValueError("kv_cache_memory_fraction, kv_cache_free_memory_fraction: at most one, a share of at most 1")
         if self.loss_logit_bytes is None and set(self.tasks) - {"inference"}:
             raise ValueError("loss_logit_bytes: a training framework states what its loss holds per logit")
         return self
