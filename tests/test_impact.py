@@ -63,7 +63,8 @@ def test_a_policy_change_shows_counts_and_rejections(repo):
     assert result.exit_code == 0, result.output
     text = (repo / "impact.md").read_text(encoding="utf-8")
     assert text == result.output
-    assert "policies:reserve-fraction v1→v2: value" in text
+    v = gpukb.load_kb(repo).policies["reserve-fraction"].version
+    assert f"policies:reserve-fraction v{v - 1}→v{v}: value" in text
     assert "- Changed entries it reads: `policies:reserve-fraction`" in text
     section = text.split("(`lora-13b-consumer`)")[1]
     assert "- Now rejected:" in section

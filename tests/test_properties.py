@@ -75,7 +75,8 @@ def test_planner_memo_gives_what_the_expressions_give(splits):
     w = answer.workload
     base = {"m": {v["name"]: v["value"] for v in step.values},
             "w": {"layers": w.layers, "params": w.params, "experts": w.experts, "expert_params": w.expert_params,
-                  "virtual_pipeline_stages": w.virtual_pipeline_stages or 1, "gathered_layers": 2}}
+                  "virtual_pipeline_stages": w.virtual_pipeline_stages or 1, "gathered_layers": 2,
+                  "comm_buffer_bytes": 0}}
     cache = planner.PlanCache()
     for tp, pp, zero, ckpt, offload, dp, ep in splits:
         layout = planner.Layout(tp, pp, zero, ckpt, offload, ep)

@@ -101,7 +101,8 @@ def test_the_bump_each_change_calls_for(checkout, tmp_path):
     edit_entry(head_root, "remedy.lora", lambda r: r.update(title=r["title"] + " (adapters)"))
     assert changes().level == "patch"  # wording
     edit_entry(head_root, "reserve-fraction", lambda p: p.update(value=0.2))
-    assert changes().level == "minor" and "policies:reserve-fraction v1→v1: value" in changes().reasons("minor")
+    v = base.policies["reserve-fraction"].version
+    assert changes().level == "minor" and f"policies:reserve-fraction v{v}→v{v}: value" in changes().reasons("minor")
     text = (head_root / "kb/gpus/l4-24gb.yaml").read_text(encoding="utf-8")
     (head_root / "kb/gpus/l4-copy.yaml").write_text(text.replace("id: l4-24gb", "id: l4-copy"), encoding="utf-8")
     added = [c for c in changes().changes if c.change == "added"]
