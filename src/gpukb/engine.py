@@ -106,7 +106,10 @@ _c_encoder = json.encoder.c_make_encoder and json.encoder.c_make_encoder(
 # stops at the 'e' and refuses the whole fact (error 204); '1.0e-05' it reads. Integers it reads with
 # atoll, which saturates outside 64 bits (10**20 would compare as 9223372036854775807); 'NaN' it reads
 # as null and 'Infinity' not at all. -0.0, subnormals and the largest doubles it reads as written.
-_LONG_LONG = 2**63 - 1
+# 9223372036854775807 itself (LLONG_MAX, atoll's saturated value) crashes it: a fact holding it, matched
+# against another, ends the process with a segmentation fault in most runs. So integers are written
+# exactly up to one below it, and from there on as the nearest double.
+_LONG_LONG = 2**63 - 2
 
 
 def durable_number(value: int | float) -> str:
