@@ -75,16 +75,25 @@ MUTATIONS = [
     # an allocator-counted peak is compared without the runtime overhead (CUDA context, NCCL buffers)
     Mutation("allocator-peak-keeps-overhead", "src/gpukb/validation.py",
              'allocator = m.memory_counter == "allocator"', "allocator = False", ("tests/test_validate.py",)),
+    # an eager stack's host issues every layer's kernels: its launches bound a short step
+    Mutation("eager-launches-ignored", "rules/recommendations/throughput-decode.yaml",
+             "launch_s: w.layers * w.layer_launch_s", "launch_s: 0",
+             ("tests/test_rule_tests.py", "tests/test_framework_speed.py")),
+    # a serving engine's own decode share replaces the policy's where kb/frameworks states one
+    Mutation("engine-share-ignored", "rules/recommendations/throughput-decode.yaml",
+             "read_rate: p.tp * g.memory_bandwidth * w.decode_bandwidth_utilisation",
+             "read_rate: p.tp * g.memory_bandwidth * q.decode_bandwidth_utilisation",
+             ("tests/test_rule_tests.py", "tests/test_framework_speed.py")),
     # a prompt's prefill is a weight read plus its arithmetic, not the larger of the two (Splitwise, DistServe)
     Mutation("prefill-takes-the-larger-roof", "rules/recommendations/throughput-decode.yaml",
-             'ttft_s: "max(prefill_flops / compute_rate + prefill_weight_bytes / read_rate',
-             'ttft_s: "max(max(prefill_flops / compute_rate, prefill_weight_bytes / read_rate)', ("tests/test_performance.py",)),
+             'ttft_s: "max(prefill_flops / compute_rate + prefill_weight_bytes / prefill_read_rate',
+             'ttft_s: "max(max(prefill_flops / compute_rate, prefill_weight_bytes / prefill_read_rate)',
+             ("tests/test_performance.py",)),
     # a decode step's matrix multiplies and attention add, each at its own roof (a roofline per operator)
     Mutation("decode-step-takes-the-larger-total", "rules/recommendations/throughput-decode.yaml",
-             'step_time_s: "max(matmul_s + attention_s + w.batch_size * elementwise_s + tp_latency_s, '
-             'q.decode_step_floor)"',
-             'step_time_s: "max(max(bytes_per_step / read_rate, flops_per_step / compute_rate) '
-             '+ w.batch_size * elementwise_s + tp_latency_s, q.decode_step_floor)"',
+             'gpu_step_s: matmul_s + attention_s + w.batch_size * elementwise_s + tp_s',
+             'gpu_step_s: max((weight_bytes_read + kv_read) / read_rate, flops_per_step / compute_rate) '
+             '+ w.batch_size * elementwise_s + tp_s',
              ("tests/test_rule_tests.py",)),
     # a forward pass computes at its matrix multiplies' efficiency, not at a training step's utilisation
     Mutation("forward-pass-at-training-utilisation", "rules/recommendations/throughput-decode.yaml",

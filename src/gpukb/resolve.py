@@ -41,6 +41,7 @@ CONSUMER_COLLECTIVES = "consumer-collective-bandwidth"
 QUANTIZED = ("int8", "int4")  # weight-only formats: embeddings and the output layer stay in 16 bit
 KV_BYTES = {"fp32": 4.0, "fp8": 1.0, "int8": 1.0}  # by kv_cache_precision, else the weights' (fp32 only) or 16-bit
 QLORA_BASE = "nf4"
+BANDWIDTH = POLICY_IDS["decode_bandwidth_utilisation"]  # the default where a framework states none
 GATHERED = "zero3-gathered-layers"  # the policy of the layers ZeRO-3 / FSDP hold unsharded
 # Which dense throughput a precision runs at, with fallbacks where a GPU lacks the native format.
 FLOPS_ORDER = {
@@ -322,6 +323,10 @@ def workload_fact(kb: KnowledgeBase, w: ResolvedWorkload) -> dict[str, Any]:
     # a QLoRA stack may upcast what it leaves unquantized (PEFT's prepare_model_for_kbit_training: fp32)
     if unquantized := term("qlora_unquantized_param_bytes", w.task == "qlora"):
         embedding_weight_bytes = unquantized.value
+    serving = w.task == "inference"
+    # a serving engine's own quantized format (llama.cpp's Q4_0: 18 bytes a block of 32 weights)
+    if own_bits := term(f"{w.precision}_weight_bits", serving and w.precision in QUANTIZED):
+        weight_bytes = own_bits.value / 8
     prompt_len = w.prompt_len or max(1, w.seq_len - (w.output_len or 0))
     # decode reads the KV cache of the context reached so far: on average the prompt plus half the output
     decode_context = prompt_len + w.output_len / 2 if w.output_len else w.seq_len
@@ -340,10 +345,13 @@ def workload_fact(kb: KnowledgeBase, w: ResolvedWorkload) -> dict[str, Any]:
     live = term("zero3_live_params", sharded and w.zero_stage in (None, 3))
     gathered = kb.policy(GATHERED) if GATHERED in kb.policies else 0.0
     # a serving engine's KV pool: a share of the whole card (vLLM) or of what the model leaves (TensorRT-LLM)
-    serving = w.task == "inference"
     free = term("kv_cache_free_memory_fraction", serving and framework is not None
                 and framework.kv_cache_free_memory_fraction is not None)
     whole = term("kv_cache_memory_fraction", serving and free is None)
+    # serving: the engine's own achieved decode bandwidth where its published tables give one, else the policy's;
+    # per-layer launches only for an eager engine (unset: the step is replayed as one graph, not a default)
+    bandwidth = term("decode_bandwidth_utilisation", serving)
+    launch = framework.layer_launch_s if framework and serving else None
     return {
         "framework": w.framework, "loss_logit_bytes": loss.value if loss else 0.0,
         "framework_defaults": ", ".join(defaults) or "none",
@@ -354,6 +362,10 @@ def workload_fact(kb: KnowledgeBase, w: ResolvedWorkload) -> dict[str, Any]:
         "comm_buffer_bytes": buckets.value if buckets else 0.0,
         "kv_cache_memory_fraction": whole.value if whole else 0.0,
         "kv_cache_free_memory_fraction": free.value if free else 0.0,
+        "decode_bandwidth_utilisation": bandwidth.value if bandwidth else kb.policy(BANDWIDTH),
+        "decode_bandwidth_from": (f"fitted for {w.framework}, kb/frameworks" if bandwidth
+                                  else f"policy {BANDWIDTH}; {w.framework or 'the framework'} states none"),
+        "layer_launch_s": launch.value if launch else 0.0,
         "model": w.model, "task": w.task, "precision": w.precision, "optimizer": w.optimizer or "",
         "training": training, "params": w.params, "active_params": w.active_params, "layers": w.layers,
         "hidden_size": w.hidden_size, "heads": w.heads, "kv_heads": w.kv_heads, "head_dim": w.head_dim,

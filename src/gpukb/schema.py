@@ -369,6 +369,18 @@ class Framework(Entry):
     kv_cache_free_memory_fraction: FrameworkTerm | None = Field(default=None, description=(
         "serving: the share of the memory left after the weights, activations and runtime that the engine "
         "pre-allocates as its KV cache, queueing what it cannot hold"))
+    decode_bandwidth_utilisation: FrameworkTerm | None = Field(default=None, description=(
+        "serving: the share of the GPU's datasheet memory bandwidth a batch-1 decode step's reads achieve in this "
+        "engine, fitted to its own published tables; unset, policy decode-bandwidth-utilisation"))
+    layer_launch_s: FrameworkTerm | None = Field(default=None, description=(
+        "serving: seconds the host spends issuing one layer's kernels in a forward step (eager execution, no CUDA "
+        "graphs), added to every decode step and prefill; unset, 0 (the step is issued whole)"))
+    int4_weight_bits: FrameworkTerm | None = Field(default=None, description=(
+        "serving: bits a weight takes in the engine's own 4-bit format, scales included (llama.cpp's Q4_0); unset, "
+        "kb/dtypes' int4"))
+    int8_weight_bits: FrameworkTerm | None = Field(default=None, description=(
+        "serving: bits a weight takes in the engine's own 8-bit format, scales included (llama.cpp's Q8_0); unset, "
+        "kb/dtypes' int8"))
     sources: list[Slug] = Field(min_length=1)
     notes: str = ""
 
@@ -383,6 +395,12 @@ class Framework(Entry):
             raise ValueError("kv_cache_memory_fraction, kv_cache_free_memory_fraction: at most one, a share of at most 1")
         if self.loss_logit_bytes is None and set(self.tasks) - {"inference"}:
             raise ValueError("loss_logit_bytes: a training framework states what its loss holds per logit")
+        if self.decode_bandwidth_utilisation is not None and not 0 < self.decode_bandwidth_utilisation.value <= 1:
+            raise ValueError("decode_bandwidth_utilisation: a share of the datasheet bandwidth, in (0, 1]")
+        serving = ("decode_bandwidth_utilisation", "layer_launch_s", "int4_weight_bits", "int8_weight_bits")
+        if "inference" not in self.tasks and any(getattr(self, name) is not None for name in serving):
+            raise ValueError("decode_bandwidth_utilisation, layer_launch_s, int4/int8_weight_bits: serving terms, "
+                             "for a framework whose tasks include inference")
         return self
 
 
