@@ -441,6 +441,11 @@ def test_an_engine_that_preallocates_its_kv_cache_queues_what_it_cannot_hold(kb,
     assert 1 <= held < 64 and f"holds {held} of the 64 sequences" in step.sentence
     queue = next(f for f in option.findings if f.rule.startswith("bottleneck.capacity.kv-queue"))
     assert f"holds {held} of the 64 sequences at once" in queue.message and queue.severity == "warning"
+    # the decode steps run the sequences held, not the batch asked for
+    decode = next(s for s in option.trace if s.rule.startswith("rec.throughput.decode"))
+    assert f"({held} sequences at once per replica" in decode.sentence
+    assert {v["name"]: v["value"] for v in decode.values}["flops_per_step"] == pytest.approx(
+        held * {v["name"]: v["value"] for v in decode.values}["flop_per_token"])
     # a stack that allocates per request (eager Transformers) has no pool to queue in: the batch does not fit
     assert not kb.ask({"model": "llama-2-7b", "task": "inference", "batch_size": 64, "gpus": ["h100-sxm-80gb"],
                        "gpu_count": 1, "framework": "hf"}).options
