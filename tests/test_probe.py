@@ -95,6 +95,11 @@ def test_on_a_gpu_the_plan_must_fit_one_card_without_offload(kb: gpukb.Knowledge
     ("NVIDIA H100 80GB HBM3", 85_520_809_984, "h100-sxm-80gb"),
     ("NVIDIA A100-SXM4-80GB", 85_100_000_000, "a100-sxm-80gb"),
     ("NVIDIA GeForce RTX 4090", 25_393_692_672, "rtx-4090-24gb"),
+    # SXM and PCIe cards of one chip report the same memory: the name tells them apart
+    ("NVIDIA H100 PCIe", 85_520_809_984, "h100-pcie-80gb"),
+    ("NVIDIA H100 NVL", 99_857_989_632, "h100-nvl-94gb"),
+    ("NVIDIA A100-PCIE-40GB", 42_505_273_344, "a100-pcie-40gb"),
+    ("NVIDIA A100-SXM4-40GB", 42_505_273_344, "a100-sxm-40gb"),
     ("Some Accelerator", 1, ""),
 ])
 def test_the_local_device_maps_to_its_catalog_gpu(kb: gpukb.KnowledgeBase, name: str, total: int, gpu: str) -> None:

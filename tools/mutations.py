@@ -91,9 +91,9 @@ MUTATIONS = [
              ("tests/test_performance.py",)),
     # a decode step's matrix multiplies and attention add, each at its own roof (a roofline per operator)
     Mutation("decode-step-takes-the-larger-total", "rules/recommendations/throughput-decode.yaml",
-             'gpu_step_s: matmul_s + attention_s + w.batch_size * elementwise_s + tp_s',
+             'gpu_step_s: matmul_s + attention_s + p.concurrency * elementwise_s + tp_s',
              'gpu_step_s: max((weight_bytes_read + kv_read) / read_rate, flops_per_step / compute_rate) '
-             '+ w.batch_size * elementwise_s + tp_s',
+             '+ p.concurrency * elementwise_s + tp_s',
              ("tests/test_rule_tests.py",)),
     # a forward pass computes at its matrix multiplies' efficiency, not at a training step's utilisation
     Mutation("forward-pass-at-training-utilisation", "rules/recommendations/throughput-decode.yaml",

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from .answer import Answer
     from .kb import KnowledgeBase
     from .probe_model import Measured
+    from .schema import Gpu
 
 # A run's own shape for --tiny (tests, CPUs): small enough to train in a second on a laptop's CPU
 TINY = {"layers": 2, "hidden_size": 64, "heads": 4, "kv_heads": 2, "intermediate_size": 128, "vocab_size": 512}
@@ -84,7 +85,13 @@ def local_gpu(kb: KnowledgeBase, name: str, total_bytes: int) -> str:
     matches = [g for gid, g in kb.gpus.items() if model in re.split(r"-", gid) and g.status != "deprecated"]
     if not matches:
         return ""
-    return min(matches, key=lambda g: abs(g.memory_bytes - total_bytes)).id
+    # the same chip with the same memory comes as SXM and PCIe cards: CUDA names the PCIe and NVL ones
+    # ("NVIDIA H100 PCIe", "NVIDIA A100-PCIE-40GB") and not the SXM ones ("NVIDIA H100 80GB HBM3")
+    words = set(re.split(r"[^a-z0-9]+", name.lower()))
+
+    def mismatch(g: Gpu) -> int:
+        return int(("pcie" in words or "nvl" in words) != (g.form_factor == "pcie")) + int(("nvl" in words) != ("nvl" in g.id))
+    return min(matches, key=lambda g: (mismatch(g), abs(g.memory_bytes - total_bytes))).id
 
 
 def plan(kb: KnowledgeBase, given: dict[str, Any], gpu: str, tiny: bool, layers: int | None) -> dict[str, Any]:
