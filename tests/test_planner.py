@@ -72,15 +72,20 @@ def test_each_memory_part_is_divided_as_the_strategy_says(split, expected):
     assert parts["overhead"] == OVERHEAD  # every GPU carries it: no split divides it
 
 
-@pytest.mark.parametrize(("dp", "zero_stage", "charged"), [(8, 1, True), (8, 2, True), (8, 3, False), (1, 2, False),
-                                                         (8, 0, False)])
-def test_zero_buckets_are_charged_only_where_zero_1_or_2_reduces_across_gpus(dp, zero_stage, charged):
+@pytest.mark.parametrize(("dp", "zero_stage", "charged"), [(8, 1, True), (8, 2, True), (8, 3, False), (1, 2, True),
+                                                         (8, 0, False), (1, 0, False)])
+def test_zero_buckets_are_charged_wherever_zero_1_or_2_is_on(dp, zero_stage, charged):
     buckets = 9e9  # DeepSpeed's 5e8-element buckets with overlap_comm (kb/frameworks deepspeed)
     arch = {"layers": 32, "params": N, "experts": 1, "expert_params": 0, "virtual_pipeline_stages": 1,
             "gathered_layers": 2, "comm_buffer_bytes": buckets}
     layout = planner.Layout(1, 1, zero_stage, False, "none")
-    parts = planner.PlanCache().parts_of(layout, dp, {"m": MEMORY, "w": arch})
+    cache = planner.PlanCache()
+    parts = cache.parts_of(layout, dp, {"m": MEMORY, "w": arch})
     assert parts["overhead"] == OVERHEAD + (buckets if charged else 0)
+    # the search's A + B/dp is exact at every dp, buckets included
+    a, b = cache.split(layout, {"m": MEMORY, "w": arch}, False)
+    for n in (1, 2, 3, 8, 64):
+        assert a + b / n == pytest.approx(sum(cache.parts_of(layout, n, {"m": MEMORY, "w": arch}).values()))
 
 
 def test_deepspeed_states_its_zero_terms_and_others_say_they_use_the_defaults(kb):

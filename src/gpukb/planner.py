@@ -57,8 +57,9 @@ PARTS: dict[str, ex.Expr] = {name: ex.parse(text) for name, text in {
     "activations": "(m.activations_checkpointed if checkpointing else m.activations) / (tp * cp)"
                    " * (1 + (pp - 1) / (pp * w.virtual_pipeline_stages) if w.virtual_pipeline_stages > 1 else 1)",
     "kv_cache": "m.kv_cache / (tp * pp)",
-    # ZeRO-1/2 reduce and gather through fixed-size buckets (kb/frameworks comm_buffer_bytes; DeepSpeed's)
-    "overhead": "m.overhead + (w.comm_buffer_bytes if dp > 1 and 1 <= zero_stage <= 2 else 0)",
+    # ZeRO-1/2 reduce and gather through fixed-size buckets (kb/frameworks comm_buffer_bytes; DeepSpeed's),
+    # allocated whenever the stage is on, one GPU or many: a term independent of dp keeps A + B/dp exact
+    "overhead": "m.overhead + (w.comm_buffer_bytes if 1 <= zero_stage <= 2 else 0)",
 }.items()}
 PER_GPU = ex.parse("weights + gradients + optimizer + activations + kv_cache + overhead")
 # What offload moves to CPU memory, per GPU: ZeRO-Offload (Ren et al. 2021) keeps the fp32 master weights,

@@ -356,7 +356,7 @@ class Framework(Entry):
         "training with activation checkpointing: how many layers' saved inputs stay in GPU memory while the others "
         "wait in host memory; unset, every layer's stays on the GPU"))
     comm_buffer_bytes: FrameworkTerm | None = Field(default=None, description=(
-        "training with ZeRO stage 1 or 2 over more than one GPU: bytes of gradient-reduction and all-gather buckets "
+        "training with ZeRO stage 1 or 2 (on one GPU or many): bytes of gradient-reduction and all-gather buckets "
         "each GPU holds (allocated at their configured size, whatever the model's); unset, none beyond the runtime "
         "overhead"))
     zero3_live_params: FrameworkTerm | None = Field(default=None, description=(
