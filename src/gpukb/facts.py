@@ -100,7 +100,7 @@ RULE_KINDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
                  frozenset({"gpu", "tokens_per_s", "step_time_s", "time_to_train_s", "score", "bound",
                             "intensity", "ridge", "flop_per_token", "model_flop_per_token", "utilisation",
                             "ttft_s", "tpot_s", "bytes_per_step", "tp_latency_s", "attention_bytes", "prefill_share",
-                            "optimizer_s"})),
+                            "optimizer_s", "concurrency"})),
 }
 
 FINDING_KINDS = ("memory_capacity", "memory_bandwidth", "interconnect", "compute", "thermal", "precision")
