@@ -10,6 +10,7 @@ from typing import Annotated, Any
 
 import typer
 from rich import box
+from rich.cells import cell_len
 from rich.console import Console
 from rich.measure import Measurement
 from rich.padding import Padding
@@ -246,6 +247,19 @@ def _print_launch(answer: Any, engine: str, kb: Any, lang: Lang = "en") -> None:
     sys.stdout.write(clean(comment) + "\n" + clean(command) + "\n")
 
 
+def _header(text: str, cells: list[str]) -> str:
+    """A header wider than its column's cells, on two lines at the space that balances them: the numbers set the
+    width, so the table keeps 80 columns (Chinese labels are twice as wide per character)."""
+    widest = max((cell_len(c) for c in cells), default=0)
+    if cell_len(text) <= widest:
+        return text
+    cuts = [i for i, ch in enumerate(text) if ch == " "]
+    if not cuts:
+        return text
+    cut = min(cuts, key=lambda i: max(cell_len(text[:i].rstrip()), cell_len(text[i:].lstrip())))
+    return f"{text[:cut].rstrip()}\n{text[cut:].lstrip()}"
+
+
 def _placement(o: Any, lang: Lang) -> str:
     """'colocated' or 'split 40+8' (trainer + rollout GPUs) for an RL option."""
     if o.rl is None:
@@ -295,7 +309,7 @@ def _print_answer(answer: Any, lang: Lang) -> None:
         ("tokens/s", "right", [f"{o.tokens_per_s:,.0f}" if o.tokens_per_s else "—" for o in options]),
         ("time to train", "right", [duration(o.time_to_train_s, lang) if o.time_to_train_s else "" for o in options]),
         ("GPU-h", "right", [f"{o.gpu_hours:,.0f}" if o.gpu_hours else "" for o in options]),
-        ("TTFT", "right", [f"{o.ttft_s * 1000:,.0f} ms" if o.ttft_s else "" for o in options]),
+        ("TTFT ms", "right", [f"{o.ttft_s * 1000:,.0f}" if o.ttft_s else "" for o in options]),
         ("ms/tok", "right", [f"{o.tpot_s * 1000:,.1f}" if o.tpot_s else "" for o in options]),
         ("pick", "center", ["*" if o.branch else "" for o in options]),
     ]
@@ -327,9 +341,20 @@ def _print_answer(answer: Any, lang: Lang) -> None:
         order = label(lang, "within {days} days, fewest GPU-hours first" if options and options[0].meets_deadline
                       else "none within {days} days: fastest first", days=f"{w.deadline_days:g}")
     table = Table(title=label(lang, "Options, {order}", order=order), box=box.SIMPLE_HEAD, padding=(0, 1))
-    for header, justify, _ in columns:
+    def width(header: str, cells: list[str]) -> int:  # a column that never wraps: its widest line
+        return max(cell_len(line) for line in [*_header(label(lang, header), cells).split("\n"), *cells])
+
+    # the strategy folds in what the other columns leave, but never narrower than its header (rich would fold the
+    # word itself); where that is too little, memory per GPU leaves the table (it is in the summary, --json, --explain).
+    # Each column also takes a space either side and the divider: 3, and 1 for the edge.
+    if any(c[0] == "strategy" for c in columns) and 3 * len(columns) + 1 + cell_len(label(lang, "strategy")) + sum(
+            width(h, cells) for h, _, cells in columns if h != "strategy") > out.width:
+        columns = [c for c in columns if c[0] != "GB/GPU used/usable"]
+    for header, justify, cells in columns:
         wraps = header == "strategy"  # ids and numbers never wrap or get cut; the strategy folds
-        table.add_column(label(lang, header), justify=justify, no_wrap=not wraps, overflow="fold" if wraps else "ellipsis")  # type: ignore[arg-type]
+        shown = _header(label(lang, header), cells)
+        table.add_column(shown, justify=justify, no_wrap=not wraps, overflow="fold" if wraps else "ellipsis",  # type: ignore[arg-type]
+                         min_width=cell_len(shown) if wraps else None)
     for row in zip(*(cells for _, _, cells in columns), strict=True):
         table.add_row(*map(_cell, row))
     out.print(table)
