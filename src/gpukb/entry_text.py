@@ -175,7 +175,8 @@ def describe_entry(kb: KnowledgeBase, entry_id: str, lang: Lang = "en") -> str |
     elif kind == "model":
         body = _model(kb, entry, lang)
     else:
-        body = {name: _plain(getattr(entry, name)) for name in spec.shown}
+        # an unset field (a framework term it states none for) is left out, not printed as "None"
+        body = {name: _plain(value) for name in spec.shown if (value := getattr(entry, name)) is not None}
         if kind == "measurement":
             body["workload"] = _plain(entry.workload)
             body["source"] = _sources(kb, [entry.source])
