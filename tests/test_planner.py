@@ -100,6 +100,9 @@ def test_deepspeed_states_its_zero_terms_and_others_say_they_use_the_defaults(kb
     assert ds["gathered_layers"] == pytest.approx(1e9 * 32 / 8_030_261_248)
     assert "zero3_live_params" not in ds["framework_defaults"]
     assert fact("deepspeed", zero_stage=2)["comm_buffer_bytes"] == 9e9
+    # with neither gpu_count nor a ZeRO stage the planner may still pick a sharded plan: the terms are read all the same
+    unpinned = resolve.resolve(kb, Workload(model="llama-3.1-8b", task="full_finetune", framework="deepspeed"))[1]
+    assert unpinned["comm_buffer_bytes"] == 9e9 and unpinned["gathered_layers"] == ds["gathered_layers"]
     fsdp = fact("fsdp", zero_stage=2)
     assert fsdp["comm_buffer_bytes"] == 0 and "comm_buffer_bytes" in fsdp["framework_defaults"].split(", ")
     assert fact("fsdp", zero_stage=3)["gathered_layers"] == 2

@@ -313,10 +313,11 @@ def workload_fact(kb: KnowledgeBase, w: ResolvedWorkload) -> dict[str, Any]:
     framework = kb.frameworks.get(w.framework or "")
     defaults: list[str] = []  # the terms this workload reads that its framework gives no source for
 
-    def term(name: str, used: bool = True) -> FrameworkTerm | None:
-        """The framework's value for a term this workload reads; None where unread or unstated."""
+    def term(name: str, used: bool = True, named: bool | None = None) -> FrameworkTerm | None:
+        """The framework's value for a term this workload reads (None where unread or unstated); an unstated one
+        is named among the defaults where `named` (default: `used`) says the answer depends on it."""
         value = getattr(framework, name) if framework and used else None
-        if used and framework and value is None:
+        if (used if named is None else named) and framework and value is None:
             defaults.append(name)
         return value
 
@@ -338,20 +339,20 @@ def workload_fact(kb: KnowledgeBase, w: ResolvedWorkload) -> dict[str, Any]:
     fp32_residual = training and (w.precision == "fp32" or (w.task in ("pretrain", "full_finetune")
                                                              and w.master_weights is not False))
     extra = term("layer_activation_bytes_fp32_residual" if fp32_residual else "layer_activation_bytes", training)
-    # sharded data parallelism: the buckets ZeRO-1/2 reduce and gather through, and what ZeRO-3 keeps gathered
-    # (read by a plan over several GPUs: named as defaults only where the workload asks for one)
-    sharded = training and ((w.zero_stage or 0) >= 1 or (w.gpu_count or 1) > 1) and w.zero_stage != 0
-    buckets = term("comm_buffer_bytes", sharded and w.zero_stage in (None, 1, 2))
-    live = term("zero3_live_params", sharded and w.zero_stage in (None, 3))
+    # sharded data parallelism: the buckets ZeRO-1/2 reduce and gather through, and what ZeRO-3 keeps gathered.
+    # Any training plan the planner tries may shard, so both are read; an unstated one is named among the defaults
+    # only where the workload itself asks for several GPUs or a ZeRO stage
+    sharded = ((w.zero_stage or 0) >= 1 or (w.gpu_count or 1) > 1) and w.zero_stage != 0
+    buckets = term("comm_buffer_bytes", training, sharded and w.zero_stage in (None, 1, 2))
+    live = term("zero3_live_params", training, sharded and w.zero_stage in (None, 3))
     gathered = kb.policy(GATHERED) if GATHERED in kb.policies else 0.0
-    # a serving engine's KV pool: a share of the whole card (vLLM) or of what the model leaves (TensorRT-LLM)
-    free = term("kv_cache_free_memory_fraction", serving and framework is not None
-                and framework.kv_cache_free_memory_fraction is not None)
+    # a serving engine's KV pool: a share of what the model leaves (TensorRT-LLM) or of the whole card (vLLM)
+    free = term("kv_cache_free_memory_fraction", serving, named=False)
     whole = term("kv_cache_memory_fraction", serving and free is None)
     # serving: the engine's own achieved decode bandwidth where its published tables give one, else the policy's;
     # per-layer launches only for an eager engine (unset: the step is replayed as one graph, not a default)
     bandwidth = term("decode_bandwidth_utilisation", serving)
-    launch = framework.layer_launch_s if framework and serving else None
+    launch = term("layer_launch_s", serving, named=False)
     return {
         "framework": w.framework, "loss_logit_bytes": loss.value if loss else 0.0,
         "framework_defaults": ", ".join(defaults) or "none",
