@@ -341,20 +341,17 @@ def _print_answer(answer: Any, lang: Lang) -> None:
         order = label(lang, "within {days} days, fewest GPU-hours first" if options and options[0].meets_deadline
                       else "none within {days} days: fastest first", days=f"{w.deadline_days:g}")
     table = Table(title=label(lang, "Options, {order}", order=order), box=box.SIMPLE_HEAD, padding=(0, 1))
-    def width(header: str, cells: list[str]) -> int:  # a column that never wraps: its widest line
-        return max(cell_len(line) for line in [*_header(label(lang, header), cells).split("\n"), *cells])
-
+    shown = {header: _header(label(lang, header), cells) for header, _, cells in columns}
     # the strategy folds in what the other columns leave, but never narrower than its header (rich would fold the
     # word itself); where that is too little, memory per GPU leaves the table (it is in the summary, --json, --explain).
-    # Each column also takes a space either side and the divider: 3, and 1 for the edge.
-    if any(c[0] == "strategy" for c in columns) and 3 * len(columns) + 1 + cell_len(label(lang, "strategy")) + sum(
-            width(h, cells) for h, _, cells in columns if h != "strategy") > out.width:
+    # A column that never wraps is as wide as its widest line, plus a space either side and the divider: 3; the edge 1.
+    fixed = sum(max(cell_len(line) for line in [*shown[h].split("\n"), *cells]) for h, _, cells in columns if h != "strategy")
+    if "strategy" in shown and fixed + 3 * len(columns) + 1 + cell_len(shown["strategy"]) > out.width:
         columns = [c for c in columns if c[0] != "GB/GPU used/usable"]
-    for header, justify, cells in columns:
+    for header, justify, _ in columns:
         wraps = header == "strategy"  # ids and numbers never wrap or get cut; the strategy folds
-        shown = _header(label(lang, header), cells)
-        table.add_column(shown, justify=justify, no_wrap=not wraps, overflow="fold" if wraps else "ellipsis",  # type: ignore[arg-type]
-                         min_width=cell_len(shown) if wraps else None)
+        table.add_column(shown[header], justify=justify, no_wrap=not wraps, overflow="fold" if wraps else "ellipsis",  # type: ignore[arg-type]
+                         min_width=cell_len(shown[header]) if wraps else None)
     for row in zip(*(cells for _, _, cells in columns), strict=True):
         table.add_row(*map(_cell, row))
     out.print(table)

@@ -502,7 +502,9 @@ def _kv_pool(wfact: dict[str, Any], rest: float, capacity: float, overhead: floa
     (the pool is that share of the card less everything else), TensorRT-LLM's free_gpu_memory_fraction takes a
     share of what the weights, activations and runtime leave; 0 for a framework that pre-allocates none."""
     if share := wfact["kv_cache_memory_fraction"]:  # its share holds the runtime overhead, as USABLE's reserve does
-        return max(0.0, share * capacity + min(overhead, (1 - share) * capacity) - rest)
+        usable = USABLE.evaluate({"g": {"memory_bytes": capacity},
+                                  "p": {"reserve_fraction": 1 - share, "runtime_overhead": overhead}})
+        return max(0.0, float(usable) - rest)
     return max(0.0, wfact["kv_cache_free_memory_fraction"] * (capacity - rest))
 
 
