@@ -77,6 +77,14 @@ def test_a_share_over_one_or_a_serving_term_on_a_training_stack_is_refused(kb: g
     training = kb.frameworks["torchtune"].model_dump(exclude_none=True)
     with pytest.raises(pydantic.ValidationError, match="serving terms"):
         Framework.model_validate({**training, "layer_launch_s": {**term, "value": 1e-4}})
+    # the KV cache's share is checked the same way, and an engine sizes its cache one way, not two
+    with pytest.raises(pydantic.ValidationError, match="kv_cache_memory_fraction: a share"):
+        Framework.model_validate({**base, "kv_cache_memory_fraction": term})
+    with pytest.raises(pydantic.ValidationError, match="one way"):
+        Framework.model_validate({**base, "kv_cache_memory_fraction": {**term, "value": 0.9},
+                                  "kv_cache_free_memory_fraction": {**term, "value": 0.9}})
+    with pytest.raises(pydantic.ValidationError, match="serving terms"):
+        Framework.model_validate({**training, "kv_cache_free_memory_fraction": {**term, "value": 0.9}})
 
 
 def test_llama_cpp_cells_gpukb_cannot_express_stay_published_but_unvalidated(kb: gpukb.KnowledgeBase) -> None:

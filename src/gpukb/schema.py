@@ -390,17 +390,17 @@ class Framework(Entry):
             raise ValueError(f"default_for: {sorted(set(self.default_for) - set(self.tasks))} not among its tasks")
         if self.default_for and not self.default_reason:
             raise ValueError("default_reason: say why it is the default for " + ", ".join(self.default_for))
-        shares = [t for t in (self.kv_cache_memory_fraction, self.kv_cache_free_memory_fraction) if t is not None]
-        if len(shares) > 1 or any(t.value > 1 for t in shares):
-            raise ValueError("kv_cache_memory_fraction, kv_cache_free_memory_fraction: at most one, a share of at most 1")
         if self.loss_logit_bytes is None and set(self.tasks) - {"inference"}:
             raise ValueError("loss_logit_bytes: a training framework states what its loss holds per logit")
-        if self.decode_bandwidth_utilisation is not None and not 0 < self.decode_bandwidth_utilisation.value <= 1:
-            raise ValueError("decode_bandwidth_utilisation: a share of the datasheet bandwidth, in (0, 1]")
-        serving = ("decode_bandwidth_utilisation", "layer_launch_s", "int4_weight_bits", "int8_weight_bits")
+        shares = ("kv_cache_memory_fraction", "kv_cache_free_memory_fraction", "decode_bandwidth_utilisation")
+        for name in shares:
+            if (share := getattr(self, name)) is not None and not 0 < share.value <= 1:
+                raise ValueError(f"{name}: a share, in (0, 1]")
+        if self.kv_cache_memory_fraction and self.kv_cache_free_memory_fraction:
+            raise ValueError("kv_cache_memory_fraction, kv_cache_free_memory_fraction: an engine sizes its KV cache one way")
+        serving = (*shares, "layer_launch_s", "int4_weight_bits", "int8_weight_bits")
         if "inference" not in self.tasks and any(getattr(self, name) is not None for name in serving):
-            raise ValueError("decode_bandwidth_utilisation, layer_launch_s, int4/int8_weight_bits: serving terms, "
-                             "for a framework whose tasks include inference")
+            raise ValueError(", ".join(serving) + ": serving terms, for a framework whose tasks include inference")
         return self
 
 
