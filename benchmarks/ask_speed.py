@@ -22,7 +22,8 @@ from collections.abc import Callable
 from typing import Any
 
 import gpukb
-from gpukb import engine, pipeline
+from gpukb.engine import engine
+from gpukb.estimate import pipeline
 
 WORKLOADS = [
     {"model": "llama-2-7b", "task": "full_finetune"},

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import gpukb
-from gpukb.errors import ASK_ERRORS
-from gpukb.scenarios import load_scenarios
+from gpukb.contrib.scenarios import load_scenarios
+from gpukb.core.errors import ASK_ERRORS
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIO_FILES = (ROOT / "site" / "scenarios.yaml", ROOT / "tests" / "data" / "scenarios.yaml")

@@ -1,7 +1,7 @@
 """How closely `gpukb probe`'s self-contained module stands for the Transformers + PEFT stack (framework `hf`).
 
 Runs the same training configurations twice on one CUDA GPU, with random weights built from the catalog's
-architecture: once through gpukb.probe_model (what `gpukb probe` measures) and once through Transformers'
+architecture: once through gpukb.probe.model (what `gpukb probe` measures) and once through Transformers'
 LlamaForCausalLM (with PEFT's LoRA on all linear layers where the task is lora), and prints each one's peak
 allocated memory and tokens/s as JSON Lines. Needs transformers and peft besides the `probe` extra; nothing
 is downloaded. `--tiny` runs two-layer shapes on the CPU (a dry run: no memory counters there).
@@ -19,9 +19,9 @@ from typing import Any
 import torch
 
 import gpukb
-from gpukb.probe_model import Measured, Shape, timed_training, train
-from gpukb.resolve import resolve
-from gpukb.workload import parse_workload
+from gpukb.answer.workload import parse_workload
+from gpukb.estimate.resolve import resolve
+from gpukb.probe.model import Measured, Shape, timed_training, train
 
 # model, task, sequence, micro-batch, activation checkpointing
 CASES = (("llama-3.1-8b", "lora", 2048, 4, True), ("llama-3.1-8b", "lora", 1024, 8, False),

@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import torch
 
-from gpukb.probe_model import Shape, build, saved_bytes_per_token
+from gpukb.probe.model import Shape, build, saved_bytes_per_token
 
 TOKENS = 256
 # name, hidden, heads, kv heads, intermediate: two Llama shapes of different widths and MLP ratios

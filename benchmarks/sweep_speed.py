@@ -13,7 +13,7 @@ import sys
 import time
 
 import gpukb
-from gpukb.sweeps import grid
+from gpukb.estimate.sweeps import grid
 
 TASKS = ["pretrain", "full_finetune", "lora", "qlora", "inference"]
 

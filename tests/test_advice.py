@@ -8,9 +8,9 @@ import pytest
 from typer.testing import CliRunner
 
 from gpukb import WorkloadError
-from gpukb.cli import app
-from gpukb.deadline import cluster_size, largest_size
-from gpukb.planner import NODE_SIZE
+from gpukb.cli.main import app
+from gpukb.estimate.deadline import cluster_size, largest_size
+from gpukb.estimate.planner import NODE_SIZE
 
 runner = CliRunner()
 DAY = 86400

@@ -290,7 +290,7 @@ def test_the_packaged_kb_once_loaded_is_not_looked_for_again(monkeypatch):
     def no_files() -> Path:
         raise AssertionError("load_kb() looked for the packaged files again")
 
-    monkeypatch.setattr(gpukb.packaged, "packaged_root", no_files)
+    monkeypatch.setattr(gpukb.estimate.packaged, "packaged_root", no_files)
     assert gpukb.load_kb() is loaded
     assert gpukb.ask({"model": "llama-2-7b", "task": "lora", "gpus": ["h100-sxm-80gb"]}).options
 

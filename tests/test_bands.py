@@ -1,5 +1,5 @@
 """Error bands: every predicted number with enough published measurements behind it carries the spread of
-gpukb's own misses on them (gpukb.bands), derived from kb/measurements/ once per knowledge base."""
+gpukb's own misses on them (gpukb.answer.bands), derived from kb/measurements/ once per knowledge base."""
 
 import dataclasses
 import json
@@ -8,11 +8,11 @@ import math
 import pytest
 from typer.testing import CliRunner
 
-from gpukb import bands
-from gpukb.answer import ErrorBand
-from gpukb.bandtext import banded
-from gpukb.cli import app
-from gpukb.validation import Point, bands_of, validate
+from gpukb.answer import bands
+from gpukb.answer.answer import ErrorBand
+from gpukb.answer.bandtext import banded
+from gpukb.cli.main import app
+from gpukb.estimate.validation import Point, bands_of, validate
 
 runner = CliRunner()
 # exactly 2 H100s (one node): without them the pre-training horizon sizes a multi-node cluster

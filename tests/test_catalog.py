@@ -2,7 +2,7 @@
 
 import pytest
 
-from gpukb.architecture import count_parameters
+from gpukb.knowledge.architecture import count_parameters
 
 # Exact totals published with each model (Hugging Face safetensors metadata / model cards);
 # the catalog's architecture must reproduce them.

@@ -1,7 +1,7 @@
 """One model, one answer: a catalog model and its own config.json give the same memory and speed.
 
 The catalog entries are written by hand from the configs their sources cite; the config reader
-(gpukb.hfconfig) reads the same files by code. Sliding windows, tied embeddings and RoPE scaling
+(gpukb.knowledge.hfconfig) reads the same files by code. Sliding windows, tied embeddings and RoPE scaling
 must come out the same both ways, or one model gets two answers (mistral-7b's KV cache at 32k x 8
 was 34.4 GB from the catalog and 4.3 GB from its config.json). Which fixture is which catalog model
 follows from the fixtures' README (the Hub address of each) and the catalog's `hf_repo`.
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import gpukb
-from gpukb.hfconfig import load_model
+from gpukb.knowledge.hfconfig import load_model
 
 HF = Path(__file__).parent / "fixtures" / "hf"
 _ROW = re.compile(r"^\| `([^`]+)` \| https://huggingface\.co/([^/\s]+/[^/\s]+)/blob/main/config\.json \|$", re.M)

@@ -1,4 +1,4 @@
-"""Each lint check of gpukb.checks, on a copy of kb/ and rules/ broken the way a contributor might."""
+"""Each lint check of gpukb.contrib.checks, on a copy of kb/ and rules/ broken the way a contributor might."""
 
 import json
 from pathlib import Path
@@ -7,12 +7,12 @@ import pytest
 from typer.testing import CliRunner
 
 import gpukb
-from gpukb import checks
-from gpukb.cli import app
-from gpukb.errors import KBError
-from gpukb.lint import lint
-from gpukb.resolve import gpu_fact, resolve
-from gpukb.workload import Workload
+from gpukb.answer.workload import Workload
+from gpukb.cli.main import app
+from gpukb.contrib import checks
+from gpukb.contrib.lint import lint
+from gpukb.core.errors import KBError
+from gpukb.estimate.resolve import gpu_fact, resolve
 from kbfiles import edit_entry
 
 runner = CliRunner()
@@ -97,7 +97,7 @@ def test_unsatisfiable_only_judges_what_it_can_know():
     domains = {"task": frozenset({"lora", "qlora"}), "flag": frozenset({True})}
 
     def reason(text):
-        return checks.unsatisfiable(gpukb.expr.parse(text).tree, "workload", domains.get)
+        return checks.unsatisfiable(gpukb.language.expr.parse(text).tree, "workload", domains.get)
 
     assert reason("task == 'lora' or task == 'x'") is None
     assert reason("task == 'x' or task == 'y'") is not None

@@ -3,7 +3,7 @@ import json
 from typer.testing import CliRunner
 
 import gpukb
-from gpukb.cli import app
+from gpukb.cli.main import app
 
 runner = CliRunner()
 
@@ -101,8 +101,8 @@ def test_schema_is_in_sync():
 
 
 def test_every_lint_format_has_its_reporter():
-    from gpukb.cli import Format
-    from gpukb.reporters import REPORTERS
+    from gpukb.cli.main import Format
+    from gpukb.contrib.reporters import REPORTERS
 
     assert [f.value for f in Format] == list(REPORTERS)
 

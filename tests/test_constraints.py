@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gpukb.resolve import gpu_fact
+from gpukb.estimate.resolve import gpu_fact
 
 REPO = Path(__file__).resolve().parent.parent
 CONSUMER = ["rtx-3080-10gb", "rtx-3090-24gb", "rtx-4080-16gb", "rtx-4090-24gb", "rtx-5090-32gb"]
@@ -155,7 +155,7 @@ def test_the_launch_line_says_which_option_it_is_for_and_holds_the_batch():
     from typer.testing import CliRunner
 
     import gpukb
-    from gpukb.cli import app
+    from gpukb.cli.main import app
 
     args = ["ask", "--model", "llama-2-70b", "--task", "inference", "--batch-size", "32", "--launch", "vllm"]
     result = CliRunner().invoke(app, args)

@@ -9,12 +9,12 @@ import yaml
 from typer.testing import CliRunner
 
 import gpukb
-from gpukb.cli import app
-from gpukb.codes import CODES
-from gpukb.expr import FUNCTIONS
-from gpukb.facts import ENGINE_KINDS, RULE_KINDS
-from gpukb.lint import lint
-from gpukb.template import FORMATS
+from gpukb.cli.main import app
+from gpukb.contrib.lint import lint
+from gpukb.core.codes import CODES
+from gpukb.language.expr import FUNCTIONS
+from gpukb.language.facts import ENGINE_KINDS, RULE_KINDS
+from gpukb.language.template import FORMATS
 from kbfiles import REPO, entry_file, remove_entry
 
 GUIDE = REPO / "CONTRIBUTING.md"
@@ -62,7 +62,7 @@ def test_the_worked_examples_load_and_pass_lint(checkout: Path):
 
 
 def test_the_guide_lists_the_table_of_lint_codes():
-    """CONTRIBUTING.md's table is gpukb.codes.CODES, row for row."""
+    """CONTRIBUTING.md's table is gpukb.core.codes.CODES, row for row."""
     text = GUIDE.read_text(encoding="utf-8")
     listed = {code: (summary, where) for code, summary, where in
               re.findall(r"^\| ([A-Z]\d{3}) \| (.*?) \| (.*?) \|$", text, re.MULTILINE)}
@@ -74,8 +74,8 @@ def test_every_code_the_source_names_is_in_the_table_and_every_row_is_used():
     for path in (REPO / "src" / "gpukb").rglob("*.py"):
         if path.name != "codes.py":
             named |= set(re.findall(r'"([A-Z]\d{3})"', path.read_text(encoding="utf-8")))
-    assert named - set(CODES) == set(), "codes reported but missing from gpukb.codes.CODES"
-    assert set(CODES) - named == set(), "codes in gpukb.codes.CODES that nothing reports"
+    assert named - set(CODES) == set(), "codes reported but missing from gpukb.core.codes.CODES"
+    assert set(CODES) - named == set(), "codes in gpukb.core.codes.CODES that nothing reports"
 
 
 def test_a_problem_with_a_code_outside_the_table_cannot_be_built():

@@ -1,4 +1,4 @@
-"""Energy and CO₂ of a training run (rec.energy.training, gpukb.energy): GPU-hours at board power, the rest
+"""Energy and CO₂ of a training run (rec.energy.training, gpukb.estimate.energy): GPU-hours at board power, the rest
 of the node, the data centre's PUE and the grid of the workload's region; checked against the published
 footprints of Llama 2, Llama 3.1 and BLOOM."""
 
@@ -7,9 +7,9 @@ from pydantic import ValidationError
 from typer.testing import CliRunner
 
 import gpukb
-from gpukb.cli import app
-from gpukb.errors import WorkloadError
-from gpukb.validation import validate
+from gpukb.cli.main import app
+from gpukb.core.errors import WorkloadError
+from gpukb.estimate.validation import validate
 
 runner = CliRunner()
 PRETRAIN = {"model": "llama-2-7b", "task": "pretrain", "tokens": "2T", "gpus": ["h100-sxm-80gb", "a100-sxm-80gb"]}

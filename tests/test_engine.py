@@ -9,11 +9,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import gpukb
-from gpukb import engine
-from gpukb.errors import EngineError, KBDefectError
-from gpukb.reachable import reachable_rules, text_gates
-from gpukb.rules import Rule, compile_rule
-from gpukb.trace import firing_limit
+from gpukb.core.errors import EngineError, KBDefectError
+from gpukb.engine import engine
+from gpukb.engine.reachable import reachable_rules, text_gates
+from gpukb.engine.trace import firing_limit
+from gpukb.knowledge.rules import Rule, compile_rule
 
 # remedies fire for the communication wall of PCIe-only cards at short sequences
 WALLED = {"model": "llama-2-7b", "task": "full_finetune", "gpus": ["l40s-48gb"], "gpu_count": 8, "seq_len": 1024}

@@ -4,7 +4,7 @@ import dataclasses
 
 import pytest
 
-from gpukb.errors import ASK_ERRORS, GpukbError, KBDefectError, WorkloadError
+from gpukb.core.errors import ASK_ERRORS, GpukbError, KBDefectError, WorkloadError
 
 
 @pytest.mark.parametrize("policy_id", ["reserve-fraction", "mfu"])

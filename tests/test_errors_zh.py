@@ -13,10 +13,10 @@ import yaml
 from typer.testing import CliRunner
 
 import gpukb
-from gpukb.cli import app
-from gpukb.errors import ASK_ERRORS, KBDefectError, Problem, WorkloadError
-from gpukb.messages import MESSAGES, PYDANTIC_ZH, Message, message
-from gpukb.workload import Workload
+from gpukb.answer.workload import Workload
+from gpukb.cli.main import app
+from gpukb.core.errors import ASK_ERRORS, KBDefectError, Problem, WorkloadError
+from gpukb.core.messages import MESSAGES, PYDANTIC_ZH, Message, message
 from test_glossary import avoided_in
 from test_languages import ENGLISH_IN_CHINESE
 
@@ -136,7 +136,7 @@ def test_every_message_id_is_used_and_every_used_id_exists():
 
 def test_pydantic_checks_have_chinese_and_other_checks_name_their_kind():
     error = {"type": "uuid_parsing", "msg": "Input should be a valid UUID", "loc": ("x",)}
-    from gpukb.messages import pydantic_message
+    from gpukb.core.messages import pydantic_message
 
     text = pydantic_message(error)
     assert text.text("en") == "Input should be a valid UUID" and text.text("zh") == "取值无效（uuid_parsing）"
@@ -223,7 +223,7 @@ def test_messages_nest_and_join_lists_in_the_reader_s_language():
 def test_lint_json_stays_english():
     import json
 
-    from gpukb.reporters import JsonReporter
+    from gpukb.contrib.reporters import JsonReporter
 
     problem = Problem("kb/x.yaml", 3, 1, "E011", "unknown field", "colour", "未知字段")
     assert problem.text("zh") == "kb/x.yaml:3:1: E011 colour：未知字段"

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from gpukb import expr as ex
-from gpukb.template import TemplateError, placeholders, render
+from gpukb.language import expr as ex
+from gpukb.language.template import TemplateError, placeholders, render
 
 
 def test_evaluates_qualified_names_arithmetic_and_conditionals():

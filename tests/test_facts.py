@@ -1,10 +1,10 @@
 """The engine's facts carry exactly the fields the rule checker believes they do."""
 
-from gpukb.facts import ENGINE_KINDS
-from gpukb.planner import PlanCache, plan_gpu
-from gpukb.resolve import gpu_fact, policy_fact, resolve
-from gpukb.trace import Collector
-from gpukb.workload import Workload
+from gpukb.answer.workload import Workload
+from gpukb.engine.trace import Collector
+from gpukb.estimate.planner import PlanCache, plan_gpu
+from gpukb.estimate.resolve import gpu_fact, policy_fact, resolve
+from gpukb.language.facts import ENGINE_KINDS
 
 META = {"kind", "fid", "by"}
 

@@ -7,8 +7,8 @@ import re
 import pytest
 
 import gpukb
-from gpukb import figures
-from gpukb.checks import check_figures
+from gpukb.contrib import figures
+from gpukb.contrib.checks import check_figures
 from kbfiles import edit_entry
 
 TEMPLATE = re.compile(r"\{[a-z]")

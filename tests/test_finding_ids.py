@@ -9,9 +9,9 @@ import sys
 import pytest
 from typer.testing import CliRunner
 
-from gpukb.cli import app
-from gpukb.errors import WorkloadError
-from gpukb.ids import catalog_id, did_you_mean
+from gpukb.cli.main import app
+from gpukb.core.errors import WorkloadError
+from gpukb.core.ids import catalog_id, did_you_mean
 
 runner = CliRunner()
 H100S = ("h100-sxm-80gb", "h100-pcie-80gb", "h100-nvl-94gb")

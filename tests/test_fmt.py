@@ -1,9 +1,9 @@
-"""One way to print a quantity: the command line, answers and the site share gpukb.fmt."""
+"""One way to print a quantity: the command line, answers and the site share gpukb.core.fmt."""
 
 import pytest
 
 import gpukb
-from gpukb import fmt
+from gpukb.core import fmt
 from gpukb.site import text as site_text
 
 

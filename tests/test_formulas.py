@@ -2,7 +2,7 @@
 
 import pytest
 
-from gpukb import planner
+from gpukb.estimate import planner
 
 
 def _kv(kb, model, precision="fp16"):

@@ -11,8 +11,8 @@ import pydantic
 import pytest
 
 import gpukb
-from gpukb.schema import Framework
-from gpukb.validation import validate
+from gpukb.estimate.validation import validate
+from gpukb.knowledge.schema import Framework
 
 A100 = {"model": "llama-2-7b", "task": "inference", "precision": "fp16", "prompt_len": 128, "output_len": 128,
         "gpus": ["a100-sxm-80gb"]}

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 import gpukb
-from gpukb.checks import check_measurements
-from gpukb.errors import WorkloadError
-from gpukb.resolve import default_framework
-from gpukb.validation import validate
-from gpukb.workload import FrameworkId
+from gpukb.answer.workload import FrameworkId
+from gpukb.contrib.checks import check_measurements
+from gpukb.core.errors import WorkloadError
+from gpukb.estimate.resolve import default_framework
+from gpukb.estimate.validation import validate
 
 FT = {"model": "llama-3.1-8b", "task": "full_finetune", "seq_len": 2048, "activation_checkpointing": True,
       "gpus": ["h200-sxm-141gb"]}

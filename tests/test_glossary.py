@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 import gpukb
-from gpukb.words import TERMS, WORDS
+from gpukb.core.words import TERMS, WORDS
 
 REPO = Path(__file__).resolve().parents[1]
 HAN = re.compile(r"[\u3400-\u9fff]")

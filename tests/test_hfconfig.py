@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from gpukb.cli import app
-from gpukb.errors import WorkloadError
-from gpukb.hfconfig import MAX_BYTES, ConfigError, load_model
+from gpukb.cli.main import app
+from gpukb.core.errors import WorkloadError
+from gpukb.knowledge.hfconfig import MAX_BYTES, ConfigError, load_model
 
 HF = Path(__file__).parent / "fixtures" / "hf"
 

@@ -6,8 +6,8 @@ import pytest
 from typer.testing import CliRunner
 
 import gpukb
-from gpukb.cli import app
-from gpukb.impact import ImpactError, compare, impact_report, load_scenarios, scenario_file
+from gpukb.cli.main import app
+from gpukb.contrib.impact import ImpactError, compare, impact_report, load_scenarios, scenario_file
 from kbfiles import REPO, edit_entry, make_repo
 
 SCENARIOS = Path(__file__).resolve().parent / "data" / "scenarios.yaml"

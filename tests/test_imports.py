@@ -103,6 +103,50 @@ def test_the_import_graph_has_no_cycle():
     assert not found, "\n".join(shown)
 
 
+# The layers of src/gpukb, lowest first: a module may import its own layer and the ones below it.
+# answer/ sits under estimate/: it is the shape (Workload in, Answer out) every estimate fills in.
+# The interfaces share the top: the command line, the site, the contributor tools and the probe.
+LAYERS = [("core",), ("language",), ("knowledge",), ("engine",), ("answer",), ("estimate",),
+          ("cli", "site", "contrib", "probe")]
+
+
+def layer_of(module: str) -> int | None:
+    """The rank of a module's layer; None for the package itself (gpukb/__init__ wires the API)."""
+    parts = module.split(".")
+    if len(parts) < 2:
+        return None
+    for rank, folders in enumerate(LAYERS):
+        if parts[1] in folders:
+            return rank
+    raise AssertionError(f"{module} is in no layer: put it in one of the folders of LAYERS")
+
+
+def climbing(edges: list[Edge]) -> list[str]:
+    """Imports from a lower layer into a higher one."""
+    found = []
+    for source, target, line in edges:
+        low, high = layer_of(source), layer_of(target)
+        if low is not None and high is not None and high > low:
+            found.append(f"{source}:{line} imports {target} (layer {LAYERS[high]} above {LAYERS[low]})")
+    return found
+
+
+def test_every_module_lives_in_a_layer_folder():
+    loose = [name for name, path in modules(SRC).items() if path.parent == SRC and path.name != "__init__.py"]
+    assert not loose, f"modules outside the layer folders: {loose}"
+    assert all(layer_of(name) is not None for name in modules(SRC) if name != "gpukb")
+
+
+def test_no_lower_layer_imports_a_higher_one():
+    assert not climbing(imports(SRC)), "\n".join(climbing(imports(SRC)))
+
+
+def test_the_layer_check_catches_a_climbing_import():
+    assert climbing([("gpukb.core.fmt", "gpukb.estimate.planner", 3)]) == [
+        "gpukb.core.fmt:3 imports gpukb.estimate.planner (layer ('estimate',) above ('core',))"]
+    assert climbing([("gpukb.estimate.planner", "gpukb.core.fmt", 3), ("gpukb.site.tree", "gpukb.contrib.figures", 1)]) == []
+
+
 def test_the_cycle_finder_finds_function_local_and_type_only_imports(tmp_path):
     package = tmp_path / "pkg"
     package.mkdir()

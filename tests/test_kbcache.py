@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import gpukb
-from gpukb import kbcache
+from gpukb.knowledge import kbcache
 
 WORKLOAD = {"model": "llama-2-7b", "task": "lora", "gpus": ["a100-sxm-80gb", "l40s-48gb"]}
 
@@ -106,7 +106,7 @@ def test_the_allowlist_is_exactly_what_a_knowledge_base_pickles_as(kb: gpukb.Kno
     """Computed from the packaged knowledge base: a name missing would make every copy a miss, a name
     too many would be something a planted file could call. A new class in the knowledge base (or a
     rule using a new operator, such as ('ast', 'Mod')) fails here with the pair to add to ALLOWED."""
-    from gpukb.validation import bands_of
+    from gpukb.estimate.validation import bands_of
 
     bands_of(kb)  # the copy is written with its error bands (packaged._load_packaged)
     named = _globals_of(pickle.dumps(kb, protocol=pickle.HIGHEST_PROTOCOL))
@@ -114,7 +114,7 @@ def test_the_allowlist_is_exactly_what_a_knowledge_base_pickles_as(kb: gpukb.Kno
     assert not any("." in name for _, name in kbcache.ALLOWED)
     functions = {(module, name) for module, name in kbcache.ALLOWED
                  if not isinstance(getattr(importlib.import_module(module), name), type)}
-    assert functions == {("gpukb.expr", "_restore")}  # builds an Expr from a tree it interprets, never runs
+    assert functions == {("gpukb.language.expr", "_restore")}  # builds an Expr from a tree it interprets, never runs
 
 
 def _genuine(folder: Path) -> tuple[Path, bytes]:

@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 import gpukb
-from gpukb.errors import KBError
+from gpukb.core.errors import KBError
 
 
 def _edit(path: Path, old: str, new: str) -> None:
@@ -176,7 +176,7 @@ def test_a_cloud_price_citing_an_unknown_source_names_its_line(checkout):
 
 
 def test_libyaml_reads_every_yaml_file_of_the_repository_as_the_reference_loader_does(monkeypatch):
-    from gpukb import yamlpos
+    from gpukb.knowledge import yamlpos
 
     repo = Path(__file__).resolve().parent.parent
     files = sorted(p for top in ("kb", "rules", "site", "tests") for p in (repo / top).rglob("*.yaml"))

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 import gpukb
-from gpukb import planner
+from gpukb.estimate import planner
 
 N = 6_738_415_616
 W, G, OPT = 2 * N, 2 * N, 12 * N  # 13,476,831,232 / 13,476,831,232 / 80,860,987,392
@@ -89,8 +89,8 @@ def test_zero_buckets_are_charged_wherever_zero_1_or_2_is_on(dp, zero_stage, cha
 
 
 def test_deepspeed_states_its_zero_terms_and_others_say_they_use_the_defaults(kb):
-    from gpukb import resolve
-    from gpukb.workload import Workload
+    from gpukb.answer.workload import Workload
+    from gpukb.estimate import resolve
 
     def fact(framework: str, **extra):
         return resolve.resolve(kb, Workload(model="llama-3.1-8b", task="full_finetune", framework=framework,

@@ -11,9 +11,9 @@ import yaml
 from typer.testing import CliRunner
 
 import gpukb
-from gpukb.cli import app
-from gpukb.probe import ProbeError, local_gpu, plan, predict, probe_params
-from gpukb.schema import Measurement, Source
+from gpukb.cli.main import app
+from gpukb.knowledge.schema import Measurement, Source
+from gpukb.probe.probe import ProbeError, local_gpu, plan, predict, probe_params
 
 if not os.environ.get("CI"):
     pytest.importorskip("torch")
@@ -71,7 +71,7 @@ def test_what_the_probe_cannot_run_is_a_clear_error(args: tuple[str, ...], word:
 
 
 def test_the_module_has_the_parameters_gpukb_is_told(kb: gpukb.KnowledgeBase) -> None:
-    from gpukb.probe_model import Decoder, Shape
+    from gpukb.probe.model import Decoder, Shape
 
     w = plan(kb, {"task": "full_finetune", "model": "llama-3.1-8b"}, "", tiny=True, layers=3)
     resolved = kb.ask(w).workload
@@ -118,7 +118,7 @@ def test_the_probe_layer_saves_what_the_hf_term_states(kb: gpukb.KnowledgeBase, 
     # (benchmarks/saved_activations.py measures both against Transformers itself)
     import torch
 
-    from gpukb.probe_model import Shape, build, saved_bytes_per_token
+    from gpukb.probe.model import Shape, build, saved_bytes_per_token
 
     h, heads, kv, i = 2048, 16, 4, 7168  # small terms (rotary tables, rank-16 products) shrink with the width
     s = Shape(layers=1, hidden=h, heads=heads, kv_heads=kv, head_dim=h // heads, intermediate=i, vocab=8, gated=True)

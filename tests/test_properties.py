@@ -4,7 +4,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import gpukb
-from gpukb import WorkloadError, planner
+from gpukb import WorkloadError
+from gpukb.estimate import planner
 
 KB = gpukb.load_kb()
 TRAINING = ["pretrain", "full_finetune", "lora", "qlora"]

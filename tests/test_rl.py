@@ -8,8 +8,8 @@ import pytest
 from typer.testing import CliRunner
 
 import gpukb
-from gpukb.cli import app
-from gpukb.errors import WorkloadError
+from gpukb.cli.main import app
+from gpukb.core.errors import WorkloadError
 
 GRPO = {"model": "qwen2.5-7b", "task": "grpo", "rollout_batch": 64, "samples_per_prompt": 8, "prompt_len": 512,
         "response_len": 2048, "gpus": ["h100-sxm-80gb"]}

@@ -6,8 +6,8 @@ import pytest
 from typer.testing import CliRunner
 
 import gpukb
-from gpukb.cli import app
-from gpukb.ruletests import rule_test_cases, run_rule_test
+from gpukb.cli.main import app
+from gpukb.contrib.ruletests import rule_test_cases, run_rule_test
 from kbfiles import edit_entry
 
 KB = gpukb.load_kb()

@@ -7,8 +7,8 @@ import jsonschema
 import pytest
 import yaml
 
-from gpukb.kinds import KINDS
-from gpukb.loader import json_schemas
+from gpukb.knowledge.kinds import KINDS
+from gpukb.knowledge.loader import json_schemas
 
 REPO = Path(__file__).resolve().parent.parent
 

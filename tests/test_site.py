@@ -32,6 +32,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import gpukb
+from gpukb.answer.workload import RL_TASKS
 from gpukb.site import SiteContent, build_site, generate, load_scenarios
 from gpukb.site import pages as P
 from gpukb.site.chart import NARROW, WIDE, Point, label_boxes, scatter_svg
@@ -40,7 +41,6 @@ from gpukb.site.links import counterpart, page_url
 from gpukb.site.markdown import lines
 from gpukb.site.text import code, esc, plain, title_text
 from gpukb.site.tree import Box, build_tree, path, phrases, recommendation_rules, tree_html
-from gpukb.workload import RL_TASKS
 
 REPO = Path(__file__).resolve().parent.parent
 # one worker runs every test of this file (--dist loadfile), so the strict builds and the browser are made once
@@ -231,10 +231,10 @@ def test_hostile_text_is_escaped_and_renders_as_itself(text):
 
 def test_repository_markdown_links_and_lists_fit_the_site():
     text = ("See [Versions](#versions), [the guide](CONTRIBUTING.md#versions), [the readme](./README.md) "
-            "and [the loader](src/gpukb/loader.py).\n\n1. Set up:\n\n   ```bash\n   pip install .\n   ```\n\n2. Next")
+            "and [the loader](src/gpukb/knowledge/loader.py).\n\n1. Set up:\n\n   ```bash\n   pip install .\n   ```\n\n2. Next")
     out = P.repository_markdown(text, P.CHANGELOG, P.REPOSITORY_PAGES)
     assert "[Versions](#versions)" in out and "[the guide](contributing/repository.md#versions)" in out
-    assert "[the readme](index.md)" in out and "the loader (`src/gpukb/loader.py`)" in out
+    assert "[the readme](index.md)" in out and "the loader (`src/gpukb/knowledge/loader.py`)" in out
     assert "\n    ```bash\n    pip install .\n    ```\n\n2. Next" in out  # the code stays inside item 1
 
 

@@ -11,9 +11,9 @@ import pytest
 from typer.testing import CliRunner
 
 import gpukb
-from gpukb import sweeps
-from gpukb.cli import app
-from gpukb.sweeps import grid, read_workloads
+from gpukb.cli.main import app
+from gpukb.estimate import sweeps
+from gpukb.estimate.sweeps import grid, read_workloads
 
 runner = CliRunner()
 GRID = grid(["llama-2-7b", "mistral-7b"], ["lora", "inference"], [2048], ["a100-sxm-80gb", "l4-24gb"])

@@ -2,7 +2,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpukb.units import parse_quantity
+from gpukb.core.units import parse_quantity
 
 
 @pytest.mark.parametrize(("text", "dimension", "expected"), [

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-from gpukb.kinds import KINDS
+from gpukb.knowledge.kinds import KINDS
 from kbfiles import REPO
 
 WORKFLOW = REPO / ".github" / "workflows" / "pr.yml"

@@ -19,8 +19,8 @@ import math
 from collections.abc import Iterable
 
 import gpukb
-from gpukb.schema import FrameworkTerm, Measurement
-from gpukb.validation import check_point
+from gpukb.estimate.validation import check_point
+from gpukb.knowledge.schema import FrameworkTerm, Measurement
 
 QUANTITIES = ("decode_tokens_per_s", "decode_tokens_per_s_total")
 SHARES = [i / 100 for i in range(40, 96)]

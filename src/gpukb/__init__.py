@@ -10,18 +10,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .answer import Answer, Finding, Memory, Option, Remedy, Strategy
-from .errors import EngineError, GpukbError, KBDefectError, KBError, Problem, WorkloadError
-from .fmt import Lang
-from .kb import KnowledgeBase
-from .packaged import load_kb, packaged_root
-from .trace import TraceStep
-from .workload import ResolvedWorkload, Workload
+from .answer.answer import Answer, Finding, Memory, Option, Remedy, Strategy
+from .answer.workload import ResolvedWorkload, Workload
+from .core.errors import EngineError, GpukbError, KBDefectError, KBError, Problem, WorkloadError
+from .core.fmt import Lang
+from .engine.trace import TraceStep
+from .estimate.packaged import load_kb, packaged_root
+from .knowledge.kb import KnowledgeBase
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
 
-    from .validation import Validation
+    from .estimate.validation import Validation
 
 __all__ = [
     "Answer", "EngineError", "Finding", "GpukbError", "KBDefectError", "KBError", "KnowledgeBase", "Memory", "Option",
@@ -32,13 +32,13 @@ __version__ = "0.1.0"
 
 
 def _ask(kb: KnowledgeBase, workload: Workload | dict[str, Any], bands: bool = True) -> Answer:
-    from .pipeline import ask as run  # the engine and durable-rules load with the first ask, not with gpukb
+    from .estimate.pipeline import ask as run  # the engine and durable-rules load with the first ask, not with gpukb
 
     return run(kb, workload, bands)
 
 
 def _render(answer: Answer, lang: Lang) -> str:
-    from .answer_text import render_answer
+    from .answer.answer_text import render_answer
 
     return render_answer(answer, lang)
 
@@ -60,8 +60,8 @@ def sweep(workloads: Iterable[dict[str, Any]], processes: int = 1,
           root: str | Path | None = None) -> Iterator[dict[str, Any]]:
     """Answer many workloads across `processes` worker processes (each loads the knowledge base once):
     yields one compact JSON-ready record per workload, in input order (workload, best option, fits
-    per GPU type, key figures; or the error of an ask that failed). `gpukb.sweeps.grid` builds a grid."""
-    from .sweeps import sweep as run
+    per GPU type, key figures; or the error of an ask that failed). `gpukb.estimate.sweeps.grid` builds a grid."""
+    from .estimate.sweeps import sweep as run
 
     return run(workloads, processes, root)
 
@@ -71,6 +71,6 @@ def validate(kb: KnowledgeBase | None = None) -> Validation:
     compare: `.points` (measured, predicted, ratio, rules), `.overall.median_error` (the performance
     points), `.footprints` (a run's energy and CO₂, gated on their own), `.bands`, `.passed`;
     `.to_json()` is what `gpukb validate --format json` prints."""
-    from .validation import validate as run
+    from .estimate.validation import validate as run
 
     return run(kb or load_kb())

@@ -17,8 +17,8 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 import gpukb
-from gpukb import engine
-from gpukb.errors import EngineError
+from gpukb.core.errors import EngineError
+from gpukb.engine import engine
 
 # glibc fills every block malloc hands out with this byte: memory durable-rules leaves unset then holds
 # garbage in every run, so a state deleted with its action context unset crashes every time, not by chance.
@@ -35,8 +35,8 @@ gpukb.ask({"model": "llama-2-7b", "task": "full_finetune"})
 
 PRELUDE = """
 import gpukb, json, sys
-from gpukb import engine
-from gpukb.errors import WorkloadError
+from gpukb.engine import engine
+from gpukb.core.errors import WorkloadError
 counts = {"answers": 0, "workload errors": 0}
 
 def outcome(ask):
@@ -86,7 +86,7 @@ def test_a_fact_put_twice_into_a_new_ruleset_s_session_then_deleted_leaves_the_p
     """The same root cause by another road: a session of a freshly registered ruleset where durable refuses a
     fact (the same one twice) before any action started; its state is then deleted, and more asks follow."""
     twice = textwrap.dedent("""
-        from gpukb.errors import EngineError
+        from gpukb.core.errors import EngineError
         kb = gpukb.load_kb()
         kb.ask({"model": "llama-2-7b", "task": "qlora", "gpus": ["l4-24gb"]})
         name = engine.ENGINE._ruleset_for(kb, {"task": "qlora", "training": True})

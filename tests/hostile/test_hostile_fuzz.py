@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 import gpukb
 from gpukb import WorkloadError
-from gpukb import expr as ex
-from gpukb.workload import Workload
+from gpukb.answer.workload import Workload
+from gpukb.language import expr as ex
 
 KB = gpukb.load_kb()
 EXPRESSION_SECONDS = 2.0  # a bounded expression takes microseconds; one that never ends, forever

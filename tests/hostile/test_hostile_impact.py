@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt  # a CommonMark renderer (rich depends on it)
 
-from gpukb import gfm
-from gpukb.impact import compare, impact_report
+from gpukb.contrib import gfm
+from gpukb.contrib.impact import compare, impact_report
 from kbfiles import edit_entry, make_repo
 
 TITLES = [

@@ -10,9 +10,10 @@ import pytest
 from cpu_budget import within_cpu_seconds
 
 import gpukb
-from gpukb import KBError, joins
-from gpukb.errors import EngineError
-from gpukb.lint import lint
+from gpukb import KBError
+from gpukb.contrib.lint import lint
+from gpukb.core.errors import EngineError
+from gpukb.knowledge import joins
 
 WORKLOAD = {"model": "llama-2-7b", "task": "full_finetune"}
 

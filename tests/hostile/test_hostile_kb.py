@@ -11,7 +11,7 @@ from hostile_cases import CASES, MANIFEST, Case
 
 import gpukb
 from gpukb import KBError
-from gpukb.lint import lint
+from gpukb.contrib.lint import lint
 
 SECONDS = 5.0  # loading a checkout takes a fraction of a second; a hostile file must not take forever
 
@@ -72,7 +72,9 @@ def test_the_corpus_covers_what_the_issue_lists():
 
 
 def test_the_guide_states_the_limits_the_code_enforces():
-    from gpukb import expr, workload, yamlpos
+    from gpukb.answer import workload
+    from gpukb.knowledge import yamlpos
+    from gpukb.language import expr
 
     guide = (Path(__file__).resolve().parents[2] / "CONTRIBUTING.md").read_text(encoding="utf-8")
     readme = (Path(__file__).resolve().parents[2] / "site" / "docs" / "guide" / "index.md").read_text(encoding="utf-8")

@@ -16,10 +16,11 @@ import pytest
 from cpu_budget import within_cpu_seconds
 
 import gpukb
-from gpukb import KBError, WorkloadError, safepath
-from gpukb.hfconfig import ConfigError
-from gpukb.launch import model_reference
-from gpukb.sweeps import SweepFileError, read_workloads
+from gpukb import KBError, WorkloadError
+from gpukb.answer.launch import model_reference
+from gpukb.core import safepath
+from gpukb.estimate.sweeps import SweepFileError, read_workloads
+from gpukb.knowledge.hfconfig import ConfigError
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = REPO / "tests" / "fixtures" / "hf" / "llama-2-7b" / "config.json"
@@ -31,7 +32,7 @@ def _gpukb(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     """`gpukb ARGS` in a fresh process, killed (and the test failed) past LIMIT."""
     env = {**os.environ, "GPUKB_CACHE_DIR": os.environ.get("GPUKB_CACHE_DIR", str(cwd / ".cache"))}
     try:
-        return subprocess.run([sys.executable, "-c", "from gpukb.cli import app; app()", *args], cwd=cwd, env=env,
+        return subprocess.run([sys.executable, "-c", "from gpukb.cli.main import app; app()", *args], cwd=cwd, env=env,
                               capture_output=True, text=True, timeout=LIMIT)
     except subprocess.TimeoutExpired:
         pytest.fail(f"gpukb {' '.join(args)} still ran after {LIMIT} s")
@@ -190,7 +191,7 @@ def test_a_fifo_sweep_file_is_refused(tmp_path):
 
 
 def test_sweep_and_scenario_files_with_impossible_names(tmp_path):
-    from gpukb.scenarios import ScenarioError, load_scenarios
+    from gpukb.contrib.scenarios import ScenarioError, load_scenarios
 
     for name, says in (("a\0b.yaml", "NUL byte"), ("c" * 256 + ".yaml", "at most 255"), ("/dev/zero", "character device")):
         with pytest.raises(SweepFileError, match=says):

@@ -16,15 +16,16 @@ from cpu_budget import within_cpu_seconds
 from typer.testing import CliRunner
 
 import gpukb
-from gpukb import kbcache, sweeps
-from gpukb.cli import app
+from gpukb.cli.main import app
+from gpukb.estimate import sweeps
+from gpukb.knowledge import kbcache
 
 runner = CliRunner()
 GOOD = {"model": "llama-2-7b", "task": "inference", "gpus": ["l4-24gb"]}
 # sweeps._across: the workers themselves, even where a machine of one CPU would answer in-process.
 # The child, their caller, runs isolated (-I) on this process's import path less its working folder,
 # so it imports the gpukb under test and nothing from its own folder or PYTHONPATH.
-ACROSS = ("import json, sys; sys.path[:] = json.loads(sys.argv[1]); from gpukb.sweeps import _across; "
+ACROSS = ("import json, sys; sys.path[:] = json.loads(sys.argv[1]); from gpukb.estimate.sweeps import _across; "
           "print(json.dumps(list(_across(json.loads(sys.argv[2]), 2, None))))")
 
 

@@ -10,7 +10,7 @@ import pytest
 from cpu_budget import within_cpu_seconds
 
 from gpukb import WorkloadError
-from gpukb.workload import MAX_GPU_IDS
+from gpukb.answer.workload import MAX_GPU_IDS
 
 MIXTRAL = Path(__file__).resolve().parents[1] / "fixtures/hf/mixtral-8x7b-v0.1/config.json"
 

@@ -38,7 +38,7 @@ PY
 while read -r line; do
   [ -z "$line" ] && continue
   echo "=== gpukb probe $line"
-  timeout 150 $PY -m gpukb.cli probe $line $FLAGS --out "$W"; echo "exit $?  at $(( $(date +%s) - T0 )) s"
+  timeout 150 $PY -m gpukb.cli.main probe $line $FLAGS --out "$W"; echo "exit $?  at $(( $(date +%s) - T0 )) s"
 done < .device/configs.txt
 echo "=== transformers check"
 timeout 200 $PY benchmarks/probe_vs_transformers.py $HFFLAGS > "$OUT/hf.jsonl"; echo "exit $?  at $(( $(date +%s) - T0 )) s"

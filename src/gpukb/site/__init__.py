@@ -13,12 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import safepath
-from ..answer import Answer
-from ..kb import KnowledgeBase
-from ..rules import STAGES
-from ..scenarios import Run, Scenario, ScenarioError, load_scenarios, run_scenarios
-from ..validation import Validation, validate
+from ..answer.answer import Answer
+from ..contrib.scenarios import Run, Scenario, ScenarioError, load_scenarios, run_scenarios
+from ..core import safepath
+from ..estimate.validation import Validation, validate
+from ..knowledge.kb import KnowledgeBase
+from ..knowledge.rules import STAGES
 from . import pages as p
 from .links import LANGUAGES
 from .pages.rules import stage_name

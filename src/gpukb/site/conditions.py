@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 
-from .. import expr as ex
+from ..language import expr as ex
 from .text import si
 
 _SYMBOL = {ast.Lt: "<", ast.LtE: "≤", ast.Gt: ">", ast.GtE: "≥", ast.Eq: "=", ast.NotEq: "≠"}

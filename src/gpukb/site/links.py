@@ -10,11 +10,11 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..answer import Option
-from ..kb import KnowledgeBase
-from ..scenarios import Run
-from ..trace import TraceStep
-from ..words import term
+from ..answer.answer import Option
+from ..contrib.scenarios import Run
+from ..core.words import term
+from ..engine.trace import TraceStep
+from ..knowledge.kb import KnowledgeBase
 from .text import badge, code, esc, link, plain, rel
 
 LANGUAGES = ("en", "zh")

@@ -11,8 +11,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from ..expr import ExpressionError
-from ..rules import Rule
+from ..knowledge.rules import Rule
+from ..language.expr import ExpressionError
 from .conditions import conjuncts, parse
 from .conditions import words as in_words
 from .text import html_text

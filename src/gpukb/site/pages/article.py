@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ... import figures
-from ...kb import KnowledgeBase
-from ...words import term
+from ...contrib import figures
+from ...core.words import term
+from ...knowledge.kb import KnowledgeBase
 from ..links import ARTICLE, Context, claim_page
 from ..text import esc, link, plain, table
 from .common import bilingual, bullets, h1, source_line

@@ -7,8 +7,8 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from ...answer import MEMORY_PARTS, Memory
-from ...fmt import gb
+from ...answer.answer import MEMORY_PARTS, Memory
+from ...core.fmt import gb
 from ..links import Context
 from ..text import code, esc, esc_spaced, external, html_text, title_text
 

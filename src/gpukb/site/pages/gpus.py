@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ...fmt import gb, number
-from ...kb import KnowledgeBase
-from ...schema import Gpu
+from ...core.fmt import gb, number
+from ...knowledge.kb import KnowledgeBase
+from ...knowledge.schema import Gpu
 from ..chart import NARROW, WIDE, Point, scatter_svg
 from ..links import CHART, GPUS, Context, gpu_page
 from ..text import esc, link, table

@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from ...rules import STAGES
-from ...words import term
+from ...core.words import term
+from ...knowledge.rules import STAGES
 from .. import tree as dtree
 from ..links import (
     ARTICLE,

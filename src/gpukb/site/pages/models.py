@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ...fmt import gb
+from ...core.fmt import gb
 from ..links import MODELS, Context, model_page
 from ..text import esc, link, table, title_text
 from .common import bullets, gb_exact, h1, source_line

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 
-from ...fmt import gb
+from ...core.fmt import gb
 from ..links import CHANGELOG, INTERCONNECTS, POLICIES, PRECISIONS, REPOSITORY_GUIDE, REPOSITORY_PAGES, SOURCES, Context
 from ..markdown import demote, repository_markdown
 from ..text import code, esc, external, link, table, title_text

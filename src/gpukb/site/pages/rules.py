@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from ...fmt import number
-from ...rules import STAGES, Rule
+from ...core.fmt import number
+from ...knowledge.rules import STAGES, Rule
 from ..conditions import readable
 from ..links import RULES, Context, rule_page
 from ..text import badge, code, esc, link, table

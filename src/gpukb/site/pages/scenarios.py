@@ -8,14 +8,14 @@ import json
 import re
 from collections import defaultdict
 
-from ...answer import MEMORY_PARTS, Answer, Finding, Option
-from ...bandtext import lines as band_lines
-from ...bandtext import shown
-from ...fmt import duration, number
-from ...rules import STAGES
-from ...scenarios import Run
-from ...trace import TraceStep
-from ...words import term
+from ...answer.answer import MEMORY_PARTS, Answer, Finding, Option
+from ...answer.bandtext import lines as band_lines
+from ...answer.bandtext import shown
+from ...contrib.scenarios import Run
+from ...core.fmt import duration, number
+from ...core.words import term
+from ...engine.trace import TraceStep
+from ...knowledge.rules import STAGES
 from ..links import SCENARIOS, Context, scenario_page
 from ..text import code, css_token, esc, esc_spaced, html_text, stacked_table, table
 from .common import as_json, bullets, gb_exact, h1, memory_bar, part_name

@@ -3,7 +3,7 @@ then the same tree as a list and a table of its rules."""
 
 from __future__ import annotations
 
-from ...rules import Rule
+from ...knowledge.rules import Rule
 from .. import tree as dtree
 from ..links import TREE, Context
 from ..text import esc, table

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from statistics import median
 
-from ...validation import BAND, FOOTPRINTS, KIND_OF, Point, Validation
+from ...estimate.validation import BAND, FOOTPRINTS, KIND_OF, Point, Validation
 from ..links import VALIDATION, Context
 from ..text import code, esc, html_text, table
 from .common import h1

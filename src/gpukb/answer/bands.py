@@ -1,0 +1,207 @@
+"""Error bands: how far each number an answer predicts has missed the published measurements.
+
+`gpukb validate` predicts every point of kb/measurements/; the ratios predicted / measured of the points
+that speak about an option field (training tokens/s, time to train, TTFT, time per output token, memory
+per GPU, ...) give that field's band: the central interval of the ratios at the stated coverage (policy
+band-coverage) and their median, the bias. The interval is split-conformal: the ⌊(n+1)·α/2⌋-th and
+⌈(n+1)·(1−α/2)⌉-th smallest of n ratios, so with exchangeable points a new point falls inside with
+probability at least the coverage. A field with fewer points than policy band-min-points has no band
+and says so. Where the points allow, a regime has a band of its own (multi-node vs single-node
+training, batch-1 vs batched decode); a regime with too few points uses the field's pooled band.
+
+The table is derived from the knowledge base itself, once per knowledge base (kept with it, and in
+the packaged copy of kbcache), never typed: attaching bands to an answer is a few dict lookups.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from statistics import median
+from typing import Any, Protocol
+
+
+class Point(Protocol):
+    """A validation point (gpukb.estimate.validation.Point) as the bands read it."""
+
+    quantity: str
+    ratio: float | None  # predicted / measured; None: no prediction
+    source: str
+    regime: str
+
+COVERAGE_POLICY = "band-coverage"
+MIN_POINTS_POLICY = "band-min-points"
+CALIBRATION_POLICY = "band-calibration-floor"
+ALL = ""  # the regime of a pooled band
+
+# validation quantity -> (task group, option fields it measures with the exponent that turns the
+# quantity's ratio into the field's: time per output token is the inverse of decode tokens/s).
+# Every FLOP/s and MFU figure is gpukb's tokens/s in the source's own FLOP count, so it measures tokens/s;
+# cost and energy are the time to train times figures the answer states (prices, power, grid intensity).
+QUANTITY_FIELDS: dict[str, tuple[str, tuple[tuple[str, int], ...]]] = {
+    **{q: ("training", (("tokens_per_s", 1), ("mfu", 1)))
+       for q in ("training_tokens_per_s_per_gpu", "model_tflops_per_gpu", "hardware_tflops_per_gpu", "mfu")},
+    "gpu_hours": ("training", (("time_to_train_s", 1), ("cost_usd", 1), ("energy_kwh", 1), ("co2_kg", 1))),
+    "decode_tokens_per_s": ("inference", (("tpot_s", -1),)),
+    "decode_tokens_per_s_total": ("inference", (("tokens_per_s", 1), ("usd_per_million_tokens", -1))),
+    "ttft_s": ("inference", (("ttft_s", 1),)),
+    "peak_memory_per_gpu": ("any", (("per_gpu_bytes", 1),)),
+    "fewest_gpus": ("any", (("count", 1),)),
+}
+# the option fields that carry a band, in the order they are shown
+FIELDS = ("tokens_per_s", "mfu", "time_to_train_s", "cost_usd", "energy_kwh", "co2_kg", "ttft_s", "tpot_s",
+          "usd_per_million_tokens", "per_gpu_bytes", "count")
+
+
+def regime(kind: str, nodes: int, batch_size: int) -> str:
+    """The regime a prediction belongs to: it errs differently across nodes and across decode batch sizes."""
+    if kind == "training":
+        return "multi-node" if nodes > 1 else "single-node"
+    if kind == "inference":
+        return "batch-1" if batch_size <= 1 else "batched"
+    return ALL
+
+
+@dataclass(frozen=True)
+class Band:
+    """The spread of predicted / measured for one field (and regime) over the points that measure it."""
+
+    field: str
+    task: str  # training | inference | any
+    regime: str  # ALL for the pooled band
+    points: int
+    sources: int
+    coverage: float
+    low: float | None  # ratio predicted / measured at the lower end of the central interval; None: too few points
+    high: float | None
+    bias: float | None  # the median ratio
+
+    @property
+    def banded(self) -> bool:
+        return self.low is not None
+
+    def around(self, value: float) -> tuple[float, float]:
+        """The interval the true value lies in, for a prediction `value`: value / high .. value / low."""
+        assert self.low is not None and self.high is not None
+        return value / self.high, value / self.low
+
+
+def interval(ratios: Iterable[float], coverage: float) -> tuple[float, float]:
+    """The split-conformal central interval of `ratios` at `coverage` (order statistics, no interpolation)."""
+    ordered = sorted(ratios)
+    n = len(ordered)
+    alpha = 1 - coverage
+    low = min(max(math.floor((n + 1) * alpha / 2), 1), n)
+    high = min(max(math.ceil((n + 1) * (1 - alpha / 2)), 1), n)
+    return ordered[low - 1], ordered[high - 1]
+
+
+# (field, task, regime) -> the ratios predicted / measured of that field and the source of each
+Samples = dict[tuple[str, str, str], list[tuple[float, str]]]
+
+
+def samples(points: Iterable[Point]) -> Samples:
+    out: Samples = {}
+    for p in points:
+        if p.ratio is None or p.quantity not in QUANTITY_FIELDS:
+            continue
+        task, fields = QUANTITY_FIELDS[p.quantity]
+        for field, power in fields:
+            for reg in {ALL, p.regime}:
+                out.setdefault((field, task, reg), []).append((p.ratio ** power, p.source))
+    return out
+
+
+def derive(drawn: Samples, coverage: float, min_points: int) -> dict[tuple[str, str, str], Band]:
+    table = {}
+    for (field, task, reg), values in drawn.items():
+        ratios = [r for r, _ in values]
+        enough = len(ratios) >= min_points
+        low, high = interval(ratios, coverage) if enough else (None, None)
+        table[(field, task, reg)] = Band(field, task, reg, len(ratios), len({s for _, s in values}), coverage,
+                                         low, high, median(ratios) if enough else None)
+    return table
+
+
+def pick(table: Mapping[tuple[str, str, str], Band], field: str, task: str, reg: str) -> Band | None:
+    """The band of a field in a regime: its own where it has enough points, else the pooled one."""
+    groups = (task, "any") if task != "any" else ("any",)
+    for group in groups:
+        own, pooled = table.get((field, group, reg)), table.get((field, group, ALL))
+        for band in (own, pooled):
+            if band is not None and band.banded:
+                return band
+        if own or pooled:
+            return own or pooled  # too few points: the answer says how many there are
+    return None
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Leave-one-source-out: each source's points against bands drawn from the other sources' points only."""
+
+    coverage: float  # the stated coverage
+    checked: dict[str, tuple[int, int]]  # field -> (points inside their band, points with a band)
+
+    @property
+    def inside(self) -> int:
+        return sum(i for i, _ in self.checked.values())
+
+    @property
+    def total(self) -> int:
+        return sum(n for _, n in self.checked.values())
+
+    @property
+    def share(self) -> float:
+        return self.inside / self.total if self.total else 1.0
+
+
+def calibrate(points: list[Point], coverage: float, min_points: int) -> Calibration:
+    checked: dict[str, list[int]] = {}
+    by_source: dict[str, list[Point]] = {}
+    for p in points:
+        by_source.setdefault(p.source, []).append(p)
+    for source, own in sorted(by_source.items()):
+        held_out = derive(samples(p for p in points if p.source != source), coverage, min_points)
+        for p in own:
+            if p.ratio is None or p.quantity not in QUANTITY_FIELDS:
+                continue
+            task, fields = QUANTITY_FIELDS[p.quantity]
+            field, power = fields[0]  # a point is one check, on the first field it measures
+            band = pick(held_out, field, task, p.regime)
+            if band is None or not band.banded:
+                continue
+            assert band.low is not None and band.high is not None
+            count = checked.setdefault(field, [0, 0])
+            count[0] += band.low <= p.ratio ** power <= band.high
+            count[1] += 1
+    return Calibration(coverage, {f: (i, n) for f, (i, n) in sorted(checked.items())})
+
+
+@dataclass(frozen=True)
+class Bands:
+    table: dict[tuple[str, str, str], Band]
+    calibration: Calibration
+    # (task group, regime) -> the band of each field, picked once: an ask only looks them up
+    _picked: dict[tuple[str, str], tuple[tuple[str, Band], ...]] = dataclasses.field(
+        default_factory=dict, compare=False, repr=False)
+
+    def picked(self, task_group: str, reg: str) -> tuple[tuple[str, Band], ...]:
+        key = (task_group, reg)
+        if key not in self._picked:
+            self._picked[key] = tuple((f, b) for f in FIELDS if (b := pick(self.table, f, task_group, reg)) is not None)
+        return self._picked[key]
+
+
+def compute(points: list[Point], coverage: float, min_points: int) -> Bands:
+    """The bands validation points give, and their leave-one-source-out calibration."""
+    return Bands(derive(samples(points), coverage, min_points), calibrate(points, coverage, min_points))
+
+
+def for_option(bands: Bands, values: Mapping[str, Any], task: str, nodes: int,
+               batch_size: int) -> list[tuple[str, Band]]:
+    """The band of every field in `values` that has a prediction and points that measured it."""
+    task_group = "inference" if task == "inference" else "training"
+    return [(f, b) for f, b in bands.picked(task_group, regime(task_group, nodes, batch_size)) if values.get(f)]

@@ -1,0 +1,136 @@
+"""Launch settings: the serving engine's command line for an inference option, built from the option's
+strategy and the workload — deterministic, every figure taken from the answer (the plan's parallel sizes,
+the workload's context and concurrency, the reserve policy)."""
+
+from __future__ import annotations
+
+import shlex
+from contextlib import suppress
+from pathlib import Path
+from typing import Any
+
+from ..core.messages import Message, message
+from .workload import ResolvedWorkload
+
+ENGINES = ("vllm", "sglang")
+# vLLM's --dtype for the 16/32-bit formats; quantized weights keep 16-bit activations (vLLM's default)
+VLLM_DTYPE = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
+# fp8 weights: vLLM's online dynamic FP8 quantization; int8/int4: bitsandbytes in-flight quantization
+# (a pre-quantized AWQ/GPTQ checkpoint names its own method and needs no flag)
+VLLM_QUANTIZATION = {"fp8": "fp8", "int8": "bitsandbytes", "int4": "bitsandbytes"}
+# vLLM stores a 1-byte KV cache as fp8 (it has no int8 KV cache): the same bytes the memory model counts
+VLLM_KV_DTYPE = {"fp8": "fp8", "int8": "fp8"}
+# SGLang (docs.sglang.io, Server Arguments; python/sglang/srt/server_args.py): --kv-cache-dtype takes auto,
+# fp8_e5m2 or fp8_e4m3 (no int8, so a 1-byte cache is fp8 as in vLLM); --quantization fp8 quantizes a 16-bit
+# checkpoint's weights at load. It has no in-flight int8/int4 flag gpukb could set for a 16-bit checkpoint.
+SGLANG_KV_DTYPE = {"fp8": "fp8_e4m3", "int8": "fp8_e4m3"}
+SGLANG_DTYPE = VLLM_DTYPE
+SGLANG_QUANTIZATION = {"fp8": "fp8"}
+QUANTIZED_WEIGHTS = ("int8", "int4")
+
+
+def model_reference(w: ResolvedWorkload, hf_repo: str | None) -> str | None:
+    """What `vllm serve` takes: a Hugging Face repo id, or the folder holding the config.json read.
+
+    A folder is always written so that no engine can read it as an option: a relative one starting with
+    `-` (`./--trust-remote-code/config.json`, which pathlib shortens to `--trust-remote-code`) keeps a
+    leading `./`. Its name holds no control or bidirectional character: resolve refused those (safepath),
+    so the quoted line names the very folder that was read."""
+    if w.config_file:
+        if w.config_file.startswith("hf:"):
+            return w.config_file.removeprefix("hf:")
+        path = Path(w.config_file)
+        if w.config_file.startswith("~"):  # a shell does not expand ~ inside the quotes shlex adds
+            with suppress(RuntimeError):  # pathlib's "Could not determine home directory"
+                path = path.expanduser()
+        folder = str(path.parent if path.name.endswith(".json") else path)
+        return f"./{folder}" if folder.startswith("-") else folder
+    return hf_repo
+
+
+def max_sequences(w: ResolvedWorkload, capacity: int | None) -> int:
+    """The engine's cap on concurrent sequences (vLLM --max-num-seqs, SGLang --max-running-requests): the batch
+    where latency targets were planned at it; otherwise the larger of the batch and the sequences a replica's
+    KV-cache memory holds at the full context (the capacity rule's max_concurrency), so the engine neither
+    turns away the planned batch nor leaves the memory the plan frees unused."""
+    if w.ttft_ms or w.tpot_ms:
+        return max(1, w.batch_size)
+    return max(1, w.batch_size, capacity or 0)
+
+
+def option_comment(gpu: str, count: int, strategy: Any, devices: int = 1) -> str:
+    """The shell comment that names the option a command line is for: GPU type, count and layout."""
+    packages = f" ({devices} per package)" if devices > 1 else ""
+    unit = "device" if devices > 1 else "GPU"
+    layout = (f"tensor parallel {strategy.tensor_parallel}, pipeline parallel {strategy.pipeline_parallel}, "
+              f"data parallel {strategy.data_parallel}, {strategy.nodes} node{'s' if strategy.nodes != 1 else ''}")
+    return f"# {gpu} x {count} {unit}{'s' if count != 1 else ''}{packages}: {layout}"
+
+
+def vllm_command(model: str, w: ResolvedWorkload, strategy: Any, reserve_fraction: float,
+                 capacity: int | None = None) -> str:
+    """`vllm serve` for one replica group: tensor x pipeline parallel, the reserve as gpu_memory_utilization."""
+    args = ["vllm", "serve", model,
+            "--tensor-parallel-size", str(strategy.tensor_parallel),
+            "--pipeline-parallel-size", str(strategy.pipeline_parallel)]
+    if strategy.data_parallel > 1:
+        args += ["--data-parallel-size", str(strategy.data_parallel)]
+    args += ["--gpu-memory-utilization", f"{round(1 - reserve_fraction, 4):g}",
+             "--max-model-len", str(w.seq_len),
+             "--max-num-seqs", str(max_sequences(w, capacity)),
+             "--kv-cache-dtype", VLLM_KV_DTYPE.get(w.kv_cache_precision or "", "auto")]
+    if w.precision in VLLM_DTYPE:
+        args += ["--dtype", VLLM_DTYPE[w.precision]]
+    if w.precision in VLLM_QUANTIZATION:
+        args += ["--quantization", VLLM_QUANTIZATION[w.precision]]
+    return shlex.join(args)
+
+
+def sglang_command(model: str, w: ResolvedWorkload, strategy: Any, reserve_fraction: float,
+                   activations_share: float, capacity: int | None = None) -> str:
+    """`python -m sglang.launch_server` for one replica group. SGLang's --mem-fraction-static is the share of
+    GPU memory for the weights and the KV-cache pool; the rest holds activations and CUDA graphs. With the
+    reserve policy that is 1 - reserve - the plan's activations per GPU (a share of the GPU's memory), so the
+    reserve still holds the runtime overhead."""
+    args = ["python", "-m", "sglang.launch_server", "--model-path", model,
+            "--tp-size", str(strategy.tensor_parallel)]
+    if strategy.pipeline_parallel > 1:
+        args += ["--pp-size", str(strategy.pipeline_parallel)]
+    if strategy.data_parallel > 1:
+        args += ["--dp-size", str(strategy.data_parallel)]
+    args += ["--mem-fraction-static", f"{round(1 - reserve_fraction - activations_share, 4):g}",
+             "--context-length", str(w.seq_len),
+             "--max-running-requests", str(max_sequences(w, capacity)),
+             "--kv-cache-dtype", SGLANG_KV_DTYPE.get(w.kv_cache_precision or "", "auto")]
+    if w.precision in SGLANG_DTYPE:
+        args += ["--dtype", SGLANG_DTYPE[w.precision]]
+    if w.precision in SGLANG_QUANTIZATION:
+        args += ["--quantization", SGLANG_QUANTIZATION[w.precision]]
+    return shlex.join(args)
+
+
+def launch_commands(model: str | None, w: ResolvedWorkload, strategy: Any, reserve_fraction: float,
+                    plan: dict[str, Any] | None = None, has_fp8: bool = True,
+                    capacity: int | None = None) -> dict[str, str]:
+    """Engine name → command line; empty for training and for custom models (no checkpoint to name).
+
+    An engine is left out where it has no setting for the workload: a 1-byte KV cache on a GPU without
+    FP8 (neither engine has an int8 KV cache), int8/int4 weights for SGLang."""
+    if w.task != "inference" or not model:
+        return {}
+    if w.kv_cache_precision in ("fp8", "int8") and not has_fp8:
+        return {}
+    commands = {"vllm": vllm_command(model, w, strategy, reserve_fraction, capacity)}
+    if w.precision not in QUANTIZED_WEIGHTS:
+        share = plan["activations"] / plan["capacity_bytes"] if plan else 0.0
+        commands["sglang"] = sglang_command(model, w, strategy, reserve_fraction, share, capacity)
+    return commands
+
+
+def missing(engine: str, w: ResolvedWorkload) -> Message:
+    """Why an inference option has no command line for `engine` (see launch_commands)."""
+    if w.kv_cache_precision in ("fp8", "int8"):
+        return message("launch_no_fp8_kv", engine=engine)
+    if engine == "sglang" and w.precision in QUANTIZED_WEIGHTS:
+        return message("launch_sglang_quantized", precision=w.precision)
+    return message("launch_needs_inference")

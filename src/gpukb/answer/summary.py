@@ -1,0 +1,234 @@
+"""The decision first: the fastest, the cheapest, the fewest-GPU option and the article's pick, each with
+the figure that decides it, and, when nothing fits, the nearest miss per GPU type and the change that
+makes it fit.
+
+The models are part of the Answer (answer.summary); `summarize` reads an Answer's options and writes them.
+It does not import the Answer's module, so the Answer can hold a Summary without an import cycle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..core.fmt import Lang, duration, gb, in_lang
+from ..core.words import term
+
+# The Answer holds a Summary, so this module names the Answer's types without importing them (imports go one
+# way: gpukb.answer.answer -> gpukb.answer.summary): an option is any object with the Option's fields.
+Answer = Any
+Option = Any
+
+Objective = Literal["speed", "cost", "gpus"]
+
+
+class Pick(BaseModel):
+    """One option the summary names, with one line on the figure that decides it."""
+
+    model_config = ConfigDict(frozen=True)
+    gpu: str
+    count: int
+    why: str
+    why_zh: str = Field(default="", exclude=True)
+
+    def text(self, lang: Lang = "en") -> str:
+        return in_lang(lang, self.why, self.why_zh)
+
+
+class Miss(BaseModel):
+    """A GPU type that cannot hold the workload: its closest plan and the smallest change found that fits."""
+
+    model_config = ConfigDict(frozen=True)
+    gpu: str
+    count: int
+    per_gpu_bytes: int
+    usable_bytes: int
+    rule: str  # the rule whose finding rejects that plan
+    # the workload fields to change (e.g. {"gpu_count": 16}); empty where no change tried fits this GPU type
+    change: dict[str, Any]
+    fix: str  # the change in words, or why none was found
+    fix_zh: str = Field(default="", exclude=True)
+
+    def text(self, lang: Lang = "en") -> str:
+        return in_lang(lang, self.fix, self.fix_zh)
+
+
+class Summary(BaseModel):
+    """The answer in a few lines: what to act on, before the table."""
+
+    model_config = ConfigDict(frozen=True)
+    headline: str
+    objective: Objective
+    fastest: Pick | None = None
+    cheapest: Pick | None = None
+    fewest_gpus: Pick | None = None
+    article_pick: Pick | None = None  # where one of the article's decision-tree branches applies
+    deadline_days: float | None = Field(default=None, exclude_if=lambda v: v is None)
+    nothing_fits: bool = False
+    nearest_misses: tuple[Miss, ...] = Field(default=(), exclude_if=lambda v: not v)
+    headline_zh: str = Field(default="", exclude=True)
+
+    def lines(self, lang: Lang = "en", shown: int = 1000) -> list[str]:
+        """The headline, then one line per named option (or per nearest miss, the first `shown` of them), unindented."""
+        zh = lang == "zh"
+        out = [(self.headline_zh or self.headline) if zh else self.headline]
+        labels = LABELS[lang]
+        for key in ("fastest", "cheapest", "fewest_gpus", "article_pick"):
+            pick: Pick | None = getattr(self, key)
+            if pick is not None:
+                out.append(f"{labels[key]}{labels['colon']}{pick.count} {labels['x']} {pick.gpu}{labels['dash']}"
+                           f"{pick.text(lang)}")
+        for miss in self.nearest_misses[:shown]:
+            out.append(labels["miss"].format(gpu=miss.gpu, count=miss.count, used=gb(miss.per_gpu_bytes),
+                                             usable=gb(miss.usable_bytes), rule=miss.rule, fix=miss.text(lang)))
+        if len(self.nearest_misses) > shown:
+            out.append(labels["more"].format(n=len(self.nearest_misses) - shown))
+        return out
+
+
+LABELS: dict[Lang, dict[str, str]] = {
+    "en": {"fastest": "fastest", "cheapest": "cheapest", "fewest_gpus": "fewest GPUs", "article_pick": "article's pick",
+           "miss": "{gpu} (closest plan {count}: {used}/{usable} used/usable per GPU, {rule}) — {fix}",
+           "more": "... {n} more GPU types (--json lists all)",
+           "colon": ": ", "x": "x", "dash": " — "},
+    "zh": {"fastest": "最快", "cheapest": "最便宜", "fewest_gpus": "GPU 最少", "article_pick": "文章之选",
+           "miss": "{gpu}（最接近的方案：{count} 块 GPU，每块占用 {used} / 可用 {usable}，{rule}）——{fix}",
+           "more": "……另有 {n} 种 GPU（--json 列出全部）",
+           "colon": "：", "x": "×", "dash": "——"},
+}
+OBJECTIVE_WORDS = {"speed": ("fastest", "最快"), "cost": ("cheapest", "最便宜"), "gpus": ("fewest GPUs", "GPU 最少")}
+
+
+def _tokens(n: float) -> str:
+    for size, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M")):
+        if n >= size:
+            return f"{n / size:,.3g}{suffix}"
+    return f"{n:,.0f}"
+
+
+def _speed(o: Option, tokens: int | None, lang: Lang) -> str:
+    """Tokens/s, and with a token count the time to train them and the GPU-hours."""
+    rate = f"{o.tokens_per_s:,.0f} tokens/s" if o.tokens_per_s else ""
+    if o.rl is not None:  # RL: the step time, where it goes, and the placement that runs it
+        gen = o.rl.phases.get("generation", 0.0) / o.rl.step_time_s if o.rl.step_time_s else 0.0
+        if lang == "zh":
+            where = {"colocated": "共置", "split": "分离"}.get(o.rl.placement, o.rl.placement)
+            return f"{rate}，每步 {o.rl.step_time_s:,.1f} 秒（生成占 {gen:.0%}，{where}）"
+        return f"{rate}, {o.rl.step_time_s:,.1f} s per step ({gen:.0%} generating, {o.rl.placement})"
+    if o.time_to_train_s and tokens:
+        hours = f"{o.gpu_hours:,.0f}" if o.gpu_hours else "—"
+        if lang == "zh":
+            return f"{rate}，{_tokens(tokens)} 个 token 需 {duration(o.time_to_train_s, lang)}（{hours} GPU 小时）"
+        return f"{rate}: {_tokens(tokens)} tokens in {duration(o.time_to_train_s)} ({hours} GPU-hours)"
+    if o.tpot_s:
+        ms = f"{o.tpot_s * 1000:,.1f} ms"
+        return f"{rate}，每个输出 token {ms}" if lang == "zh" else f"{rate}, {ms} per output token"
+    return rate
+
+
+def per_million_tokens(o: Option) -> float | None:
+    """Dollars per million tokens (generated, or trained): the same order as the cost of a token count."""
+    if o.usd_per_million_tokens is not None:
+        return o.usd_per_million_tokens
+    if o.usd_per_hour and o.tokens_per_s:  # training: rec.cost.training's usd_per_million_tokens
+        return o.usd_per_hour / (o.tokens_per_s * 3600) * 1e6
+    return None
+
+
+def _cost(o: Option, tokens: int | None, inference: bool, lang: Lang) -> str:
+    hourly = f"${o.usd_per_hour:,.2f}/h" if o.usd_per_hour else ""
+    zh = lang == "zh"
+    if o.cost_usd and tokens:
+        return (f"{_tokens(tokens)} 个 token 共 ${o.cost_usd:,.0f}（{hourly}，{duration(o.time_to_train_s or 0, lang)}）"
+                if zh else f"${o.cost_usd:,.0f} for {_tokens(tokens)} tokens ({hourly} for {duration(o.time_to_train_s or 0)})")
+    per_million = per_million_tokens(o)
+    if per_million is not None:
+        what = ("生成" if inference else "训练") if zh else ("generated" if inference else "training")
+        if zh:
+            return f"每百万{what} token ${per_million:,.2f}（{hourly}）"
+        return f"${per_million:,.2f} per million {what} tokens ({hourly})"
+    return hourly
+
+
+def _pick(o: Option, en: str, zh: str) -> Pick:
+    return Pick(gpu=o.gpu, count=o.count, why=en, why_zh=zh)
+
+
+def summarize(answer: Answer, misses: Sequence[Miss] = (), horizon: bool = False, largest_cluster: int = 0) -> Summary:
+    """The summary of an Answer whose options are already ranked by its objective; `horizon`: the deadline is
+    the pre-training horizon (policy pretrain-horizon), not one the workload gave; options of more GPUs than
+    `largest_cluster` (a cluster nobody has built) are named only when there is nothing else."""
+    w = answer.workload
+    inference = w.task == "inference"
+    tokens = w.tokens if not inference else None
+    options = [o for o in answer.options if not largest_cluster or o.count <= largest_cluster] or list(answer.options)
+    # with a deadline, the decisions are among the options that meet it (8 consumer cards that take 50 years to
+    # pre-train are the fewest GPUs, not an answer); the table still lists the rest, marked and ranked last
+    options = [o for o in options if o.meets_deadline is not False] or options
+    deadline = w.deadline_days if not inference else None
+    if not options:
+        return _nothing_fits(answer, misses)
+    fastest = max(options, key=lambda o: (o.score, -o.count, o.gpu == options[0].gpu))
+    priced = [o for o in options if per_million_tokens(o) is not None]
+    cheapest = min(priced, key=lambda o: (per_million_tokens(o), -o.score, o.count)) if priced else None
+    fewest = min(options, key=lambda o: (o.count, -o.score, o.gpu))
+    preferred = [o for o in options if o.branch]
+    article = max(preferred, key=lambda o: (o.score, -o.count)) if preferred else None
+
+    def speed_line(o: Option) -> Pick:
+        return _pick(o, _speed(o, tokens, "en"), _speed(o, tokens, "zh"))
+
+    cheap = None
+    if cheapest is not None:
+        cheap = _pick(cheapest, _cost(cheapest, tokens, inference, "en"), _cost(cheapest, tokens, inference, "zh"))
+    few = _pick(fewest, f"{fewest.count} GPU(s), {gb(fewest.per_gpu_bytes)} of {gb(fewest.usable_bytes)} usable per GPU; "
+                        f"{_speed(fewest, tokens, 'en')}",
+                f"{fewest.count} 块 GPU，每块占用 {gb(fewest.per_gpu_bytes)}，可用 {gb(fewest.usable_bytes)}；"
+                f"{_speed(fewest, tokens, 'zh')}")
+    pick = None
+    if article is not None:
+        slower = (f"; {fastest.score / article.score:,.1f}x slower than {fastest.gpu}"
+                  if article is not fastest and article.score and fastest.score > article.score * 1.05 else "")
+        slower_zh = (f"；比 {fastest.gpu} 慢 {fastest.score / article.score:,.1f} 倍"
+                     if slower else "")
+        pick = _pick(article, f"its decision tree ({article.branch}) prefers this card; {_speed(article, tokens, 'en')}"
+                              f"{slower}",
+                     f"文章的决策树（{article.branch}）优先选择这种卡；{_speed(article, tokens, 'zh')}{slower_zh}")
+    first = options[0]
+    word, word_zh = OBJECTIVE_WORDS[w.objective]
+    if deadline is not None and w.objective == "speed" and first.meets_deadline:  # each type sized to just meet it
+        word, word_zh = "fewest GPU-hours", "GPU 小时最少"
+    named = {"speed": fastest, "cost": cheapest, "gpus": fewest}[w.objective]
+    reason = named is not None and named.gpu == first.gpu and named.count == first.count
+    # the lines below give each named option's figure; the headline says which one ranks first, and why first
+    headline = f"first option ({word}): {first.count} x {first.gpu}"
+    headline_zh = f"首选方案（{word_zh}）：{first.count} × {first.gpu}"
+    if not reason:  # ranked first by a figure no line below names (e.g. the fewest GPUs among unpriced options)
+        headline += f" — {speed_line(first).why}"
+        headline_zh += f"——{speed_line(first).why_zh}"
+    if deadline is not None:
+        late = [o.gpu for o in answer.options if o.time_to_train_s and o.time_to_train_s > deadline * 86400]
+        which = (f"the {deadline:g}-day pre-training horizon (policy pretrain-horizon; deadline_days sets another)"
+                 if horizon else f"deadline_days {deadline:g}")
+        which_zh = f"{deadline:g} 天的预训练期限（策略 pretrain-horizon；可用 deadline_days 另设）" if horizon else \
+            f" deadline_days {deadline:g} "
+        headline += f"; clusters sized to {which}" + (f"; {len(late)} GPU type(s) cannot meet it" if late else "")
+        headline_zh += f"；集群按 {which_zh}配置" + (f"；{len(late)} 种 GPU 做不到" if late else "")
+    return Summary(headline=headline, headline_zh=headline_zh, objective=w.objective, fastest=speed_line(fastest),
+                   cheapest=cheap, fewest_gpus=few, article_pick=pick, deadline_days=deadline)
+
+
+def _nothing_fits(answer: Answer, misses: Sequence[Miss]) -> Summary:
+    w = answer.workload
+    within = f" within gpu_count {w.gpu_count}" if w.gpu_count else ""
+    fixable = [m for m in misses if m.change]
+    hint = f"; e.g. {fixable[0].gpu}: {fixable[0].fix}" if fixable else ""
+    hint_zh = f"；例如 {fixable[0].gpu}：{fixable[0].text('zh')}" if fixable else ""
+    return Summary(
+        headline=f"nothing fits: none of the {len(answer.rejected)} GPU type(s) can run {w.model} ({w.task}){within}{hint}",
+        headline_zh=f"放不下：{len(answer.rejected)} 种 GPU 都无法运行 {w.model}（{term('zh', w.task)}"
+                    f"{f'，最多 gpu_count {w.gpu_count} 块' if w.gpu_count else ''}）{hint_zh}",
+        objective=w.objective, nothing_fits=True, nearest_misses=tuple(misses),
+        deadline_days=w.deadline_days if w.task != "inference" else None)

@@ -1,0 +1,1 @@
+"""Contributor tools: lint and its checks, rule tests, impact reports, the figures claims quote, entry texts, scenarios."""

@@ -1,0 +1,112 @@
+"""Time budgets for training: per GPU type, the cluster that trains the workload's tokens within a deadline.
+
+Memory gives each GPU type its fewest GPUs; at that count the rules estimate tokens/s (compute, then
+the communication compute does not hide). Where the tokens then take longer than the deadline, the ask is
+repeated with more GPUs of that type: the count linear scaling would need, rounded up to a cluster size
+people build (1, 2, 4 or 8 GPUs in one server; past one server, whole servers of NODE_SIZE GPUs), and
+grown again while communication keeps it short of the deadline. The planner lays the replica out on that
+many GPUs as placement 'all' does (the least intrusive layout that fits, the rest data parallelism).
+
+A GPU type stops growing at gpu_count or the largest published cluster (policy largest-cluster), or when
+more GPUs shorten the run by less than GAIN; it keeps the fastest count tried and misses the deadline,
+ranked after the options that meet it. A type whose larger cluster the rules reject keeps the count before.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from .planner import NODE_SIZE, Sized
+
+if TYPE_CHECKING:
+    from ..answer.answer import Answer
+
+ROUNDS = 6  # asks after the first: linear scaling's guess, then growth where communication eats into it
+GAIN = 0.98  # a larger cluster that shortens the run by less than 2% is not worth its GPUs: stop growing
+SERVER = (1, 2, 4, 8)  # GPU counts of one server as sold and rented (1-, 2-, 4- and 8-GPU machines)
+
+Run = Callable[[dict[str, Sized]], "Answer"]
+
+
+def cluster_size(n: float, node: int = NODE_SIZE) -> int:
+    """The smallest cluster people build of at least n GPUs: 1, 2, 4 or 8 in one server, whole servers past it."""
+    n = max(1, math.ceil(n - 1e-9))
+    if n <= node:
+        return next((size for size in SERVER if n <= size <= node), node)
+    return node * math.ceil(n / node)
+
+
+def largest_size(most: int, node: int = NODE_SIZE) -> int:
+    """The largest cluster size of at most `most` GPUs."""
+    if most >= node:
+        return node * (most // node)
+    return max(size for size in SERVER if size <= most)
+
+
+def sized_for_deadline(tokens: int, deadline_s: float, most: int, run: Run) -> Answer:
+    """Ask with the memory plan, then size each GPU type whose run misses the deadline; `most` caps a cluster."""
+    sizes: dict[str, Sized] = {}
+    tried: dict[str, list[tuple[int, float]]] = {}
+    done: set[str] = set()
+    tightened: set[str] = set()
+    cap = largest_size(most)
+
+    def size(gpu: str, count: int) -> None:
+        sizes[gpu] = Sized(count, deadline_s, tokens, tried[gpu])
+
+    answer = run(sizes)
+    for _ in range(ROUNDS):
+        changed = False
+        fitting = {o.gpu: o for o in answer.options}
+        for gpu in [g for g in sizes if g not in fitting and g not in done]:
+            done.add(gpu)  # the rules reject the larger cluster: back to the last count that fit
+            changed = True
+            if len(tried[gpu]) > 1:
+                size(gpu, tried[gpu][-1][0])
+            else:
+                del sizes[gpu]
+        for o in fitting.values():
+            t = o.time_to_train_s
+            if o.gpu in done or t is None:
+                continue
+            history = tried.setdefault(o.gpu, [])
+            history.append((o.count, t))
+            if t <= deadline_s:
+                # grown past what the deadline needs (a larger cluster also lets a leaner layout run): try the
+                # smallest cluster linear scaling says suffices, once; if it misses, go back to this count
+                tight = cluster_size(o.count * t / deadline_s)
+                missed = max((n for n, s in history if s > deadline_s), default=0)
+                if o.gpu in tightened or tight >= o.count or tight <= missed:
+                    done.add(o.gpu)
+                    if o.gpu in tightened and o.count != min(n for n, s in history if s <= deadline_s):
+                        size(o.gpu, min(n for n, s in history if s <= deadline_s))
+                        changed = True
+                    continue
+                tightened.add(o.gpu)
+                size(o.gpu, tight)
+                changed = True
+                continue
+            if o.gpu in tightened:  # the tighter cluster misses: back to the smallest count that met the deadline
+                done.add(o.gpu)
+                size(o.gpu, min(n for n, s in history if s <= deadline_s))
+                changed = True
+                continue
+            if len(history) > 1 and t > history[-2][1] * GAIN:  # communication ate the gain: the fastest tried
+                done.add(o.gpu)
+                fastest = min(history, key=lambda h: (h[1], h[0]))[0]
+                if fastest != o.count:
+                    size(o.gpu, fastest)
+                    changed = True
+                continue
+            want = min(max(cluster_size(o.count * t / deadline_s), cluster_size(o.count + 1)), cap)
+            if want <= o.count:
+                done.add(o.gpu)
+                continue
+            size(o.gpu, want)
+            changed = True
+        if not changed:
+            break
+        answer = run(sizes)
+    return answer

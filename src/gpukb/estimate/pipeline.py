@@ -1,0 +1,149 @@
+"""ask(): workload in, Answer out, through one fresh rules-engine session."""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from ..answer.answer import Answer, BandSource, build_answer
+from ..answer.launch import launch_commands, model_reference
+from ..answer.misses import nearest_misses
+from ..answer.summary import summarize
+from ..answer.workload import RL_TASKS, ResolvedWorkload, Workload, parse_workload
+from ..core.errors import EngineError
+from ..engine.engine import ENGINE
+from ..engine.trace import Collector, Value
+from .deadline import sized_for_deadline
+from .planner import NO_LIMIT, Raise, Sized, plan_gpu, replica_cache
+from .resolve import gpu_fact, policy_fact, resolve
+from .rl import ask_rl
+from .sla import fewest_meeting, has_targets
+from .validation import BandsOf
+
+if TYPE_CHECKING:
+    from ..knowledge.kb import KnowledgeBase
+
+LARGEST_CLUSTER = "largest-cluster"  # the policy: the most GPUs of one type a training cluster is built of
+
+
+def ask(kb: KnowledgeBase, workload: Workload | dict[str, Any], bands: bool = True) -> Answer:
+    """The answer; with `bands`, each option's predicted numbers carry their error bands (gpukb.answer.bands, derived
+    once per knowledge base, when an option's bands are first read: a process without the packaged copy that
+    never reads them never derives them). `gpukb validate` asks without them: its points are what the bands
+    are made of."""
+    table = BandsOf(kb) if bands else None
+    with _cycle_collector_paused():
+        return _ask(kb, workload, table)
+
+
+@contextmanager
+def _cycle_collector_paused() -> Iterator[None]:
+    """Python's cycle collector waits until the ask is over.
+
+    An ask makes some ten thousand short-lived dicts and lists, nearly all freed by reference counting,
+    yet every few hundred of them triggered a collection, and now and then a full one that walked the
+    whole knowledge base too: a fifth of a warm ask, and pauses of 3-7x the median ask. Paused, the
+    collector runs once the ask is over, over the little that is left. It is only paused if it was
+    running (an application that turned it off keeps it off); with asks in several threads, the first
+    to finish resumes it.
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+def _ask(kb: KnowledgeBase, workload: Workload | dict[str, Any], bands: BandSource | None) -> Answer:
+    w = parse_workload(workload)
+    if w.task in RL_TASKS:  # several models, each asked as its own job, then placed together (gpukb.estimate.rl)
+        answer = ask_rl(kb, w, lambda fields: _answer(kb, parse_workload(fields), None))
+        return answer.model_copy(update={"summary": summarize(answer, (), False, round(kb.policy(LARGEST_CLUSTER)))})
+    answer = _answer(kb, w, bands)
+    # nothing fits: the nearest miss per GPU type and the smallest change that makes it fit (a few more asks)
+    misses = nearest_misses(w, answer, lambda fields: _answer(kb, parse_workload(fields), bands)) if not answer.options else ()
+    horizon = w.deadline_days is None and answer.workload.deadline_days is not None
+    summary = summarize(answer, misses, horizon, round(kb.policy(LARGEST_CLUSTER)))
+    return answer.model_copy(update={"summary": summary})
+
+
+def _answer(kb: KnowledgeBase, w: Workload, bands: BandSource | None) -> Answer:
+    resolved, wfields = resolve(kb, w)
+
+    def run(raised: dict[str, Raise], finish: Callable[[Collector], None] | None,
+            sizes: dict[str, Sized] | None = None) -> Answer:
+        return _ask_once(kb, resolved, wfields, raised, finish, sizes or {}, bands)
+
+    # latency targets: the fewest GPUs that meet them, by raising tensor parallelism where they are missed
+    if has_targets(resolved):
+        return fewest_meeting(resolved, run, {g: kb.gpus[g].scale_up_domain * kb.gpus[g].devices
+                                                for g in resolved.gpus})
+    # a deadline (or the pre-training horizon): per GPU type, the cluster that trains the tokens in time
+    if resolved.task != "inference" and resolved.deadline_days and resolved.tokens:
+        most = min(resolved.gpu_count or NO_LIMIT, round(kb.policy(LARGEST_CLUSTER)))
+        return sized_for_deadline(resolved.tokens, resolved.deadline_days * 86400, most,
+                                  lambda sizes: run({}, None, sizes))
+    return run({}, None)
+
+
+def _ask_once(kb: KnowledgeBase, resolved: ResolvedWorkload, wfields: dict[str, Any], raised: dict[str, Raise],
+              finish: Callable[[Collector], None] | None, sizes: dict[str, Sized], bands: BandSource | None) -> Answer:
+    """One rules-engine session; `raised` sets tensor-parallel sizes per GPU type (latency targets), `sizes`
+    training GPU counts (a deadline), `finish` adds steps that look at the whole answer (gpukb.estimate.sla)."""
+    c = Collector(kb, len(resolved.gpus))
+    policy = c.new_fact("policy", policy_fact(kb), 0)
+    wfact = c.new_fact("workload", wfields, 0)
+    gpus = [c.new_fact("gpu", gpu_fact(kb, kb.gpus[g], resolved.precision, resolved.kv_cache_precision), 0)
+            for g in resolved.gpus]
+    with ENGINE.session(kb, c, wfact) as session:
+        # Stage 1: requirement rules derive one replica's memory from the workload.
+        session.assert_facts([policy, wfact, *gpus])
+        memories = c.of_kind("memory")
+        if len(memories) != 1:
+            rules = sorted({c.step_of(m).rule for m in memories if c.step_of(m)})  # type: ignore[union-attr]
+            raise EngineError(f"expected exactly one memory breakdown for task '{resolved.task}', "
+                              f"rules produced {len(memories)} ({', '.join(rules) or 'none'})")
+        memory = memories[0]
+        # Stage 2: the planner places the replica on each candidate GPU type; later rules diagnose
+        # the plans, propose remedies and estimate throughput.
+        plan_cache = replica_cache(memory, wfact)
+        plans = [plan_gpu(c, resolved, wfact, policy, memory, g, plan_cache, raised.get(g["gpu"]), sizes.get(g["gpu"]))
+                 for g in gpus]
+        fleet = _fleet(c, plans)
+        session.assert_facts([*plans, fleet])
+    if finish is not None:
+        finish(c)
+    prices = {g: kb.gpus[g].price.usd / kb.gpus[g].devices for g in resolved.gpus if kb.gpus[g].price}  # per device
+    catalog = kb.models.get(resolved.model) if not resolved.config_file else None
+    model_ref = model_reference(resolved, catalog.hf_repo if catalog else None)
+    reserve = policy["reserve_fraction"]
+    answer = build_answer(c, kb.version, kb.content_hash, resolved, memory, prices,
+                        launch=lambda strategy, plan, capacity: launch_commands(
+                            model_ref, resolved, strategy, reserve, plan, kb.gpus[plan["gpu"]].fp8_flops is not None,
+                            capacity),
+                        largest_cluster=round(kb.policy(LARGEST_CLUSTER)), bands=bands)
+    answer._replica = (memory, wfact)
+    return answer
+
+
+def _fleet(c: Collector, plans: list[dict[str, Any]]) -> dict[str, Any]:
+    largest = max(plans, key=lambda p: (p["usable_bytes"], p["gpu"]))
+    fields = {"candidates": len(plans), "max_usable_bytes": largest["usable_bytes"], "largest_gpu": largest["gpu"],
+              "fitting": sum(1 for p in plans if p["fits"])}
+    (fact,) = c.record(
+        rule="planner.fleet@1", stage="requirements", title="Summary of the candidate GPU types",
+        inputs={f"p{i}": p for i, p in enumerate(plans)},
+        values=[Value(name=k, value=v, expr="max(p.usable_bytes)" if k == "max_usable_bytes" else None)
+                for k, v in fields.items()],
+        claims=(), sources=[],
+        sentence=f"{fields['fitting']} of {fields['candidates']} GPU types can hold the workload; the largest "
+                 f"single GPU ({largest['gpu']}) has {largest['usable_bytes'] / 1e9:,.1f} GB usable.",
+        outputs=[("fleet", fields)], title_zh="候选 GPU 型号汇总",
+        sentence_zh=f"{fields['candidates']} 种 GPU 型号中有 {fields['fitting']} 种能容纳该工作负载；单卡最大的"
+                    f"（{largest['gpu']}）可用 {largest['usable_bytes'] / 1e9:,.1f} GB。")
+    return fact

@@ -1,0 +1,550 @@
+"""Fewest GPUs of each type that fit one model replica, and how to split it.
+
+Per-GPU memory is written as expressions (below) over the replica's memory breakdown `m`, the
+workload `w` and the layout (dp, tp, pp, zero_stage, checkpointing, offload, ep). Every term is
+linear in 1/dp (training) or 1/(tp*pp) (inference), so the fewest GPUs follow in closed form:
+per_gpu(n) = A + B/n fits when n >= B / (usable - A). A and B are read off the expressions
+themselves (evaluated at n = 1 and n = 2), so the expressions stay the single source of truth.
+
+Strategies are tried least intrusive first: no tensor parallelism before tensor parallelism
+inside one NVLink domain, no recomputation before activation checkpointing, ZeRO stages 0..3;
+offload only when nothing else fits within gpu_count, and only as far as the servers' CPU memory holds
+the offloaded state (HOST; more data-parallel ranks shard it). Expert parallelism (ep) is the
+workload's pin, with data parallelism in whole groups of ep.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import lru_cache
+from operator import itemgetter
+from typing import Any, NamedTuple
+
+from ..answer.workload import ResolvedWorkload
+from ..core.words import offload
+from ..engine.trace import Collector, Value
+from ..knowledge.citations import cited
+from ..language import expr as ex
+
+# Expert parallelism (GShard, Lepikhin et al. 2020; DeepSpeed-MoE, Rajbhandari et al. 2022) gives each of
+# ep data-parallel GPUs 1/ep of the routed experts: the experts' share of a part, w.expert_params * w.experts
+# / w.params of the parameters, is divided by ep where ZeRO does not already shard the part over dp.
+_UNSHARDED = "(1 - w.expert_params * w.experts / w.params * (1 - 1 / ep))"
+PARTS: dict[str, ex.Expr] = {name: ex.parse(text) for name, text in {
+    # ZeRO (Rajbhandari et al. 2020): stage 1 shards optimizer states, 2 also gradients, 3 also weights.
+    # Tensor/pipeline parallelism split weights over tp*pp GPUs (Narayanan et al. 2021).
+    # Parameter offload (ZeRO-Infinity) keeps about two layers' weights resident for prefetching; ZeRO-3 / FSDP
+    # hold the gathered layer and the prefetched next beside the shards (policy zero3-gathered-layers), or as
+    # many as the framework lets stay gathered (kb/frameworks zero3_live_params), offloaded or not.
+    "weights": "m.weights / w.layers * max(2, w.gathered_layers) / tp if offload == 'optimizer+params' "
+               f"else m.weights * (1 if zero_stage >= 3 or ep == 1 else {_UNSHARDED}) "
+               "/ (tp * pp) / (dp * cp if zero_stage >= 3 else 1)"
+               " + (w.gathered_layers * m.weights / w.layers / tp if zero_stage >= 3 else 0)",
+    # ZeRO-Offload (Ren et al. 2021) streams gradients to CPU memory as the backward pass makes them:
+    # about two layers' worth (the buckets in flight) stay on the GPU
+    "gradients": "m.gradients / w.layers * 2 / tp if offload != 'none' "
+                 f"else m.gradients * (1 if zero_stage >= 2 or ep == 1 else {_UNSHARDED}) "
+                 "/ (tp * pp) / (dp * cp if zero_stage >= 2 else 1)",
+    "optimizer": "0 if offload != 'none' "
+                 f"else m.optimizer * (1 if zero_stage >= 1 or ep == 1 else {_UNSHARDED}) "
+                 "/ (tp * pp) / (dp * cp if zero_stage >= 1 else 1)",
+    # Korthikanti et al. 2022: tensor + sequence parallelism divide activations by tp; with 1F1B
+    # pipelining the first stage still holds pp micro-batches of L/pp layers, i.e. all L layers, and with
+    # the interleaved schedule (v chunks per rank) 1 + (pp-1)/(pp·v) times that (§4.2.3). Context
+    # parallelism gives each of cp GPUs 1/cp of every sequence's tokens (Megatron-Core; Llama 3 §3.3.2).
+    "activations": "(m.activations_checkpointed if checkpointing else m.activations) / (tp * cp)"
+                   " * (1 + (pp - 1) / (pp * w.virtual_pipeline_stages) if w.virtual_pipeline_stages > 1 else 1)",
+    "kv_cache": "m.kv_cache / (tp * pp)",
+    # ZeRO-1/2 reduce and gather through fixed-size buckets (kb/frameworks comm_buffer_bytes; DeepSpeed's),
+    # allocated whenever the stage is on, one GPU or many: a term independent of dp keeps A + B/dp exact
+    "overhead": "m.overhead + (w.comm_buffer_bytes if 1 <= zero_stage <= 2 else 0)",
+}.items()}
+PER_GPU = ex.parse("weights + gradients + optimizer + activations + kv_cache + overhead")
+# What offload moves to CPU memory, per GPU: ZeRO-Offload (Ren et al. 2021) keeps the fp32 master weights,
+# optimizer states and the streamed gradients there, ZeRO-Infinity also the 16-bit weights; with ZeRO each
+# data-parallel rank holds its shard. A server has only so much of it (policy host-memory-per-gpu).
+HOST = ex.parse("(m.optimizer + m.gradients + (m.weights if offload == 'optimizer+params' else 0)) / (tp * pp) "
+                "/ (dp * cp if zero_stage >= 1 else 1) if offload != 'none' else 0")
+# The runtime overhead (CUDA context, workspaces, NCCL buffers; counted in every plan's memory) lives
+# inside the reserve, as in vLLM's gpu_memory_utilization: the headroom is the larger of the two, not
+# their sum. So usable = capacity − reserve + the part of the overhead the reserve already holds.
+USABLE = ex.parse("g.memory_bytes * (1 - p.reserve_fraction) + min(p.runtime_overhead, g.memory_bytes * p.reserve_fraction)")
+NODE_SIZE = 8  # GPUs per server in the standard HGX/OAM and workstation builds; larger counts are whole nodes
+# Tensor-parallel sizes for inference, smallest first. vLLM's distributed-serving guide: tensor parallel
+# within a node, pipeline parallel across nodes (source vllm-distributed-serving-docs). Sizes beyond the
+# scale-up domain (NVLink) run over PCIe inside the node; beyond the node only where NVLink spans more.
+TP_SIZES = (1, 2, 4, 8, 16, 32, 64, 72)
+NO_LIMIT = 1_000_000
+SOURCES = ["rajbhandari-2020-zero", "korthikanti-2022-activation-recomputation", "narayanan-2021-megatron",
+           "lepikhin-2021-gshard"]
+CLAIMS = ["art.capacity.redundancy", "art.capacity.multi-gpu-beyond"]
+
+
+class Layout(NamedTuple):
+    """How one replica is laid out over GPUs, bar the data-parallel degree: the planner's own
+    strategy, not answer.Strategy (the Answer's description of a chosen plan). A named tuple: the
+    planner keys its caches by layouts thousands of times an ask, and a tuple hashes in C."""
+
+    tp: int
+    pp: int
+    zero_stage: int
+    checkpointing: bool
+    offload: str
+    ep: int = 1  # expert parallelism: a divisor of dp (and of the experts)
+    cp: int = 1  # context parallelism: GPUs that share each sequence
+
+    @property
+    def group(self) -> int:
+        """GPUs per data-parallel rank: one replica's tensor, pipeline and context-parallel shards."""
+        return self.tp * self.pp * self.cp
+
+    def env(self, dp: int) -> dict[str, Any]:
+        return {"dp": dp, "tp": self.tp, "pp": self.pp, "zero_stage": self.zero_stage,
+                "checkpointing": self.checkpointing, "offload": self.offload, "ep": self.ep, "cp": self.cp}
+
+
+# The layout names each part's expression reads: a part's value depends on the replica (the same
+# for a whole ask) and on these alone, so it is computed once per combination of their values.
+_SPLIT_NAMES = ("dp", "tp", "pp", "zero_stage", "checkpointing", "offload", "ep", "cp")
+_PART_READS = {name: tuple(n for n in _SPLIT_NAMES if n in e.names) for name, e in PARTS.items()}
+# (name, expression, the values it reads from a split tuple as a dict key), for parts_of's inner loop
+_PART_PLAN = tuple((name, e, itemgetter(*positions) if positions else (lambda split: ()))
+                   for name, e in PARTS.items()
+                   for positions in [tuple(_SPLIT_NAMES.index(n) for n in _PART_READS[name])])
+
+
+def _linear(one: float, two: float) -> tuple[float, float]:
+    """(A, B) of a quantity A + B/n from its values at n = 1 and n = 2."""
+    b = 2 * (one - two)
+    return one - b, b
+
+
+class PlanCache:
+    """What the GPU types of one ask share: the replica and the workload are the same for all of them,
+    so the per-GPU memory of a layout, A + B/n, and the parts of a chosen split are computed once."""
+
+    def __init__(self) -> None:
+        self.splits: dict[tuple[Layout, bool | None], tuple[float, float]] = {}  # None: the CPU-memory split
+        self.part_values: dict[str, dict[Any, float]] = {name: {} for name in PARTS}  # part -> its reads -> bytes
+
+    def split(self, layout: Layout, base: dict[str, Any], inference: bool) -> tuple[float, float]:
+        """(A, B) with per_gpu(n) = A + B/n, n = dp (training) or the tp*pp shard count (inference)."""
+        key = (layout, inference)
+        if key not in self.splits:
+            if inference:
+                one = sum(self.parts_of(Layout(1, 1, 0, False, "none"), 1, base).values())
+                two = sum(self.parts_of(Layout(2, 1, 0, False, "none"), 1, base).values())
+            else:
+                one = sum(self.parts_of(layout, 1, base).values())
+                two = sum(self.parts_of(layout, 2, base).values())
+            self.splits[key] = _linear(one, two)
+        return self.splits[key]
+
+    def host_split(self, layout: Layout, base: dict[str, Any]) -> tuple[float, float]:
+        """(A, B) with CPU memory per GPU = A + B/dp for an offloading layout (HOST)."""
+        key = (layout, None)
+        if key not in self.splits:
+            one = float(HOST.evaluate({**base, **layout.env(1)}))
+            two = float(HOST.evaluate({**base, **layout.env(2)}))
+            self.splits[key] = _linear(one, two)
+        return self.splits[key]
+
+    def parts_of(self, layout: Layout, dp: int, base: dict[str, Any]) -> dict[str, float]:
+        """Per-GPU bytes of each part under this split, as the PARTS expressions give them."""
+        split = (dp, *layout)
+        env: dict[str, Any] | None = None
+        parts = {}
+        known = self.part_values
+        for name, expression, reads in _PART_PLAN:
+            values, key = known[name], reads(split)
+            value = values.get(key)
+            if value is None:
+                env = env or {**base, **dict(zip(_SPLIT_NAMES, split, strict=True))}
+                try:  # run, not evaluate: one call less (the menu evaluates these hundreds of times an ask)
+                    value = values[key] = float(expression.run(env))
+                except (ex.ExpressionError, ArithmeticError, TypeError, ValueError):
+                    value = values[key] = float(expression.evaluate(env))  # raises, naming the expression
+            parts[name] = value
+        return parts
+
+
+# The replica (m) and workload (w) fields that the planner's expressions read. A PlanCache's figures
+# depend on their values and the layouts alone, so asks that give them the same values share one.
+_REPLICA_READS = tuple(sorted({name.partition(".")[::2] for e in (*PARTS.values(), HOST) for name in e.names
+                               if "." in name}))
+
+
+def replica_cache(memory: dict[str, Any], wfact: dict[str, Any]) -> PlanCache:
+    """The PlanCache of asks with this replica: the per-GPU memory of a layout was an eighth of a warm ask
+    on one GPU type, and sweeps, latency targets (which re-run the session) and asks over other GPU types
+    repeat a replica. Keyed by the repr of each field read (or its absence), which tells 1 from 1.0 and
+    True and 0.0 from -0.0, so a shared figure is the one the expressions would give."""
+    base = {"m": memory, "w": wfact}
+    return _replica_cache(repr([(tail in base[head], base[head].get(tail)) for head, tail in _REPLICA_READS]))
+
+
+@lru_cache(maxsize=64)
+def _replica_cache(_key: str) -> PlanCache:
+    return PlanCache()
+
+
+def _menu(w: ResolvedWorkload, scale_up_domain: int, offloads: tuple[str, ...]) -> tuple[Layout, ...]:
+    """The training strategies for GPUs with this scale-up domain, least intrusive first. Their
+    (A, B) are computed when a search reaches them (PlanCache.split): most searches stop or prune early."""
+    return _layouts(w.heads, w.tensor_parallel, w.pipeline_parallel, w.expert_parallel, w.activation_checkpointing,
+                    w.zero_stage, scale_up_domain, offloads, w.context_parallel)
+
+
+# The same for every ask with these pins, so made once: the 32 named tuples of a menu were 1.3% of an ask.
+@lru_cache(maxsize=256)
+def _layouts(heads: int, tensor_parallel: int | None, pipeline_parallel: int | None, expert_parallel: int | None,
+             activation_checkpointing: bool | None, zero_stage: int | None, scale_up_domain: int,
+             offloads: tuple[str, ...], context_parallel: int | None = None) -> tuple[Layout, ...]:
+    max_tp = scale_up_domain if tensor_parallel is None else tensor_parallel
+    tps = [tensor_parallel] if tensor_parallel else [t for t in (1, 2, 4, 8) if t <= max_tp and heads % t == 0]
+    ckpts = [activation_checkpointing] if activation_checkpointing is not None else [False, True]
+    zeros = [zero_stage] if zero_stage is not None else [0, 1, 2, 3]
+    # expert parallelism only where the workload pins it: it shards nothing ZeRO-3 does not, so the search
+    # for the fewest GPUs never needs it, and it takes a framework with MoE layers (Megatron-Core, DeepSpeed)
+    # context parallelism, too, only as a pin: it is how long sequences are trained, not a way to need fewer GPUs
+    ep, cp = expert_parallel or 1, context_parallel or 1
+    return tuple(Layout(tp, pipeline_parallel or 1, zero, ckpt, off, ep, cp)
+                 for off in offloads for tp in tps for ckpt in ckpts for zero in zeros
+                 if not (off == "optimizer+params" and zero != 3) and not ((ep > 1 or cp > 1) and off != "none"))
+
+
+def _round_count(n: int) -> int:
+    return n if n <= NODE_SIZE else NODE_SIZE * math.ceil(n / NODE_SIZE)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    layout: Layout
+    dp: int
+    count: int
+    fits: bool
+
+
+LeastDp = Callable[[Layout], int | None]
+
+
+def _least_dp(split: tuple[float, float], usable: float, host: tuple[float, float] | None, host_usable: float) -> int | None:
+    """The fewest data-parallel ranks at which a layout's GPU memory A + B/dp fits, and, for a layout that
+    offloads, its CPU memory A' + B'/dp too; None when no number does."""
+    a, b = split
+    if a >= usable:
+        return None
+    dp = 1 if b <= 0 else max(1, math.ceil(b / (usable - a)))
+    if host is not None:
+        ha, hb = host
+        if ha >= host_usable and (ha > host_usable or hb > 0):
+            return None
+        dp = max(dp, 1 if hb <= 0 else math.ceil(hb / (host_usable - ha)))
+    return dp
+
+
+def _fewest_training(menu: tuple[Layout, ...], fewest_dp: LeastDp, limit: int,
+                     zero_pinned: bool = False) -> Candidate | None:
+    """The layout needing the fewest GPUs (the first, least intrusive, among equals)."""
+    best: tuple[int, Layout, int] | None = None
+    for layout in menu:
+        if best is not None and layout.group * layout.ep >= best[0]:
+            continue  # it needs at least tp*pp*cp*ep GPUs, so it cannot need fewer than the best so far
+        dp = fewest_dp(layout)
+        if dp is None:
+            continue
+        dp = -(-dp // layout.ep) * layout.ep  # a whole number of expert-parallel groups
+        group = layout.group
+        count = _round_count(dp * group)
+        dp = count // group
+        if dp % layout.ep:
+            continue
+        if layout.zero_stage > 0 and dp == 1 and layout.offload == "none" and not zero_pinned:
+            continue  # ZeRO on one data-parallel rank shards nothing; the zero-stage-0 layout covers it
+        if count <= limit and (best is None or count < best[0]):
+            best = (count, layout, dp)
+    return None if best is None else Candidate(best[1], best[2], best[0], True)
+
+
+def _least_intrusive_at(menu: tuple[Layout, ...], fewest_dp: LeastDp, count: int) -> Candidate | None:
+    """placement 'all': the first (least intrusive) layout that fits on exactly `count` GPUs."""
+    for layout in menu:
+        group = layout.group
+        dp = count // group
+        if dp < 1 or dp % layout.ep:
+            continue
+        least = fewest_dp(layout)
+        if least is not None and least <= dp:
+            return Candidate(layout, dp, dp * group, True)
+    return None
+
+
+def _inference_candidate(w: ResolvedWorkload, a: float, b: float, usable: float, limit: int,
+                         tp_floor: int = 1) -> Candidate | None:
+    """The fewest shards that hold the replica: tensor parallel inside one node first, then pipeline
+    stages; `tp_floor` raises the tensor-parallel size (more GPUs, shorter prefill and decode steps)."""
+    if a >= usable:
+        return None
+    shards = max(1, math.ceil(b / (usable - a)))
+    max_tp = max(min(NODE_SIZE, w.tensor_parallel or NODE_SIZE), tp_floor)
+    if w.tensor_parallel:  # a pinned tensor-parallel size is exact
+        tp: int | None = w.tensor_parallel
+    else:
+        need = max(tp_floor, min(shards, max_tp))
+        tp = next((t for t in TP_SIZES if t >= need and w.heads % t == 0 and t <= max_tp), None)
+    if tp is None:
+        return None
+    pp = w.pipeline_parallel or max(1, math.ceil(shards / tp))
+    count = tp * pp
+    return Candidate(Layout(tp, pp, 0, False, "none"), 1, count, True) if count <= limit else None
+
+
+def next_tensor_parallel(w: ResolvedWorkload, tp: int, scale_up_domain: int) -> int | None:
+    """The next larger tensor-parallel size for inference that divides the attention heads, stays inside
+    one node (or the scale-up domain, if that is larger) and within gpu_count; None when there is none
+    or the size is pinned."""
+    if w.tensor_parallel:
+        return None
+    most = min(max(NODE_SIZE, scale_up_domain), (w.gpu_count or NO_LIMIT) // (w.pipeline_parallel or 1))
+    return next((t for t in TP_SIZES if tp < t <= most and w.heads % t == 0), None)
+
+
+@dataclass(frozen=True)
+class Raise:
+    """Why an inference plan uses more tensor parallelism than memory needs: the latency targets its
+    smaller sizes missed (gpukb.estimate.sla), as sentences in English and Chinese."""
+
+    tp: int
+    because: str
+    because_zh: str
+
+
+@dataclass(frozen=True)
+class Sized:
+    """Why a training plan uses more GPUs than memory needs: a deadline (gpukb.estimate.deadline). `tried` is the
+    search's list of (GPUs, seconds to train) for this GPU type, filled as it goes; the sentences read it
+    when the trace is read, so they name every count tried before this one."""
+
+    count: int
+    deadline_s: float
+    tokens: int
+    tried: list[tuple[int, float]]
+
+    def because(self, zh: bool = False) -> str:
+        days = f"{self.deadline_s / 86400:g}"
+        before = [(n, t) for n, t in self.tried if n != self.count]
+        if zh:
+            shown = "；".join(f"{n} 块 GPU 需 {t / 86400:,.1f} 天" for n, t in before)
+            return f"为在 {days} 天内训练完 {self.tokens:,} 个 token，定为 {self.count} 块 GPU（{shown}）。"
+        shown = "; ".join(f"{n} GPU(s) take {t / 86400:,.1f} days" for n, t in before)
+        return f"Sized to {self.count} GPUs to train {self.tokens:,} tokens within {days} days ({shown})."
+
+
+def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], policy: dict[str, Any],
+             memory: dict[str, Any], gpu: dict[str, Any], cache: PlanCache, raised: Raise | None = None,
+             size: Sized | None = None) -> dict[str, Any]:
+    """Choose the plan for one GPU type, record it as a trace step, and return the plan fact.
+
+    `cache` is shared by the GPU types of one ask (same workload and replica); `raised` sets the
+    smallest tensor-parallel size for an inference plan that latency targets require; `size` (training)
+    the GPUs a deadline needs (gpukb.estimate.deadline): the least intrusive layout on that many, as placement 'all'.
+    """
+    inference = w.task == "inference"
+    # consumer cards stay inside one box (policy consumer-nodes: their driver licence excludes data-centre
+    # deployment, and they have no scale-out network): a tighter limit than gpu_count, or the only one
+    box = NODE_SIZE * int(policy["consumer_nodes"]) if gpu["consumer"] else 0
+    boxed = bool(box) and box < (w.gpu_count or NO_LIMIT)
+    limit = box if boxed else (w.gpu_count or NO_LIMIT)
+    every = size.count if size is not None and not inference else (limit if w.placement == "all" else None)
+    if every and boxed:  # a deadline's cluster of consumer cards is still one box
+        every = min(every, box)
+    base = {"m": memory, "w": wfact}
+    usable = float(USABLE.evaluate({"g": gpu, "p": policy}))
+    host_usable = policy["host_memory_per_gpu"]
+    offload_sets = [(w.offload,)] if w.offload else [("none",), ("optimizer", "optimizer+params")]
+    chosen: Candidate | None = None
+    tried: list[Layout] = []
+    for offloads in offload_sets:
+        if inference:
+            layout = Layout(1, 1, 0, False, "none")
+            tried.append(layout)
+            best = _inference_candidate(w, *cache.split(layout, base, True), usable, limit,
+                                         raised.tp if raised else 1)
+        else:
+            menu = _menu(w, gpu["scale_up_domain"], offloads)
+            tried += menu
+
+            def fewest_dp(layout: Layout) -> int | None:
+                host = cache.host_split(layout, base) if layout.offload != "none" else None
+                return _least_dp(cache.split(layout, base, False), usable, host, host_usable)
+
+            best = (_least_intrusive_at(menu, fewest_dp, every) if every else None) \
+                or _fewest_training(menu, fewest_dp, limit, zero_pinned=w.zero_stage is not None)
+        if best:
+            chosen = best
+            break
+    if chosen is not None and every:
+        chosen = _use_all(chosen, every)
+    if chosen is None:  # the closest miss: the layout with the least memory per GPU at the limit
+        # with no gpu_count limit only the unshardable part can fail to fit: show it at one node
+        chosen = _closest_miss(w, base, tried, limit if w.gpu_count or boxed else NODE_SIZE, inference, cache)
+    parts = cache.parts_of(chosen.layout, chosen.dp, base)
+    per_gpu = float(PER_GPU.evaluate(parts))
+    s = chosen.layout
+    host = float(HOST.evaluate({**base, **s.env(chosen.dp)}))
+    fits = chosen.fits and per_gpu <= usable and host <= host_usable
+    # a serving engine that pre-allocates its KV cache in the memory left (kb/frameworks kv_cache_memory_fraction,
+    # kv_cache_free_memory_fraction) does not fail a batch it cannot hold: it runs the sequences its pool holds and
+    # queues the rest. Its pool, not the allocator reserve, bounds it.
+    concurrency, pool = (w.batch_size, 0.0) if inference else (0, 0.0)
+    if inference and not fits and w.batch_size:
+        pool = _kv_pool(wfact, per_gpu - parts["kv_cache"], gpu["memory_bytes"], policy["runtime_overhead"])
+        held = min(w.batch_size, int(pool * w.batch_size // parts["kv_cache"])) if parts["kv_cache"] > 0 else 0
+        if held >= 1:
+            parts = {**parts, "kv_cache": parts["kv_cache"] * held / w.batch_size}
+            per_gpu, concurrency, fits = float(PER_GPU.evaluate(parts)), held, True
+    fields = {
+        "gpu": gpu["gpu"], "count": chosen.count, "dp": chosen.dp, "tp": s.tp, "pp": s.pp, "ep": s.ep, "cp": s.cp,
+        "zero_stage": s.zero_stage if chosen.dp > 1 or s.offload != "none" or w.zero_stage is not None else 0,
+        "checkpointing": s.checkpointing,
+        "offload": s.offload, **parts, "per_gpu_bytes": per_gpu, "usable_bytes": usable,
+        "capacity_bytes": gpu["memory_bytes"], "fits": fits, "fill": per_gpu / gpu["memory_bytes"],
+        "nodes": math.ceil(chosen.count / NODE_SIZE), "tp_over_pcie": s.tp > 1 and gpu["scale_up_domain"] < s.tp,
+        "limit": limit if w.gpu_count or boxed else 0, "host_bytes": host, "box_limit": box if boxed else 0,
+        "devices": gpu["devices"], "concurrency": concurrency,
+        # what a plan that does not fit is short of: GPU memory, or CPU memory for its offloaded state
+        "short_of": "" if fits else ("host" if per_gpu <= usable and host > host_usable else "gpu"),
+    }
+    def values() -> list[Value]:  # written when the trace is read (trace._Deferred), as the sentences are
+        listed = [Value(name="usable_bytes", value=usable, expr=USABLE.text)]
+        listed += [Value(name=n, value=v, expr=PARTS[n].text) for n, v in parts.items()]
+        listed.append(Value(name="per_gpu_bytes", value=per_gpu, expr=PER_GPU.text))
+        if s.offload != "none":
+            listed.append(Value(name="host_bytes", value=host, expr=HOST.text))
+            listed.append(Value(name="host_usable", value=host_usable, expr="p.host_memory_per_gpu"))
+        return listed + [Value(name=k, value=v, expr=None) for k, v in s.env(chosen.dp).items()]
+
+    zero, count, dp, strategies = fields["zero_stage"], chosen.count, chosen.dp, len(tried)
+
+    def offloaded(zh: bool = False) -> str:
+        if s.offload == "none":
+            return ""
+        if zh:
+            return f"；卸载到 CPU 内存的状态每块 GPU {host / 1e9:,.1f} GB，服务器每块 GPU 配有 {host_usable / 1e9:,.0f} GB"
+        return (f"; the offloaded state takes {host / 1e9:,.1f} GB of CPU memory per GPU, of the "
+                f"{host_usable / 1e9:,.0f} GB a server has per GPU")
+
+    def sentence() -> str:  # written when the trace is read (trace._Deferred)
+        verdict = "fits" if fits else "does not fit"
+        text = (f"{gpu['gpu']}: {count} GPU(s) (dp={dp}, tp={s.tp}, pp={s.pp}, {f'ep={s.ep}, ' if s.ep > 1 else ''}"
+                f"{f'cp={s.cp}, ' if s.cp > 1 else ''}"
+                f"ZeRO-{zero}, checkpointing {'on' if s.checkpointing else 'off'}, offload {s.offload}) "
+                f"need {per_gpu / 1e9:,.1f} GB per GPU against {usable / 1e9:,.1f} GB usable "
+                f"({gpu['memory_bytes'] / 1e9:,.1f} GB less the {policy['reserve_fraction']:.0%} reserve, which holds "
+                f"the runtime overhead){offloaded()}: {verdict}.")
+        if pool:
+            text += (f" {w.framework} pre-allocates its KV cache in what is left ({pool / 1e9:,.1f} GB per GPU): it holds "
+                     f"{concurrency} of the {w.batch_size} sequences at once and queues the rest.")
+        if not fits:
+            text += (f" This is the closest of {strategies} strategies within {_within(limit, boxed)}."
+                     if w.gpu_count or boxed else
+                     " Memory that no sharding divides (activations of one micro-batch, runtime overhead) alone exceeds it.")
+        elif boxed:
+            text += f" Consumer cards: at most {box} GPUs, one box ({_BOXED})."
+        if gpu["devices"] > 1:
+            text += (f" {gpu['name']} is {gpu['devices']} devices to the framework, planned as such: GPU counts are "
+                     f"devices of {gpu['memory_bytes'] / 1e9:,.1f} GB, {gpu['devices']} per package.")
+        if raised is not None and inference:
+            text += f" {raised.because}"
+        if size is not None and not inference:
+            text += f" {size.because()}"
+        return text
+
+    def sentence_zh() -> str:
+        text = (f"{gpu['gpu']}：{count} 块 GPU（dp={dp}、tp={s.tp}、pp={s.pp}、{f'ep={s.ep}、' if s.ep > 1 else ''}"
+                f"{f'cp={s.cp}、' if s.cp > 1 else ''}"
+                f"ZeRO-{zero}、激活重计算{'开' if s.checkpointing else '关'}、{offload('zh', s.offload)}），"
+                f"每块 GPU 需要 {per_gpu / 1e9:,.1f} GB，可用 {usable / 1e9:,.1f} GB"
+                f"（{gpu['memory_bytes'] / 1e9:,.1f} GB 减去 {policy['reserve_fraction']:.0%} 的预留，"
+                f"运行时开销计入预留之内）{offloaded(zh=True)}："
+                f"{'放得下' if fits else '放不下'}。")
+        if pool:
+            text += (f"{w.framework} 在剩余显存中预先分配 KV 缓存（每块 GPU {pool / 1e9:,.1f} GB）："
+                     f"{w.batch_size} 条序列中同时容纳 {concurrency} 条，其余排队等待。")
+        if raised is not None and inference:
+            text += raised.because_zh
+        if size is not None and not inference:
+            text += size.because(zh=True)
+        if not fits:
+            text += (f"这是{_within(limit, boxed, zh=True)}以内 {strategies} 种策略中最接近的一种。"
+                     if w.gpu_count or boxed else
+                     "任何切分都分不掉的显存（一个微批次的激活值、运行时开销）本身就已超出。")
+        elif boxed:
+            text += f"消费级显卡：最多 {box} 块 GPU，一台机器（{_BOXED_ZH}）。"
+        if gpu["devices"] > 1:
+            text += (f"{gpu['name']} 对框架而言是 {gpu['devices']} 个设备，按设备规划：GPU 数指每个 "
+                     f"{gpu['memory_bytes'] / 1e9:,.1f} GB 的设备，每个封装 {gpu['devices']} 个。")
+        return text
+
+    (plan,) = collector.record(
+        rule="planner.fewest-gpus@1", stage="requirements",
+        title="Fewest GPUs that hold one replica, least intrusive strategy first",
+        inputs={"m": memory, "g": gpu, "w": wfact, "p": policy}, values=values, claims=cited(collector.kb, CLAIMS),
+        sources=[*SOURCES, *BOX_SOURCES] if boxed else SOURCES, sentence=sentence, outputs=[("plan", fields)],
+        title_zh="能放下一个副本的最少 GPU 数，先试侵入性最小的策略", sentence_zh=sentence_zh)
+    return plan
+
+
+def _kv_pool(wfact: dict[str, Any], rest: float, capacity: float, overhead: float) -> float:
+    """Bytes per GPU a serving engine gives its KV cache: vLLM's gpu_memory_utilization bounds all it holds
+    (the pool is that share of the card less everything else), TensorRT-LLM's free_gpu_memory_fraction takes a
+    share of what the weights, activations and runtime leave; 0 for a framework that pre-allocates none."""
+    if share := wfact["kv_cache_memory_fraction"]:  # its share holds the runtime overhead, as USABLE's reserve does
+        usable = USABLE.evaluate({"g": {"memory_bytes": capacity},
+                                  "p": {"reserve_fraction": 1 - share, "runtime_overhead": overhead}})
+        return max(0.0, float(usable) - rest)
+    return max(0.0, wfact["kv_cache_free_memory_fraction"] * (capacity - rest))
+
+
+_BOXED = ("policy consumer-nodes: the GeForce driver licence excludes data-centre deployment, and consumer cards "
+          "have no NVLink or scale-out network to span servers")
+_BOXED_ZH = "策略 consumer-nodes：GeForce 驱动许可不允许数据中心部署，消费级显卡也没有 NVLink 或跨机网络"
+BOX_SOURCES = ["nvidia-geforce-driver-license"]
+
+
+def _within(limit: int, boxed: bool, zh: bool = False) -> str:
+    """What bounded the search: one box of consumer cards, or gpu_count."""
+    if boxed:
+        return f" {limit} 块消费级显卡（一台机器；{_BOXED_ZH}）" if zh else f"one box of {limit} consumer cards ({_BOXED})"
+    return f" gpu_count {limit} " if zh else f"gpu_count {limit}"
+
+
+def _use_all(chosen: Candidate, gpu_count: int) -> Candidate:
+    """placement 'all': the extra GPUs of gpu_count become data-parallel replicas of the plan."""
+    group, ep = chosen.layout.group, chosen.layout.ep
+    dp = max(chosen.dp, gpu_count // group // ep * ep)
+    return Candidate(chosen.layout, dp, dp * group, chosen.fits)
+
+
+def _closest_miss(w: ResolvedWorkload, base: dict[str, Any], tried: list[Layout], limit: int,
+                  inference: bool, cache: PlanCache) -> Candidate:
+    best: tuple[float, Candidate] | None = None
+    for layout in tried:
+        if inference:
+            tp = max([t for t in (1, 2, 4, 8) if t <= min(limit, NODE_SIZE) and w.heads % t == 0] or [1])
+            pp = w.pipeline_parallel or max(1, limit // tp)
+            layout = Layout(tp, pp, 0, False, "none")
+            dp = 1
+        else:  # whole expert-parallel groups; without a gpu_count, as many GPUs as one group needs
+            dp = max(limit // layout.group // layout.ep, 1) * layout.ep
+        if dp * layout.group > limit and (w.gpu_count or layout.ep == 1):
+            continue
+        per_gpu = sum(cache.parts_of(layout, dp, base).values())
+        cand = Candidate(layout, dp, dp * layout.group, False)
+        if best is None or per_gpu < best[0]:
+            best = (per_gpu, cand)
+    if best is None:
+        return Candidate(Layout(1, 1, 0, True, "none"), 1, 1, False)
+    return best[1]

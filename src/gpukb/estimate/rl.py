@@ -1,0 +1,640 @@
+"""RL post-training (grpo, ppo, dpo): the models of one run, placed together, and the time of one step.
+
+An RL run holds several models: the policy (trained), a frozen reference, a reward model (none for a
+rule-based reward), a critic for PPO (trained), and for GRPO and PPO a rollout engine that generates
+the step's responses with the policy's weights. Each is asked as the job it is, through the same rules
+and planner as any other ask: a trained role as full training of sequences prompt_len + response_len
+long, a frozen role as the serving of one micro-batch (its weights and forward activations; its KV
+cache dropped, as a forward pass without generation keeps none), the rollout as serving the step's
+rollout_batch x samples_per_prompt sequences. Their replicas are then placed on each GPU type:
+
+- colocated (verl's hybrid engine, OpenRLHF's colocation): every model sharded over the same GPUs with
+  the trainer's layout (ZeRO-3 / FSDP unless pinned); the phases take turns, so a GPU holds the models'
+  resident states (weights, optimizer states) and, in turn, one role's training transients (gradients,
+  activations), a frozen role's forward activations, or the rollout engine's weights and KV cache,
+  which is freed before the optimizer runs;
+- split: the rollout engine on GPUs of its own (the serving planner's fewest for the whole batch), the
+  other models colocated on the trainer's.
+
+The per-GPU memory of each role is the planner's own PARTS expressions (planner.PlanCache) over that
+role's replica; the phase times are the rules' own estimates (decode and prefill for generation and the
+frozen forward passes, training throughput for the trained roles), rescaled to the GPUs that run them.
+The step time, the bounding phase and its remedies are rules (rules/*/rl-*.yaml) over the `rl` facts.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ..answer.answer import Answer, Memory, Option, RlEstimate, Strategy, _improves, _lineage, _remedy, build_answer
+from ..answer.workload import ResolvedWorkload, Workload
+from ..core.errors import WorkloadError
+from ..core.messages import message
+from ..core.words import rl_word
+from ..engine.engine import ENGINE
+from ..engine.trace import Collector, Value
+from ..knowledge.citations import cited
+from .planner import NO_LIMIT, NODE_SIZE, TP_SIZES, USABLE, Layout, PlanCache, _linear
+from .resolve import default_framework, gpu_fact, policy_fact, workload_fact
+
+if TYPE_CHECKING:
+    from ..knowledge.kb import KnowledgeBase
+
+SubAsk = Callable[[dict[str, Any]], Answer]
+TRAINED, FROZEN = ("policy", "critic"), ("reference", "reward")
+ROLES = (*TRAINED, *FROZEN, "rollout")
+PHASES = ("generation", "reference", "reward", "critic", "training", "sync")
+# The fields of a workload that describe the policy's model (copied to its sub-asks)
+_MODEL_FIELDS = ("model", "params", "layers", "hidden_size", "heads", "kv_heads", "vocab_size", "intermediate_size", "mlp")
+SOURCES = ["sheng-2024-hybridflow", "hu-2024-openrlhf", "shao-2024-deepseekmath-grpo", "rajbhandari-2020-zero"]
+CLAIMS = ["art.kv.training-no-cache", "art.capacity.redundancy"]
+# A forward pass is 2·N·D of a training step's 6·N·D FLOP (kaplan-2020-scaling-laws): the policy's
+# old log-probabilities and the critic's values are one forward pass each over the step's tokens
+FORWARD_SHARE = 2 / 6
+
+
+def sequences(w: Workload | ResolvedWorkload) -> int:
+    """Sequences per step: prompts x samples (dpo: a chosen and a rejected response per pair)."""
+    assert w.rollout_batch is not None
+    return w.rollout_batch * (2 if w.task == "dpo" else (w.samples_per_prompt or 1))
+
+
+def role_workloads(w: Workload, framework: str | None = None) -> dict[str, dict[str, Any]]:
+    """The sub-asks: one workload per model of the run, as the job each is; the trained roles on `framework`
+    (the workload's, else the RL task's default)."""
+    assert w.prompt_len is not None and w.response_len is not None
+    seq = w.prompt_len + w.response_len
+    model = {k: getattr(w, k) for k in _MODEL_FIELDS if getattr(w, k) is not None}
+    common = {k: getattr(w, k) for k in ("gpus", "gpu_count") if getattr(w, k) is not None}
+    pins = {k: getattr(w, k) for k in ("zero_stage", "tensor_parallel", "pipeline_parallel", "activation_checkpointing")
+            if getattr(w, k) is not None}
+    train = {"task": "full_finetune", "seq_len": seq, "micro_batch_size": w.micro_batch_size,
+             "global_batch_size": sequences(w), "flash_attention": w.flash_attention, "master_weights": w.master_weights,
+             **pins, **common, **({"optimizer": w.optimizer} if w.optimizer else {}),
+             **({"framework": framework or w.framework} if framework or w.framework else {})}
+    jobs: dict[str, dict[str, Any]] = {"policy": {**model, **train, "precision": w.precision}}
+
+    def frozen(ref: str | None, precision: str | None) -> dict[str, Any]:
+        which = model if ref is None else {"model": ref}
+        # one micro-batch of whole sequences, scored in one forward pass (its prefill and a single token)
+        return {**which, "task": "inference", "precision": precision or w.precision, "batch_size": w.micro_batch_size,
+                "prompt_len": seq - 1, "output_len": 1, **common}
+
+    if w.reference_model != "none":
+        jobs["reference"] = frozen(w.reference_model, w.reference_precision)
+    if w.reward_model not in (None, "none"):
+        jobs["reward"] = frozen(w.reward_model, w.reward_precision)
+    if w.task == "ppo":
+        critic = model if w.critic_model is None else {"model": w.critic_model}
+        jobs["critic"] = {**critic, **train, "precision": w.critic_precision or w.precision}
+    if w.task != "dpo":
+        jobs["rollout"] = {**model, "task": "inference", "precision": w.precision if w.precision != "fp32" else "bf16",
+                           "batch_size": sequences(w), "prompt_len": w.prompt_len, "output_len": w.response_len,
+                           **({"kv_cache_precision": w.kv_cache_precision} if w.kv_cache_precision else {}), **common}
+    return jobs
+
+
+def _option(answer: Answer, gpu: str) -> Option | None:
+    return next((o for o in (*answer.options, *answer.rejected) if o.gpu == gpu), None)
+
+
+def _per_gpu_linear(cache: PlanCache, layout: Layout, memory: dict[str, Any],
+                    wfact: dict[str, Any]) -> dict[str, tuple[float, float]]:
+    """Each part's per-GPU bytes as (A, B) with bytes = A + B/dp, from the planner's own expressions."""
+    base = {"m": memory, "w": wfact}
+    one, two = cache.parts_of(layout, 1, base), cache.parts_of(layout, 2, base)
+    return {name: _linear(one[name], two[name]) for name in one}
+
+
+def _least_dp(terms: list[tuple[float, float]], usable: float) -> int | None:
+    """The fewest data-parallel ranks at which A + B/dp (the sum of `terms`) fits in `usable`."""
+    a, b = sum(t[0] for t in terms), sum(t[1] for t in terms)
+    if a >= usable:
+        return None
+    return 1 if b <= 0 else max(1, math.ceil(b / (usable - a)))
+
+
+def _at(term: tuple[float, float], dp: int) -> float:
+    return term[0] + term[1] / dp
+
+
+class Roles:
+    """The sub-answers of one RL ask and each role's replica, read by the placement of every GPU type."""
+
+    def __init__(self, answers: dict[str, Answer]) -> None:
+        self.answers = answers
+        self.caches = {role: PlanCache() for role in answers}
+        self.replicas: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
+        for role, answer in answers.items():
+            assert answer._replica is not None
+            memory, wfact = answer._replica
+            if role in FROZEN:  # a forward pass over whole sequences keeps no KV cache
+                memory = {**memory, "kv_cache": 0.0, "activations_checkpointed": memory["activations"]}
+            self.replicas[role] = (memory, wfact)
+
+    def parts(self, role: str, layout: Layout) -> dict[str, tuple[float, float]]:
+        memory, wfact = self.replicas[role]
+        return _per_gpu_linear(self.caches[role], layout, memory, wfact)
+
+
+def _phase_terms(parts: dict[str, dict[str, tuple[float, float]]], overhead: float,
+                 rollout: tuple[float, float] | None) -> dict[str, list[tuple[float, float]]]:
+    """Per phase, the (A, B) terms whose sum is a GPU's bytes in it (bytes = A + B/dp); 'resident' is what
+    stays through every phase: the trained roles' weights and optimizer states, the frozen roles' weights."""
+    resident = [parts[r][k] for r in parts if r in TRAINED for k in ("weights", "optimizer")]
+    resident += [parts[r]["weights"] for r in parts if r in FROZEN]
+    base = [*resident, (overhead, 0.0)]
+    phases = {"resident": base}
+    phases |= {f"train_{r}": [*base, parts[r]["gradients"], parts[r]["activations"]] for r in parts if r in TRAINED}
+    phases |= {f"forward_{r}": [*base, parts[r]["activations"]] for r in parts if r in FROZEN}
+    if rollout is not None:
+        phases["rollout"] = [*base, rollout]
+    return phases
+
+
+def place(kb: KnowledgeBase, w: ResolvedWorkload, roles: Roles, gpu: dict[str, Any], policy: dict[str, Any],
+          placement: str) -> dict[str, Any] | None:
+    """One GPU type's RL plan under one placement: GPU counts, memory per role and per phase, fits."""
+    usable = float(USABLE.evaluate({"g": gpu, "p": policy}))
+    box = NODE_SIZE * int(policy["consumer_nodes"]) if gpu["consumer"] else NO_LIMIT
+    limit = min(w.gpu_count or NO_LIMIT, box)
+    overhead = policy["runtime_overhead"]
+    trained = [r for r in roles.replicas if r in (*TRAINED, *FROZEN)]
+    rollout_answer = roles.answers.get("rollout")
+    rollout_opt = _option(rollout_answer, gpu["gpu"]) if rollout_answer else None
+    # split: the serving planner's fewest GPUs that hold the whole batch; none within gpu_count is a miss
+    rollout_fits = placement != "split" or rollout_answer is None or (rollout_opt is not None and rollout_opt.fits)
+    tp, pp = w.tensor_parallel or 1, w.pipeline_parallel or 1
+    zeros = [w.zero_stage] if w.zero_stage is not None else [3]  # FSDP full sharding: verl's and OpenRLHF's default
+    ckpts = [w.activation_checkpointing] if w.activation_checkpointing is not None else [False, True]
+    rollout_memory = roles.replicas["rollout"][0] if "rollout" in roles.replicas else None
+    s = sequences(w)
+    best: tuple[tuple[int, int, int], int, Layout, int] | None = None  # ((count, waves, tp), dp, layout, rollout tp)
+    for zero in zeros:
+        for ckpt in ckpts:
+            layout = Layout(tp, pp, zero, ckpt, "none")
+            # each role's parts without its own runtime overhead: the GPU's is counted once, in the phase
+            parts = {r: {k: v for k, v in roles.parts(r, layout).items() if k not in ("overhead", "kv_cache")}
+                     for r in trained}
+            rollout_tps: list[int | None] = [None]
+            if placement == "colocated" and rollout_memory is not None:
+                rollout_tps = [t for t in TP_SIZES if t <= NODE_SIZE and w.heads % t == 0]
+            for rtp in rollout_tps:
+                # an engine needs its share of the weights and room for at least one sequence's KV cache
+                least_rollout = None if rtp is None else _engine_bytes(rollout_memory, rtp, 1, s)
+                phases = _phase_terms(parts, overhead, None if least_rollout is None else (least_rollout, 0.0))
+                least = [_least_dp(terms, usable) for terms in phases.values()]
+                if any(d is None for d in least):
+                    continue
+                count = max(d for d in least if d is not None) * layout.group
+                if rtp is not None:
+                    count = max(count, rtp)
+                count = count if count <= NODE_SIZE else NODE_SIZE * math.ceil(count / NODE_SIZE)
+                count = -(-count // layout.group) * layout.group
+                if not rollout_fits or count > limit or (rtp is not None and count % rtp):
+                    continue
+                if w.placement == "all":  # exactly gpu_count GPUs: the trainer gets what the rollout engine leaves
+                    target = limit - (rollout_opt.count if placement == "split" and rollout_opt else 0)
+                    if target < count or target % layout.group or (rtp is not None and target % rtp):
+                        continue
+                    count = target
+                waves = 0 if rtp is None else _engines(phases, count // layout.group, usable, rollout_memory, rtp,
+                                                       count, s)[1]
+                key = (count, waves, rtp or 0)  # the fewest GPUs, then the fewest waves of generation, then the smaller tp
+                if best is None or key < best[0]:
+                    best = (key, count // layout.group, layout, rtp or 0)
+    fits = best is not None
+    if best is None:  # the closest miss: the last layout tried on one node, or on gpu_count GPUs
+        layout = Layout(tp, pp, zeros[-1], ckpts[-1], "none")
+        count = min(limit, NODE_SIZE) if w.gpu_count is None or limit == box else limit
+        count = max(count // layout.group, 1) * layout.group
+        rtp = max([t for t in TP_SIZES if t <= min(count, NODE_SIZE) and w.heads % t == 0] or [1])
+        best = ((count, 0, rtp), count // layout.group, layout, rtp)
+    (count, _, _), dp, layout, rtp = best
+    stripped = {r: {k: v for k, v in roles.parts(r, layout).items() if k not in ("overhead", "kv_cache")} for r in trained}
+    parts = {r: {k: _at(v, dp) for k, v in stripped[r].items()} for r in trained}
+    by_role = {r: sum(v for k, v in parts[r].items() if r in TRAINED or k in ("weights", "activations")) for r in trained}
+    rollout_gpus, engine_batch, waves, rollout_term = 0, 0, 0, None
+    if rollout_memory is not None:
+        assert rollout_opt is not None
+        if placement == "colocated":
+            engine_batch, waves = _engines(_phase_terms(stripped, overhead, None), dp, usable, rollout_memory, rtp,
+                                           count, s)
+            engine_batch = max(engine_batch, 1)
+            by_role["rollout"] = _engine_bytes(rollout_memory, rtp, engine_batch, s)
+            rollout_term = (by_role["rollout"], 0.0)
+        else:
+            rollout_gpus = rollout_opt.count
+            rtp = rollout_opt.strategy.tensor_parallel
+            engine_batch, waves = s, 1
+            by_role["rollout"] = rollout_opt.per_gpu_bytes - overhead
+    phases = _phase_terms(stripped, overhead, rollout_term)
+    peak = max(sum(_at(t, dp) for t in terms) for terms in phases.values())
+    if rollout_gpus:
+        peak = max(peak, rollout_opt.per_gpu_bytes if rollout_opt else 0.0)
+    return {"gpu": gpu["gpu"], "placement": placement, "count": count + rollout_gpus, "trainer_gpus": count,
+            "rollout_gpus": rollout_gpus, "dp": dp, "tp": layout.tp, "pp": layout.pp, "zero_stage": layout.zero_stage,
+            "checkpointing": layout.checkpointing, "rollout_tp": rtp, "engine_batch": engine_batch, "waves": waves,
+            "per_gpu_bytes": peak, "usable_bytes": usable, "memory_by_role": by_role, "parts": parts,
+            "fits": fits and peak <= usable, "limit": limit if limit < NO_LIMIT else 0}
+
+
+def _engine_bytes(rollout: dict[str, Any] | None, rtp: int, batch: int, sequences: int) -> float:
+    """Bytes per GPU of a rollout engine of tensor-parallel size rtp generating `batch` sequences at once:
+    its share of the weights and of those sequences' KV cache (each to prompt_len + response_len tokens)."""
+    assert rollout is not None
+    return (rollout["weights"] + rollout["kv_cache"] / sequences * batch) / rtp
+
+
+def _engines(phases: dict[str, list[tuple[float, float]]], dp: int, usable: float, rollout: dict[str, Any] | None,
+             rtp: int, count: int, sequences: int) -> tuple[int, int]:
+    """(sequences each colocated engine generates at once, waves): the engines share the batch; each holds
+    what its GPUs have left beside the resident models, as a serving engine fills the memory it is given
+    (vLLM's gpu_memory_utilization) and runs the rest of its share when sequences finish."""
+    assert rollout is not None
+    resident = max((sum(_at(t, dp) for t in terms) for name, terms in phases.items() if name == "resident"), default=0.0)
+    per_sequence = rollout["kv_cache"] / sequences / rtp
+    room = usable - resident - rollout["weights"] / rtp
+    share = math.ceil(sequences / max(1, count // rtp))
+    fit = min(share, int(room // per_sequence)) if per_sequence > 0 else share
+    return fit, (math.ceil(share / fit) if fit > 0 else 0)
+
+
+def _mean_response(w: Workload | ResolvedWorkload) -> int:
+    assert w.response_len is not None
+    return w.mean_response_len or w.response_len
+
+
+def phase_times(w: ResolvedWorkload, roles: Roles, plan: dict[str, Any], gpu: dict[str, Any],
+                generation: Answer | None, trainers: dict[str, Answer], tail: Answer | None = None) -> dict[str, float] | None:
+    """Seconds per step of each phase on this plan, from the sub-answers' own estimates; None where a rule made
+    no estimate (a GPU type without a published rate for the precision), as a training ask then has no speed."""
+    assert w.prompt_len is not None and w.response_len is not None
+    s = sequences(w)
+    mean = _mean_response(w)
+    tokens = s * (w.prompt_len + mean)
+    n = plan["trainer_gpus"]
+    times: dict[str, float] = {}
+    if generation is not None:
+        o = _option(generation, gpu["gpu"])
+        if o is None or not o.tokens_per_s:
+            return None
+        # every engine generates its sequences (the sub-ask's batch_size at once, in plan["waves"] waves when its
+        # memory holds fewer than its share) at the rate the decode rule estimates, prefill included; the engines
+        # run side by side. A wave lasts until its longest response: the batch's tokens at full concurrency, or
+        # one response to the cap token by token (`tail`, the decode rule at batch 1), whichever is longer
+        wave = generation.workload.batch_size * mean / o.tokens_per_s
+        if tail is not None and (t := _option(tail, gpu["gpu"])) is not None and t.tokens_per_s:
+            wave = max(wave, w.response_len / t.tokens_per_s)
+        times["generation"] = plan["waves"] * wave
+    for role in FROZEN:
+        if role in roles.answers:
+            o = _option(roles.answers[role], gpu["gpu"])
+            if o is None or not o.tokens_per_s:
+                return None
+            # a micro-batch of whole sequences per forward pass on o.count GPUs, the step's sequences over n; the
+            # sub-ask's sequences run to the cap, the step's to the average
+            times[role] = s / o.tokens_per_s * o.count / n * (w.prompt_len + mean) / (w.prompt_len + w.response_len)
+    for role, answer in trainers.items():
+        # the role trained on the trainer's GPUs in the plan's layout: the training rules' own throughput there
+        o = _option(answer, gpu["gpu"])
+        if o is None or not o.tokens_per_s or o.count != n:
+            return None
+        times["training" if role == "policy" else "critic"] = tokens / o.tokens_per_s * (1 + FORWARD_SHARE)
+    if "rollout" in roles.replicas:
+        weights = roles.replicas["rollout"][0]["weights"]
+        link = _sync_link(plan, gpu)
+        times["sync"] = weights / plan["rollout_tp"] / link
+    return times
+
+
+def _sync_link(plan: dict[str, Any], gpu: dict[str, Any]) -> float:
+    """The link the new weights cross: NVLink inside a node (or PCIe), the network between nodes."""
+    inside = gpu["scale_up_bandwidth"] or gpu["peer_bandwidth"]
+    if plan["count"] <= NODE_SIZE:  # past one node, the weights gathered from the trainer's shards cross it
+        return inside
+    return min(inside, gpu["node_network_bandwidth"])
+
+
+def _split_tp(answers: dict[str, Answer], gpu: str) -> int:
+    """The tensor-parallel size of the split rollout engine on this GPU type (1 without one)."""
+    o = _option(answers["rollout"], gpu) if "rollout" in answers else None
+    return o.strategy.tensor_parallel if o is not None else 1
+
+
+def _layout_key(plan: dict[str, Any]) -> tuple[int, int, bool, int, int]:
+    return plan["trainer_gpus"], plan["zero_stage"], plan["checkpointing"], plan["tp"], plan["pp"]
+
+
+# The workload field that names each role's model, for errors its sub-ask raises about the model
+# the roles' names in Chinese sentences (the JSON keys stay as the contract names them)
+ROLE_ZH = {"policy": "策略模型", "reference": "参考模型", "reward": "奖励模型", "critic": "价值模型", "rollout": "生成引擎"}
+_MODEL_FIELD = {"reference": "reference_model", "reward": "reward_model", "critic": "critic_model"}
+
+
+def _asked(sub: SubAsk, role: str, job: dict[str, Any]) -> Answer:
+    """A role's sub-ask; an error names the RL workload's field and the role, not the sub-ask's fields."""
+    try:
+        return sub(job)
+    except WorkloadError as err:
+        field = _MODEL_FIELD.get(role, "model") if err.field in ("model", *_MODEL_FIELDS) else err.field
+        raise WorkloadError(field, message("rl_role", detail=err.message, role=role, task=job["task"])) from None
+
+
+def _framework(kb: KnowledgeBase, w: Workload) -> str | None:
+    """The framework that trains the run's models: the workload's, which must run the RL task, else the task's
+    default (kb/frameworks)."""
+    if not kb.frameworks:
+        return w.framework
+    if w.framework is None:
+        return default_framework(kb, w.task)
+    f = kb.frameworks.get(w.framework)
+    if f is None or w.task not in f.tasks:
+        runs = [fid for fid, fw in sorted(kb.frameworks.items()) if w.task in fw.tasks and fw.status != "deprecated"]
+        raise WorkloadError("framework", message("framework_task", framework=w.framework, task=w.task, runs=runs))
+    return w.framework
+
+
+def check_rl(kb: KnowledgeBase, w: Workload) -> None:
+    """Raise the WorkloadError an ask of this RL workload would, without answering it: its framework and each
+    role's job as it resolves (gpukb lint checks measurements with it)."""
+    from ..answer.workload import parse_workload
+    from .resolve import resolve
+
+    for role, job in role_workloads(w, _framework(kb, w)).items():
+        _asked(lambda fields: resolve(kb, parse_workload(fields)), role, job)  # type: ignore[arg-type,return-value]
+
+
+def ask_rl(kb: KnowledgeBase, w: Workload, sub: SubAsk) -> Answer:
+    """An RL workload's Answer: each model asked as its own job, then placed together per GPU type."""
+    framework = _framework(kb, w)
+    jobs = role_workloads(w, framework)
+    answers = {role: _asked(sub, role, job) for role, job in jobs.items()}
+    resolved = _resolved(kb, w, answers)
+    roles = Roles(answers)
+    policy = policy_fact(kb)
+    gpus = {g: gpu_fact(kb, kb.gpus[g], resolved.precision, resolved.kv_cache_precision) for g in resolved.gpus}
+    placements = [w.rl_placement] if w.rl_placement else (["colocated", "split"] if "rollout" in answers else ["colocated"])
+    plans: dict[str, list[dict[str, Any]]] = {}
+    blocked = {g: o for g in gpus if (o := _blocking(answers, g)) is not None}
+    for g, gfact in gpus.items():
+        if g in blocked:
+            continue
+        plans[g] = [p for p in (place(kb, resolved, roles, gfact, policy, where) for where in placements) if p]
+    # colocated engines decode their share of the batch at their own tensor-parallel size: one sub-ask per
+    # (share, size), over the GPU types that need it
+    generation: dict[tuple[int, int], list[str]] = {}
+    for g, options in plans.items():
+        for p in options:
+            if p["fits"] and p["placement"] == "colocated" and "rollout" in answers:
+                generation.setdefault((p["engine_batch"], p["rollout_tp"]), []).append(g)
+    engines = {key: _asked(sub, "rollout", {**jobs["rollout"], "batch_size": key[0], "tensor_parallel": key[1],
+                                            "output_len": _mean_response(w), "gpus": sorted(set(gs))})
+               for key, gs in generation.items()}
+    # responses shorter on average than the cap: the longest still decodes to it, at a batch of one at the end
+    tails: dict[int, Answer] = {}
+    if "rollout" in answers and _mean_response(w) < (w.response_len or 0):
+        by_tp: dict[int, list[str]] = {}
+        for g, options in plans.items():
+            for p in options:
+                if p["fits"]:
+                    rtp = p["rollout_tp"] if p["placement"] == "colocated" else _split_tp(answers, g)
+                    by_tp.setdefault(rtp, []).append(g)
+        tails = {rtp: _asked(sub, "rollout", {**jobs["rollout"], "batch_size": 1, "tensor_parallel": rtp,
+                                              "gpus": sorted(set(gs))}) for rtp, gs in by_tp.items()}
+    # the trained roles on exactly the trainer's GPUs in its layout: one sub-ask per layout, over its GPU types
+    layouts: dict[tuple[Any, ...], list[str]] = {}
+    for g, options in plans.items():
+        for p in options:
+            if p["fits"]:
+                layouts.setdefault(_layout_key(p), []).append(g)
+    trainers = {key: {role: _asked(sub, role, {**jobs[role], "gpu_count": key[0], "placement": "all",
+                                               "zero_stage": key[1], "activation_checkpointing": key[2],
+                                               "tensor_parallel": key[3], "pipeline_parallel": key[4],
+                                               "gpus": sorted(set(gs))})
+                      for role in TRAINED if role in jobs}
+                for key, gs in layouts.items()}
+    c = Collector(kb, len(gpus))
+    pfact = c.new_fact("policy", policy, 0)
+    wfact = c.new_fact("workload", workload_fact(kb, resolved), 0)
+    facts: list[dict[str, Any]] = []
+    chosen: dict[str, dict[str, Any]] = {}
+    for g, options in plans.items():
+        timed = []
+        for p in (p for p in options if p["fits"]):
+            gen = (answers.get("rollout") if p["placement"] == "split"
+                   else engines.get((p["engine_batch"], p["rollout_tp"])) if "rollout" in answers else None)
+            tp_r = p["rollout_tp"] if p["placement"] == "colocated" else _split_tp(answers, g)
+            times = phase_times(resolved, roles, p, gpus[g], gen, trainers[_layout_key(p)], tails.get(tp_r))
+            # the fewest GPU-seconds per step; a plan no rule could time after every timed one, by its GPUs
+            cost = p["count"] * sum(times.values()) if times is not None else math.inf
+            timed.append((cost, p["placement"] != "colocated", p, times))
+        if not timed:  # nothing fits: the closest miss, for the rules to reject
+            if options:
+                chosen[g] = options[0]
+                facts.append(_record_plan(c, resolved, wfact, pfact, gpus[g], options[0], {}, False, []))
+            continue
+        timed.sort(key=lambda t: (t[0], t[2]["count"], t[1]))
+        _, _, plan, times = timed[0]
+        chosen[g] = plan
+        facts.append(_record_plan(c, resolved, wfact, pfact, gpus[g], plan, times, len(timed) > 1 and not w.rl_placement,
+                                  timed))
+    with ENGINE.session(kb, c, wfact) as session:
+        session.assert_facts([pfact, wfact, *facts])
+    return _answer(kb, c, resolved, answers, chosen, list(blocked.values()))
+
+
+def _blocking(answers: dict[str, Answer], gpu: str) -> Option | None:
+    """A role's sub-answer that rejects this GPU type outright (a precision it lacks, a model it cannot hold
+    within gpu_count), which rejects the whole run there. The rollout engine's own memory is not one: it only
+    rules out the split placement, as colocated engines share the batch over all the GPUs."""
+    for role, answer in answers.items():
+        o = _option(answer, gpu)
+        if o is not None and not o.fits and not (role == "rollout" and all(
+                f.kind == "memory_capacity" for f in o.findings if f.severity == "error")):
+            return o
+    return None
+
+
+def _resolved(kb: KnowledgeBase, w: Workload, answers: dict[str, Answer]) -> ResolvedWorkload:
+    """The RL workload as answered: the policy's resolution, with the task, the run's fields and assumptions."""
+    base = answers["policy"].workload
+    notes = list(base.assumptions)
+    if w.framework is None and base.framework in kb.frameworks:
+        f = kb.frameworks[base.framework]
+        notes.insert(0, f"framework not given: {f.id} ({f.name}) trains the models, the default for {w.task}: "
+                        f"{' '.join(f.default_reason.split())}")
+    if w.task != "dpo" and w.mean_response_len is None:
+        notes.append(f"every response is taken to run to response_len ({w.response_len:,} tokens): a step waits for its "
+                     "longest response (the long tail), so generation is timed at the cap, with the engine's "
+                     "average context of prompt_len + response_len / 2; give mean_response_len when responses are "
+                     "shorter on average")
+    elif w.task != "dpo":
+        notes.append(f"responses average mean_response_len ({w.mean_response_len:,} tokens), the longest reaching "
+                     f"response_len ({w.response_len:,}): training and scoring count the average; a generation wave "
+                     "lasts the batch's tokens at full concurrency or one response decoded alone to the cap, "
+                     "whichever is longer")
+    if w.reference_model is None:
+        notes.append("reference_model not given: a frozen copy of the policy's initial weights (the KL term's reference)")
+    if w.task != "dpo" and w.reward_model is None:
+        notes.append("reward_model not given: a rule-based reward (a verifier or a function), no reward model on GPUs")
+    if w.task == "ppo" and w.critic_model is None:
+        notes.append("critic_model not given: a critic of the policy's architecture, trained like the policy")
+    if w.task == "ppo":
+        notes.append("the critic is sized with its model's output layer and loss, as the policy is: a value head's "
+                     "scalar output holds less, so its memory and time are upper bounds")
+    ref = answers.get("reference")
+    return base.model_copy(update={
+        "task": w.task, "rollout_batch": w.rollout_batch,
+        "samples_per_prompt": None if w.task == "dpo" else sequences(w) // (w.rollout_batch or 1),
+        "prompt_len": w.prompt_len, "response_len": w.response_len, "rl_placement": w.rl_placement,
+        "mean_response_len": w.mean_response_len,
+        "reference_model": ref.workload.model if ref else "none",
+        "reward_model": answers["reward"].workload.model if "reward" in answers else None,
+        "critic_model": answers["critic"].workload.model if "critic" in answers else None,
+        "kv_cache_precision": w.kv_cache_precision, "global_batch_size": None, "placement": w.placement,
+        "assumptions": tuple(notes)})
+
+
+def _record_plan(c: Collector, w: ResolvedWorkload, wfact: dict[str, Any], pfact: dict[str, Any], gpu: dict[str, Any],
+                 plan: dict[str, Any], times: dict[str, float] | None, chose: bool,
+                 timed: list[tuple[float, bool, dict[str, Any], dict[str, float] | None]]) -> dict[str, Any]:
+    """The trace step of one GPU type's RL plan; its `rl` fact is what the RL rules read."""
+    assert w.prompt_len is not None and w.response_len is not None
+    fields = {"gpu": plan["gpu"], "placement": plan["placement"], "count": plan["count"],
+              "trainer_gpus": plan["trainer_gpus"], "rollout_gpus": plan["rollout_gpus"],
+              "per_gpu_bytes": plan["per_gpu_bytes"], "usable_bytes": plan["usable_bytes"],
+              "fits": plan["fits"], "limit": plan["limit"], "timed": times is not None,
+              "tokens": sequences(w) * (w.prompt_len + _mean_response(w)), "waves": plan["waves"],
+              "engine_batch": plan["engine_batch"],
+              **{f"{r}_bytes": plan["memory_by_role"].get(r, 0.0) for r in ROLES},
+              **{f"{ph}_s": (times or {}).get(ph, 0.0) for ph in PHASES}}
+    roles = ", ".join(f"{r} {v / 1e9:,.1f} GB" for r, v in plan["memory_by_role"].items())
+    phases = ", ".join(f"{ph} {t:,.1f} s" for ph, t in times.items()) if times else "not estimated"
+    why = ""
+    if chose:
+        other = ", ".join(f"{p['placement']} {p['count']} GPUs x {sum(t.values()):,.1f} s" if t is not None
+                          else f"{p['placement']} {p['count']} GPUs, not timed" for _, _, p, t in timed)
+        why = f" Placement chosen: {plan['placement']}, the fewest GPU-seconds per step ({other})."
+    where = (f"all models and {plan['trainer_gpus'] // max(plan['rollout_tp'], 1)} rollout engine(s) of tp "
+             f"{plan['rollout_tp']} on the same {plan['count']} GPUs, each generating {plan['engine_batch']} sequences at "
+             f"once ({plan['waves']} wave(s) for its share), the KV cache freed before the optimizer runs"
+             if plan["placement"] == "colocated" else
+             f"trained and frozen models on {plan['trainer_gpus']} GPUs, the rollout engine on {plan['rollout_gpus']} "
+             "of its own")
+    sentence = (f"{plan['gpu']}: {plan['placement']}, {where}; trainer layout dp={plan['dp']}, tp={plan['tp']}, "
+                f"pp={plan['pp']}, ZeRO-{plan['zero_stage']}, checkpointing {'on' if plan['checkpointing'] else 'off'}. "
+                f"Per GPU: {roles}; the peak phase needs {plan['per_gpu_bytes'] / 1e9:,.1f} GB of "
+                f"{plan['usable_bytes'] / 1e9:,.1f} GB usable. Phases per step: {phases}.{why}")
+    where_zh = ("所有模型与生成引擎共用同一组 GPU，优化器运行前释放 KV 缓存" if plan["placement"] == "colocated"
+                else f"训练与冻结模型用 {plan['trainer_gpus']} 块 GPU，生成引擎独占 {plan['rollout_gpus']} 块")
+    roles_zh = "，".join(f"{ROLE_ZH.get(r, r)} {v / 1e9:,.1f} GB" for r, v in plan["memory_by_role"].items())
+    phases_zh = "，".join(f"{rl_word('zh', ph)} {t:,.1f} 秒" for ph, t in times.items()) if times else "未估算"
+    sentence_zh = (f"{plan['gpu']}：{rl_word('zh', plan['placement'])}，共 {plan['count']} 块 GPU，{where_zh}；"
+                   f"每块 GPU：{roles_zh}；峰值阶段需要 {plan['per_gpu_bytes'] / 1e9:,.1f} GB，可用 "
+                   f"{plan['usable_bytes'] / 1e9:,.1f} GB。每步各阶段：{phases_zh}。")
+    values = [Value(name=k, value=v, expr=_EXPRS.get(k)) for k, v in fields.items()]
+    (fact,) = c.record(
+        rule="planner.rl-placement@1", stage="requirements",
+        title="RL run: the models of one step placed on the same or separate GPUs, memory per role and phase times",
+        inputs={"w": wfact, "p": pfact, "g": c.new_fact("gpu", gpu, 0)}, values=values, claims=cited(c.kb, CLAIMS),
+        sources=SOURCES, sentence=sentence, outputs=[("rl", fields)],
+        title_zh="RL 训练：一步中各模型放在同一组或不同 GPU 上，各角色显存与各阶段时间", sentence_zh=sentence_zh)
+    return fact
+
+
+_EXPRS = {
+    "per_gpu_bytes": "max over phases (train each trained role, forward each frozen role, rollout) of resident "
+                     "(trained weights + optimizer, frozen weights) + that phase's transients + runtime overhead",
+    "policy_bytes": "planner PARTS (weights + gradients + optimizer + activations) of the policy's training replica",
+    "critic_bytes": "planner PARTS (weights + gradients + optimizer + activations) of the critic's training replica",
+    "reference_bytes": "planner PARTS (weights + activations) of the reference's forward pass",
+    "reward_bytes": "planner PARTS (weights + activations) of the reward model's forward pass",
+    "rollout_bytes": "colocated: (rollout weights + KV cache of engine_batch sequences) / rollout_tp, engine_batch the "
+                     "engine's share of the batch or what its GPUs have left beside the resident models; split: the "
+                     "serving plan of the whole batch",
+    "waves": "ceil(the engine's share of the batch / engine_batch)",
+    "generation_s": "waves x max(engine batch x mean response / the decode rule's tokens_per_s at that batch, "
+                    "response_len / its tokens_per_s at batch 1) (prefill included)",
+    "reference_s": "sequences / (forward tokens_per_s of a micro-batch) x its GPUs / trainer GPUs x (prompt + mean "
+                   "response) / (prompt + response_len)",
+    "reward_s": "sequences / (forward tokens_per_s of a micro-batch) x its GPUs / trainer GPUs x (prompt + mean "
+                "response) / (prompt + response_len)",
+    "training_s": "tokens / training tokens_per_s on the trainer GPUs in their layout x (1 + 2/6: the old log-probs' "
+                  "forward pass)",
+    "critic_s": "tokens / training tokens_per_s on the trainer GPUs in their layout x (1 + 2/6: the values' forward pass)",
+    "sync_s": "rollout weights / rollout_tp / link (NVLink or PCIe inside a node, the network between nodes)",
+}
+
+
+def _answer(kb: KnowledgeBase, c: Collector, w: ResolvedWorkload, answers: dict[str, Answer],
+            chosen: dict[str, dict[str, Any]], blocked: list[Option]) -> Answer:
+    """The Answer: one option per GPU type with an RL plan, its figures from the rl facts and the RL rules."""
+    replica = answers["policy"]._replica
+    assert replica is not None
+    built = build_answer(c, kb.version, kb.content_hash, w, replica[0], {})  # findings; no plan facts, no options
+    steps = {f["gpu"]: f for f in c.of_kind("rl_step")}
+    options, rejected = [], []
+    for fact in c.of_kind("rl"):
+        g = fact["gpu"]
+        plan, step = chosen[g], steps.get(g)
+        parts = plan["parts"]
+        memory = Memory(**{k: round(sum(p.get(k, 0.0) for p in parts.values()))
+                           for k in ("weights", "gradients", "optimizer", "activations")},
+                        kv_cache=round(fact["rollout_bytes"]), overhead=round(kb.policy("runtime-overhead")),
+                        total=round(fact["per_gpu_bytes"]))
+        strategy = Strategy(data_parallel=plan["dp"], tensor_parallel=plan["tp"], pipeline_parallel=plan["pp"],
+                            zero_stage=plan["zero_stage"], activation_checkpointing=plan["checkpointing"], offload="none",
+                            nodes=math.ceil(fact["count"] / NODE_SIZE))
+        rl = RlEstimate(step_time_s=step["step_time_s"] if step else 0.0,  # a plan that does not fit is not timed
+                        phases={p: fact[f"{p}_s"] for p in PHASES if step and _has_phase(p, answers)},
+                        memory_by_role={r: round(fact[f"{r}_bytes"]) for r in ROLES if r in answers},
+                        placement=fact["placement"], trainer_gpus=fact["trainer_gpus"], rollout_gpus=fact["rollout_gpus"],
+                        bound=step["bound"] if step else None)
+        own = [f for f in c.facts.values() if f.get("gpu") == g and f["kind"] != "remedy"]
+        subs = [s for a in answers.values() if (o := _option(a, g)) is not None for s in o.trace]
+        fits = bool(fact["fits"])
+        option = Option(gpu=g, count=fact["count"], fits=fits, per_gpu_bytes=round(fact["per_gpu_bytes"]),
+                        usable_bytes=round(fact["usable_bytes"]), memory=memory, strategy=strategy,
+                        tokens_per_s=step["tokens_per_s"] if step else None, time_to_train_s=None, efficiency=None,
+                        score=step["tokens_per_s"] if step and fits else 0.0, tier=1, branch=None,
+                        findings=tuple(f for f in built.findings if f.gpu == g),
+                        trace=(*subs, *_lineage(c, [fact, *own])), rl=rl)
+        (options if fits else rejected).append(option)
+    rejected += blocked  # a role's own answer rejects the GPU type: its option, with the finding that says why
+    options.sort(key=lambda o: (o.count, -o.score, o.gpu) if w.objective == "gpus" else (-o.score, o.count, o.gpu))
+    best = options[0].gpu if options else ""
+    remedies = {}
+    for fact in sorted(c.of_kind("remedy"), key=lambda r: (r["remedy"], r.get("gpu", ""))):
+        if fact.get("gpu") in (None, "", best) and _improves(fact):
+            remedies.setdefault(fact["remedy"], _remedy(c, fact))
+    sub_trace = tuple(s for a in answers.values() for s in a.trace)
+    findings = (*built.findings, *(f for o in blocked for f in o.findings))
+    return built.model_copy(update={"options": tuple(options), "rejected": tuple(sorted(rejected, key=lambda o: o.gpu)),
+                                    "memory": _replica_memory(answers), "remedies": tuple(remedies.values()),
+                                    "findings": findings,
+                                    "trace": (*sub_trace, *c.steps)})
+
+
+def _has_phase(phase: str, answers: dict[str, Answer]) -> bool:
+    return {"generation": "rollout", "sync": "rollout", "training": "policy"}.get(phase, phase) in answers
+
+
+def _replica_memory(answers: dict[str, Answer]) -> Memory:
+    """All the run's models before sharding: the trained roles' states, the frozen roles' weights and forward
+    activations, the rollout engine's weights and KV cache; one runtime overhead."""
+    parts = dict.fromkeys(("weights", "gradients", "optimizer", "activations", "kv_cache"), 0)
+    for role, a in answers.items():
+        m = a.memory
+        parts["weights"] += m.weights
+        if role in TRAINED:
+            parts["gradients"] += m.gradients
+            parts["optimizer"] += m.optimizer
+        if role != "rollout":
+            parts["activations"] = max(parts["activations"], m.activations)
+        else:
+            parts["kv_cache"] += m.kv_cache
+    overhead = answers["policy"].memory.overhead
+    return Memory(**parts, overhead=overhead, total=sum(parts.values()) + overhead)

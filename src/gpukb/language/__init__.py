@@ -1,0 +1,1 @@
+"""The rule language: whitelisted expressions, restricted explain templates, and the kinds of facts rules match."""
