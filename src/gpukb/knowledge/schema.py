@@ -117,7 +117,7 @@ class CloudPrice(Strict):
 
 class Gpu(Entry):
     name: str
-    vendor: Literal["nvidia", "amd", "intel"]
+    vendor: Literal["nvidia", "amd", "intel", "huawei"]
     segment: Literal["datacenter", "workstation", "consumer"]
     architecture: str
     form_factor: Literal["sxm", "pcie", "oam", "mezzanine"]
