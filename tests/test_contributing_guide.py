@@ -27,7 +27,7 @@ def _examples() -> list[tuple[str, str]]:
 
 def test_the_guide_has_a_worked_example_of_every_entry_kind():
     paths = [path for path, _ in _examples()]
-    for folder in ("kb/sources/", "kb/gpus/", "kb/models/", "rules/"):
+    for folder in ("kb/sources/", "kb/gpus/", "kb/systems/", "kb/models/", "rules/"):
         assert any(p.startswith(folder) for p in paths), folder
     rule = next(body for path, body in _examples() if path.startswith("rules/"))
     for key in ("when:", "then:", "let:", "compute:", "explain:", "tests:", "set:"):

@@ -174,10 +174,16 @@ class Option(BaseModel):
     max_concurrency: int | None = None  # inference: most sequences per replica at the requested context
     max_context: int | None = None  # inference: longest context per sequence at the requested concurrency
     launch: dict[str, str] | None = None  # inference: engine name -> command line (gpukb.answer.launch)
+    # the system (kb/systems) whose nodes the plan rents, and the CPU memory of one of them; None where no system
+    # holds the GPU
+    system: str | None = None
+    host_memory_bytes: int | None = None
     # at the lowest dated cloud on-demand price of the GPU (rec.cost.*; the source is in the trace)
     usd_per_hour: float | None = None
     cost_usd: float | None = None  # training: to train the workload's tokens
     usd_per_million_tokens: float | None = None  # inference: per million generated tokens
+    # RL post-training: what one step costs on the rented nodes (usd_per_hour x step time); left out otherwise
+    usd_per_step: float | None = Field(default=None, exclude_if=lambda v: v is None)
     # training with tokens: GPUs x hours to train them (rec.rank.training); left out of the JSON otherwise
     gpu_hours: float | None = Field(default=None, exclude_if=lambda v: v is None)
     # training with a deadline (deadline_days, or the pre-training horizon): whether this option trains in time
@@ -409,6 +415,8 @@ def build_answer(c: Collector, kb_version: str, kb_hash: str, workload: Resolved
                             context_parallel=plan["cp"])
         values = dict(
             gpu=gpu, count=plan["count"], fits=fits, per_gpu_bytes=round(plan["per_gpu_bytes"]),
+            system=plan["system"] or None,
+            host_memory_bytes=round(plan["host_memory_per_gpu"] * plan["gpus_per_node"]) if plan["system"] else None,
             usable_bytes=round(plan["usable_bytes"]), memory=_memory(plan, plan["per_gpu_bytes"]),
             strategy=strategy,
             launch=(launch(strategy, plan, capacity["max_concurrency"] if capacity else None) or None) if launch else None,

@@ -139,6 +139,9 @@ class Workload(BaseModel):
     lora_rank: Int = Field(default=16, gt=0, le=65536)
     gpu_count: Int | None = Field(default=None, gt=0, le=1_000_000)
     gpus: Annotated[list[str] | None, BeforeValidator(_gpu_ids)] = Field(default=None, min_length=1)
+    systems: Annotated[list[str] | None, BeforeValidator(_gpu_ids)] = Field(default=None, min_length=1, description=(
+        "ids of the systems (kb/systems: nodes, instances, workstations) the plans may run on and rent; their GPUs "
+        "are the candidates (with `gpus` too, only the GPUs both name)"))
     tokens: Count | None = Field(default=None, gt=0, le=10**16)
     deadline_days: float | None = Field(default=None, gt=0, le=3650, allow_inf_nan=False, description=(
         "training with tokens: days the run may take; each GPU type gets the GPUs (whole nodes past one node) "
@@ -330,6 +333,7 @@ class ResolvedWorkload(BaseModel):
     lora_rank: int | None
     gpu_count: int | None
     gpus: tuple[str, ...]
+    systems: tuple[str, ...] = Field(default=(), exclude_if=lambda v: not v)  # the allowed systems; () = any
     tokens: int | None
     zero_stage: int | None
     tensor_parallel: int | None

@@ -579,9 +579,36 @@ def check_figures(kb: KnowledgeBase, allow: Allowances | None = None) -> list[Pr
     return problems
 
 
+# --- Y101 / Y102: systems -------------------------------------------------------------------------
+
+
+def check_systems(kb: KnowledgeBase, allow: Allowances | None = None) -> list[Problem]:
+    """Y101: every GPU in use is held by a system (plans are laid out on systems). Y102: a system's fabric is a
+    link inside a node, and each price's quote holds the number it states (as written or to the cent)."""
+    problems = []
+    held = {s.gpu for s in kb.systems.values() if s.status != "deprecated"}
+    for gpu_id, gpu in sorted(kb.gpus.items()):
+        if gpu.status != "deprecated" and gpu_id not in held and not (allow and allow.allows("Y101", gpu_id)):
+            problems.append(kb.problem("gpus", gpu_id, (), "Y101",
+                                       f"no system in kb/systems holds '{gpu_id}': add the machines it comes in, or "
+                                       f"allow it in {ALLOWANCES_FILE} with a reason"))
+    for system_id, system in sorted(kb.systems.items()):
+        fabric = kb.interconnects.get(system.fabric) if system.fabric else None
+        if fabric is not None and fabric.kind == "scale_out":
+            problems.append(kb.problem("systems", system_id, ("fabric",), "Y102",
+                                       f"fabric '{system.fabric}' is a network between nodes, not a link inside one"))
+        for i, price in enumerate(system.prices):
+            shown = {f"{price.usd_per_node_hour:g}", f"{price.usd_per_node_hour:.2f}", f"{price.usd_per_node_hour:,.2f}"}
+            if not price.derived and not any(s in price.quote for s in shown):
+                problems.append(kb.problem("systems", system_id, ("prices", i, "quote"), "Y102",
+                                           f"the quote does not hold {price.usd_per_node_hour:g}: quote the price, or say "
+                                           "in `derived` how it follows from the quote"))
+    return problems
+
+
 # Every static check, one signature each: (kb, allowances) -> problems.
 CHECKS = (check_dead_rules, check_cycles, check_uncited_claims, check_sources, check_deprecations, check_measurements,
-          check_languages, check_figures)
+          check_languages, check_figures, check_systems)
 
 
 def check_all(kb: KnowledgeBase, allow: Allowances | None = None) -> list[Problem]:

@@ -32,7 +32,7 @@ KEYS_ZH = {
 }
 KINDS_ZH = {"rule": "规则", "claim": "论断", "gpu": "GPU", "model": "模型", "source": "来源", "policy": "策略假设",
             "measurement": "实测", "interconnect": "互联", "dtype": "精度", "optimizer": "优化器", "term": "术语",
-            "framework": "框架"}
+            "framework": "框架", "system": "系统"}
 STATUS_ZH = {"stable": "稳定", "draft": "草案", "deprecated": "已弃用"}
 KIND_OF_CLAIM_ZH = {"quantitative": "定量", "qualitative": "定性", "recommendation": "建议"}
 
@@ -182,6 +182,10 @@ def describe_entry(kb: KnowledgeBase, entry_id: str, lang: Lang = "en") -> str |
             body["source"] = _sources(kb, [entry.source])
         elif kind != "source":
             body["sources"] = _sources(kb, getattr(entry, "sources", []))
+        if kind == "system":  # quantities with their units, as the YAML writes them
+            body["network_bandwidth"] = (f"{entry.network_bandwidth * 8 / 1e9:,.0f} Gb/s ({bandwidth(entry.network_bandwidth)})"
+                                         if entry.network_bandwidth else None)
+            body["host_memory"] = gb(entry.host_memory)
     if entry.superseded_by:
         body["superseded by"] = entry.superseded_by
     body = {k: v for k, v in body.items() if v not in (None, "", [], {})}

@@ -73,6 +73,10 @@ CODES: dict[str, Code] = {
                  "tokens for GPU-hours)",
                  "lint"),
     "M003": Code("a measurement's `flop_per_token` reads a name that is not a workload field", "lint"),
+    "Y101": Code("a GPU that no system in `kb/systems` holds: its plans fall back to an assumed 8-GPU node on the "
+                 "node-network-bandwidth policy's network and per-GPU prices", "lint", allowable=True),
+    "Y102": Code("a system's `fabric` is not a link between the GPUs of one node (an interconnect of kind `scale_up` or "
+                 "`host`), or its price quote does not hold the price it states", "lint"),
     "T001": Code("a rule's test failed: it did (not) fire, or computed another value", "lint"),
     "A101": Code("`kb/lint.yaml` is invalid, allows a code that cannot be allowed, or allows the same thing twice", "lint"),
     "L101": Code("an entry lacks one of its two languages: a claim's `title`, `title_zh` or `reason_zh`, a rule's "

@@ -143,6 +143,13 @@ MESSAGES: dict[str, tuple[str, str]] = {
                       "`gpukb list models` 列出目录）"),
     "unknown_gpu": ("unknown GPU '{gpu}'{hint} (`gpukb list gpus` shows the catalog)",
                     "未知 GPU '{gpu}'{hint}（`gpukb list gpus` 列出目录）"),
+    "unknown_system": ("unknown system '{system}'{hint} (`gpukb list systems` shows the catalog)",
+                       "未知系统 '{system}'{hint}（`gpukb list systems` 列出目录）"),
+    "system_listed_twice": ("'{system}' is listed twice: systems names the machines a plan may run on, each once",
+                            "'{system}' 列出了两次：systems 列的是方案可用的机器，每种只写一次"),
+    "systems_hold_none": ("none of these systems holds a GPU of gpus ({gpus}): name systems of those GPUs, or leave "
+                          "one of the two out",
+                          "这些系统都不含 gpus 中的 GPU（{gpus}）：请写这些 GPU 的系统，或去掉两者之一"),
     "gpu_listed_twice": ("'{gpu}' is listed {times} times: gpus names the GPU types to compare, each once; for {times} "
                          "GPUs of one type give gpu_count: {times}",
                          "'{gpu}' 列出了 {times} 次：gpus 列的是要比较的 GPU 型号，每种只写一次；"

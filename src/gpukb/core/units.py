@@ -17,7 +17,8 @@ _BINARY = {"KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
 _NUMBER = r"(?P<num>[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)\s*"
 _PATTERNS = {
     "bytes": re.compile(_NUMBER + r"(?P<unit>[KMGTP]?B|[KMGT]iB)$"),
-    "bandwidth": re.compile(_NUMBER + r"(?P<unit>[KMGTP]?B/s|[KMGT]iB/s)$"),
+    # networks are sold in bits per second (a "400 Gb/s" adapter): b/s is read as bits, B/s as bytes
+    "bandwidth": re.compile(_NUMBER + r"(?P<unit>[KMGTP]?B/s|[KMGT]iB/s|[KMGT]?b/s)$"),
     "flops": re.compile(_NUMBER + r"(?P<unit>[KMGTP]?FLOPS)$"),
     "watts": re.compile(_NUMBER + r"(?P<unit>[K]?W)$"),
 }
@@ -41,6 +42,8 @@ def parse_quantity(value: Any, dimension: str) -> float:
         raise ValueError(f"cannot read {value!r} as {dimension}: write it like '{_EXAMPLES[dimension]}'")
     unit = match["unit"].removesuffix("/s")
     number = float(match["num"])
+    if unit.endswith("b"):  # bits: a network's rate, held in bytes/s like every other bandwidth
+        unit, number = unit[:-1] + "B", number / 8
     if not math.isfinite(number):  # '1e400 GB'
         raise ValueError(f"{value!r} is not a finite {dimension} quantity")
     if unit in _BINARY:

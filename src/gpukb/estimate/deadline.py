@@ -3,7 +3,7 @@
 Memory gives each GPU type its fewest GPUs; at that count the rules estimate tokens/s (compute, then
 the communication compute does not hide). Where the tokens then take longer than the deadline, the ask is
 repeated with more GPUs of that type: the count linear scaling would need, rounded up to a cluster size
-people build (1, 2, 4 or 8 GPUs in one server; past one server, whole servers of NODE_SIZE GPUs), and
+people build (1, 2, 4 or 8 GPUs in one server; past one server, whole nodes of the GPU type's system), and
 grown again while communication keeps it short of the deadline. The planner lays the replica out on that
 many GPUs as placement 'all' does (the least intrusive layout that fits, the rest data parallelism).
 
@@ -45,13 +45,14 @@ def largest_size(most: int, node: int = NODE_SIZE) -> int:
     return max(size for size in SERVER if size <= most)
 
 
-def sized_for_deadline(tokens: int, deadline_s: float, most: int, run: Run) -> Answer:
-    """Ask with the memory plan, then size each GPU type whose run misses the deadline; `most` caps a cluster."""
+def sized_for_deadline(tokens: int, deadline_s: float, most: int, run: Run, node_of: dict[str, int] | None = None) -> Answer:
+    """Ask with the memory plan, then size each GPU type whose run misses the deadline; `most` caps a cluster,
+    `node_of` gives each GPU type's node size (its system's GPUs per node; NODE_SIZE where not given)."""
+    node_of = node_of or {}
     sizes: dict[str, Sized] = {}
     tried: dict[str, list[tuple[int, float]]] = {}
     done: set[str] = set()
     tightened: set[str] = set()
-    cap = largest_size(most)
 
     def size(gpu: str, count: int) -> None:
         sizes[gpu] = Sized(count, deadline_s, tokens, tried[gpu])
@@ -76,7 +77,7 @@ def sized_for_deadline(tokens: int, deadline_s: float, most: int, run: Run) -> A
             if t <= deadline_s:
                 # grown past what the deadline needs (a larger cluster also lets a leaner layout run): try the
                 # smallest cluster linear scaling says suffices, once; if it misses, go back to this count
-                tight = cluster_size(o.count * t / deadline_s)
+                tight = cluster_size(o.count * t / deadline_s, node_of.get(o.gpu, NODE_SIZE))
                 missed = max((n for n, s in history if s > deadline_s), default=0)
                 if o.gpu in tightened or tight >= o.count or tight <= missed:
                     done.add(o.gpu)
@@ -100,7 +101,9 @@ def sized_for_deadline(tokens: int, deadline_s: float, most: int, run: Run) -> A
                     size(o.gpu, fastest)
                     changed = True
                 continue
-            want = min(max(cluster_size(o.count * t / deadline_s), cluster_size(o.count + 1)), cap)
+            node = node_of.get(o.gpu, NODE_SIZE)
+            want = min(max(cluster_size(o.count * t / deadline_s, node), cluster_size(o.count + 1, node)),
+                       largest_size(most, node))
             if want <= o.count:
                 done.add(o.gpu)
                 continue

@@ -86,8 +86,10 @@ def _answer(kb: KnowledgeBase, w: Workload, bands: BandSource | None) -> Answer:
     # a deadline (or the pre-training horizon): per GPU type, the cluster that trains the tokens in time
     if resolved.task != "inference" and resolved.deadline_days and resolved.tokens:
         most = min(resolved.gpu_count or NO_LIMIT, round(kb.policy(LARGEST_CLUSTER)))
+        node_of = {g: gpu_fact(kb, kb.gpus[g], resolved.precision, resolved.kv_cache_precision, resolved.systems)
+                   ["gpus_per_node"] for g in resolved.gpus}
         return sized_for_deadline(resolved.tokens, resolved.deadline_days * 86400, most,
-                                  lambda sizes: run({}, None, sizes))
+                                  lambda sizes: run({}, None, sizes), node_of)
     return run({}, None)
 
 
@@ -98,7 +100,7 @@ def _ask_once(kb: KnowledgeBase, resolved: ResolvedWorkload, wfields: dict[str, 
     c = Collector(kb, len(resolved.gpus))
     policy = c.new_fact("policy", policy_fact(kb), 0)
     wfact = c.new_fact("workload", wfields, 0)
-    gpus = [c.new_fact("gpu", gpu_fact(kb, kb.gpus[g], resolved.precision, resolved.kv_cache_precision), 0)
+    gpus = [c.new_fact("gpu", gpu_fact(kb, kb.gpus[g], resolved.precision, resolved.kv_cache_precision, resolved.systems), 0)
             for g in resolved.gpus]
     with ENGINE.session(kb, c, wfact) as session:
         # Stage 1: requirement rules derive one replica's memory from the workload.

@@ -27,6 +27,7 @@ from ..core.words import offload
 from ..engine.trace import Collector, Value
 from ..knowledge.citations import cited
 from ..language import expr as ex
+from .systems import rental
 
 # Expert parallelism (GShard, Lepikhin et al. 2020; DeepSpeed-MoE, Rajbhandari et al. 2022) gives each of
 # ep data-parallel GPUs 1/ep of the routed experts: the experts' share of a part, w.expert_params * w.experts
@@ -215,8 +216,9 @@ def _layouts(heads: int, tensor_parallel: int | None, pipeline_parallel: int | N
                  if not (off == "optimizer+params" and zero != 3) and not ((ep > 1 or cp > 1) and off != "none"))
 
 
-def _round_count(n: int) -> int:
-    return n if n <= NODE_SIZE else NODE_SIZE * math.ceil(n / NODE_SIZE)
+def _round_count(n: int, node: int) -> int:
+    """Past one node, whole nodes: a plan is laid out on the system's nodes."""
+    return n if n <= node else node * math.ceil(n / node)
 
 
 @dataclass(frozen=True)
@@ -246,7 +248,7 @@ def _least_dp(split: tuple[float, float], usable: float, host: tuple[float, floa
 
 
 def _fewest_training(menu: tuple[Layout, ...], fewest_dp: LeastDp, limit: int,
-                     zero_pinned: bool = False) -> Candidate | None:
+                     zero_pinned: bool = False, node: int = NODE_SIZE) -> Candidate | None:
     """The layout needing the fewest GPUs (the first, least intrusive, among equals)."""
     best: tuple[int, Layout, int] | None = None
     for layout in menu:
@@ -257,7 +259,7 @@ def _fewest_training(menu: tuple[Layout, ...], fewest_dp: LeastDp, limit: int,
             continue
         dp = -(-dp // layout.ep) * layout.ep  # a whole number of expert-parallel groups
         group = layout.group
-        count = _round_count(dp * group)
+        count = _round_count(dp * group, node)
         dp = count // group
         if dp % layout.ep:
             continue
@@ -282,13 +284,13 @@ def _least_intrusive_at(menu: tuple[Layout, ...], fewest_dp: LeastDp, count: int
 
 
 def _inference_candidate(w: ResolvedWorkload, a: float, b: float, usable: float, limit: int,
-                         tp_floor: int = 1) -> Candidate | None:
+                         tp_floor: int = 1, node: int = NODE_SIZE) -> Candidate | None:
     """The fewest shards that hold the replica: tensor parallel inside one node first, then pipeline
     stages; `tp_floor` raises the tensor-parallel size (more GPUs, shorter prefill and decode steps)."""
     if a >= usable:
         return None
     shards = max(1, math.ceil(b / (usable - a)))
-    max_tp = max(min(NODE_SIZE, w.tensor_parallel or NODE_SIZE), tp_floor)
+    max_tp = max(min(node, w.tensor_parallel or node), tp_floor)
     if w.tensor_parallel:  # a pinned tensor-parallel size is exact
         tp: int | None = w.tensor_parallel
     else:
@@ -301,13 +303,13 @@ def _inference_candidate(w: ResolvedWorkload, a: float, b: float, usable: float,
     return Candidate(Layout(tp, pp, 0, False, "none"), 1, count, True) if count <= limit else None
 
 
-def next_tensor_parallel(w: ResolvedWorkload, tp: int, scale_up_domain: int) -> int | None:
+def next_tensor_parallel(w: ResolvedWorkload, tp: int, scale_up_domain: int, node: int = NODE_SIZE) -> int | None:
     """The next larger tensor-parallel size for inference that divides the attention heads, stays inside
     one node (or the scale-up domain, if that is larger) and within gpu_count; None when there is none
     or the size is pinned."""
     if w.tensor_parallel:
         return None
-    most = min(max(NODE_SIZE, scale_up_domain), (w.gpu_count or NO_LIMIT) // (w.pipeline_parallel or 1))
+    most = min(max(node, scale_up_domain), (w.gpu_count or NO_LIMIT) // (w.pipeline_parallel or 1))
     return next((t for t in TP_SIZES if tp < t <= most and w.heads % t == 0), None)
 
 
@@ -352,9 +354,15 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
     the GPUs a deadline needs (gpukb.estimate.deadline): the least intrusive layout on that many, as placement 'all'.
     """
     inference = w.task == "inference"
-    # consumer cards stay inside one box (policy consumer-nodes: their driver licence excludes data-centre
-    # deployment, and they have no scale-out network): a tighter limit than gpu_count, or the only one
-    box = NODE_SIZE * int(policy["consumer_nodes"]) if gpu["consumer"] else 0
+    node = gpu["gpus_per_node"]
+    # a plan stays inside one node of a system with no network between nodes (kb/systems network_bandwidth
+    # null: workstations, single instances); where no system holds the GPU, consumer cards stay inside one box
+    # (policy consumer-nodes: their driver licence excludes data-centre deployment): a tighter limit than
+    # gpu_count, or the only one
+    if gpu["system"]:
+        box = 0 if gpu["scales_out"] else node
+    else:
+        box = NODE_SIZE * int(policy["consumer_nodes"]) if gpu["consumer"] else 0
     boxed = bool(box) and box < (w.gpu_count or NO_LIMIT)
     limit = box if boxed else (w.gpu_count or NO_LIMIT)
     every = size.count if size is not None and not inference else (limit if w.placement == "all" else None)
@@ -362,7 +370,7 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
         every = min(every, box)
     base = {"m": memory, "w": wfact}
     usable = float(USABLE.evaluate({"g": gpu, "p": policy}))
-    host_usable = policy["host_memory_per_gpu"]
+    host_usable = gpu["host_memory_per_gpu"]
     offload_sets = [(w.offload,)] if w.offload else [("none",), ("optimizer", "optimizer+params")]
     chosen: Candidate | None = None
     tried: list[Layout] = []
@@ -371,7 +379,7 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
             layout = Layout(1, 1, 0, False, "none")
             tried.append(layout)
             best = _inference_candidate(w, *cache.split(layout, base, True), usable, limit,
-                                         raised.tp if raised else 1)
+                                         raised.tp if raised else 1, node)
         else:
             menu = _menu(w, gpu["scale_up_domain"], offloads)
             tried += menu
@@ -381,7 +389,7 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
                 return _least_dp(cache.split(layout, base, False), usable, host, host_usable)
 
             best = (_least_intrusive_at(menu, fewest_dp, every) if every else None) \
-                or _fewest_training(menu, fewest_dp, limit, zero_pinned=w.zero_stage is not None)
+                or _fewest_training(menu, fewest_dp, limit, zero_pinned=w.zero_stage is not None, node=node)
         if best:
             chosen = best
             break
@@ -389,7 +397,7 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
         chosen = _use_all(chosen, every)
     if chosen is None:  # the closest miss: the layout with the least memory per GPU at the limit
         # with no gpu_count limit only the unshardable part can fail to fit: show it at one node
-        chosen = _closest_miss(w, base, tried, limit if w.gpu_count or boxed else NODE_SIZE, inference, cache)
+        chosen = _closest_miss(w, base, tried, limit if w.gpu_count or boxed else node, inference, cache, node)
     parts = cache.parts_of(chosen.layout, chosen.dp, base)
     per_gpu = float(PER_GPU.evaluate(parts))
     s = chosen.layout
@@ -411,11 +419,13 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
         "checkpointing": s.checkpointing,
         "offload": s.offload, **parts, "per_gpu_bytes": per_gpu, "usable_bytes": usable,
         "capacity_bytes": gpu["memory_bytes"], "fits": fits, "fill": per_gpu / gpu["memory_bytes"],
-        "nodes": math.ceil(chosen.count / NODE_SIZE), "tp_over_pcie": s.tp > 1 and gpu["scale_up_domain"] < s.tp,
+        "nodes": math.ceil(chosen.count / node), "tp_over_pcie": s.tp > 1 and gpu["scale_up_domain"] < s.tp,
         "limit": limit if w.gpu_count or boxed else 0, "host_bytes": host, "box_limit": box if boxed else 0,
         "devices": gpu["devices"], "concurrency": concurrency,
         # what a plan that does not fit is short of: GPU memory, or CPU memory for its offloaded state
         "short_of": "" if fits else ("host" if per_gpu <= usable and host > host_usable else "gpu"),
+        "gpus_per_node": node, "host_memory_per_gpu": host_usable,
+        **_rented(collector.kb, gpu, chosen.count, host, w.systems),
     }
     def values() -> list[Value]:  # written when the trace is read (trace._Deferred), as the sentences are
         listed = [Value(name="usable_bytes", value=usable, expr=USABLE.text)]
@@ -423,7 +433,7 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
         listed.append(Value(name="per_gpu_bytes", value=per_gpu, expr=PER_GPU.text))
         if s.offload != "none":
             listed.append(Value(name="host_bytes", value=host, expr=HOST.text))
-            listed.append(Value(name="host_usable", value=host_usable, expr="p.host_memory_per_gpu"))
+            listed.append(Value(name="host_usable", value=host_usable, expr="g.host_memory_per_gpu"))
         return listed + [Value(name=k, value=v, expr=None) for k, v in s.env(chosen.dp).items()]
 
     zero, count, dp, strategies = fields["zero_stage"], chosen.count, chosen.dp, len(tried)
@@ -497,6 +507,23 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
     return plan
 
 
+def _rented(kb: Any, gpu: dict[str, Any], count: int, host_per_gpu: float, allowed: tuple[str, ...]) -> dict[str, Any]:
+    """The plan fields of the nodes it rents (gpukb.estimate.systems). A GPU no system holds rents its GPUs one by
+    one at the lowest dated per-GPU price of its catalog entry, as the instance it was quoted for."""
+    if not gpu["system"]:
+        return {"system": "", "system_name": gpu["price_instance"], "gpus_rented": count, "nodes_rented": count,
+                "idle_gpus": 0, "usd_per_node_hour": gpu["usd_per_gpu_hour"], "price_source": gpu["price_source"],
+                "price_as_of": gpu["price_as_of"], "price_region": ""}
+    rent = rental(kb, kb.systems[gpu["system"]], math.ceil(count / gpu["devices"]), host_per_gpu * gpu["devices"],
+                  allowed)
+    price = rent.system.price
+    rented = rent.gpus * gpu["devices"]
+    return {"system": rent.system.id, "system_name": rent.system.name, "gpus_rented": rented, "nodes_rented": rent.nodes,
+            "idle_gpus": rented - count, "usd_per_node_hour": price.usd_per_node_hour if price else 0.0,
+            "price_source": price.source if price else "", "price_as_of": price.as_of.isoformat() if price else "",
+            "price_region": price.region if price else ""}
+
+
 def _kv_pool(wfact: dict[str, Any], rest: float, capacity: float, overhead: float) -> float:
     """Bytes per GPU a serving engine gives its KV cache: vLLM's gpu_memory_utilization bounds all it holds
     (the pool is that share of the card less everything else), TensorRT-LLM's free_gpu_memory_fraction takes a
@@ -529,11 +556,11 @@ def _use_all(chosen: Candidate, gpu_count: int) -> Candidate:
 
 
 def _closest_miss(w: ResolvedWorkload, base: dict[str, Any], tried: list[Layout], limit: int,
-                  inference: bool, cache: PlanCache) -> Candidate:
+                  inference: bool, cache: PlanCache, node: int = NODE_SIZE) -> Candidate:
     best: tuple[float, Candidate] | None = None
     for layout in tried:
         if inference:
-            tp = max([t for t in (1, 2, 4, 8) if t <= min(limit, NODE_SIZE) and w.heads % t == 0] or [1])
+            tp = max([t for t in (1, 2, 4, 8) if t <= min(limit, node) and w.heads % t == 0] or [1])
             pp = w.pipeline_parallel or max(1, limit // tp)
             layout = Layout(tp, pp, 0, False, "none")
             dp = 1

@@ -13,8 +13,10 @@ from ..core.messages import message
 from ..knowledge.architecture import count_parameters
 from ..knowledge.hfconfig import load_model
 from ..knowledge.hub import REPO_ID
-from ..knowledge.schema import FrameworkTerm, Gpu, Model
+from ..knowledge.schema import FrameworkTerm, Gpu, Model, System
 from .energy import grid
+from .planner import NODE_SIZE
+from .systems import reference_system
 
 if TYPE_CHECKING:
     from ..knowledge.kb import KnowledgeBase
@@ -199,6 +201,12 @@ def resolve(kb: KnowledgeBase, w: Workload) -> tuple[ResolvedWorkload, dict[str,
     for i, gpu_id in enumerate(gpus):
         if gpu_id not in kb.gpus:
             raise WorkloadError(f"gpus.{i}", message("unknown_gpu", gpu=gpu_id, hint=near_hint(gpu_id, _listed(kb.gpus))))
+    systems = tuple(_systems(kb, w.systems)) if w.systems else ()
+    if systems:
+        held = {kb.systems[s].gpu for s in systems}
+        gpus = [g for g in gpus if g in held] if w.gpus else sorted(held)
+        if not gpus:
+            raise WorkloadError("systems", message("systems_hold_none", gpus=", ".join(w.gpus or [])))
     if len(set(gpus)) != len(gpus):  # a list of types to compare, not of cards: a repeat usually means a count
         twice = next(i for i, gpu_id in enumerate(gpus) if gpu_id in gpus[:i])
         times = gpus.count(gpus[twice])
@@ -254,7 +262,7 @@ def resolve(kb: KnowledgeBase, w: Workload) -> tuple[ResolvedWorkload, dict[str,
         deadline_days=deadline_days, placement=w.placement, region=grid(kb, w.region)[0] if training or w.region else None,
         activation_checkpointing=w.activation_checkpointing, flash_attention=w.flash_attention,
         lora_rank=w.lora_rank if w.task in ("lora", "qlora") else None,
-        gpu_count=w.gpu_count, gpus=list(gpus), tokens=w.tokens, zero_stage=w.zero_stage,
+        gpu_count=w.gpu_count, gpus=list(gpus), systems=systems, tokens=w.tokens, zero_stage=w.zero_stage,
         tensor_parallel=w.tensor_parallel, pipeline_parallel=w.pipeline_parallel, offload=w.offload,
         expert_parallel=w.expert_parallel, tp_comm_overlap=w.tp_comm_overlap,
         master_weights=w.master_weights, optimizer_in_backward=w.optimizer_in_backward,
@@ -262,6 +270,20 @@ def resolve(kb: KnowledgeBase, w: Workload) -> tuple[ResolvedWorkload, dict[str,
         **{**arch, "assumptions": assumptions},
     )
     return resolved, workload_fact(kb, resolved)
+
+
+def _systems(kb: KnowledgeBase, ids: list[str]) -> list[str]:
+    """The catalog ids of the systems a workload names, each known and named once."""
+    found = []
+    for i, given in enumerate(ids):
+        sid = catalog_id(given, kb.systems) or given
+        if sid not in kb.systems:
+            raise WorkloadError(f"systems.{i}", message("unknown_system", system=sid,
+                                                        hint=near_hint(sid, _listed(kb.systems))))
+        if sid in found:
+            raise WorkloadError(f"systems.{i}", message("system_listed_twice", system=sid))
+        found.append(sid)
+    return found
 
 
 def default_framework(kb: KnowledgeBase, task: str) -> str:
@@ -420,12 +442,13 @@ def policy_fact(kb: KnowledgeBase) -> dict[str, Any]:
     return _POLICY_FACTS[kb]
 
 
-def gpu_policy(kb: KnowledgeBase, default_id: str, architecture: str) -> str:
-    """The id of the policy for this GPU architecture: one listing it, else the default."""
-    for pid, policy in kb.policies.items():
-        if pid.startswith(default_id) and architecture in policy.architectures and policy.status != "deprecated":
-            return pid
-    return default_id
+def gpu_policy(kb: KnowledgeBase, default_id: str, architecture: str, gpu: str = "") -> str:
+    """The id of the policy for this GPU: one listing the GPU itself, else one listing its architecture (and no
+    GPUs: a policy that names its chips speaks for those alone), else the default."""
+    found = [(pid, p) for pid, p in kb.policies.items() if pid.startswith(default_id) and p.status != "deprecated"]
+    return (next((pid for pid, p in found if gpu in p.gpus), None)
+            or next((pid for pid, p in found if architecture in p.architectures and not p.gpus), None)
+            or default_id)
 
 
 # gpu_fact's results per knowledge base: they depend on the catalog and the arguments alone, and
@@ -434,13 +457,34 @@ _GPU_FACTS: WeakKeyDictionary[KnowledgeBase, dict[tuple[str, str, str | None], d
     WeakKeyDictionary())
 
 
-def gpu_fact(kb: KnowledgeBase, gpu: Gpu, precision: str, kv_cache_precision: str | None = None) -> dict[str, Any]:
-    """The fields of a GPU's fact; the same dict for the same arguments (never change it)."""
+def gpu_fact(kb: KnowledgeBase, gpu: Gpu, precision: str, kv_cache_precision: str | None = None,
+             systems: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The fields of a GPU's fact, on the system it is planned on (of `systems`, when the workload names
+    some); the same dict for the same arguments (never change it)."""
     known = _GPU_FACTS.setdefault(kb, {})
-    key = (gpu.id, precision, kv_cache_precision)
+    key = (gpu.id, precision, kv_cache_precision, systems)
     if key not in known:
-        known[key] = _gpu_fact(kb, gpu, precision, kv_cache_precision)
+        known[key] = {**_gpu_fact(kb, gpu, precision, kv_cache_precision),
+                      **system_fields(kb, gpu, reference_system(kb, gpu.id, systems))}
     return known[key]
+
+
+def system_fields(kb: KnowledgeBase, gpu: Gpu, system: System | None) -> dict[str, Any]:
+    """What the node around the GPU gives a plan: its size, the network between nodes (per node and direction),
+    the host memory each GPU's share of it, and whether its GPUs reach each other directly. A GPU no system holds
+    keeps the policies' standard node: NODE_SIZE GPUs on the node-network-bandwidth policy's network."""
+    if system is None:
+        return {"system": "", "gpus_per_node": NODE_SIZE, "scales_out": True,
+                "host_memory_per_gpu": kb.policy(POLICY_IDS["host_memory_per_gpu"])}
+    n = gpu.devices
+    fields: dict[str, Any] = {
+        "system": system.id, "gpus_per_node": system.gpus_per_node * n,
+        "scales_out": system.network_bandwidth is not None,
+        "node_network_bandwidth": system.network_bandwidth or 0.0, "node_network_bandwidth_policy": "",
+        "host_memory_per_gpu": system.host_memory / (system.gpus_per_node * n)}
+    if system.gpus_per_node > 1 and not system.peer_to_peer:  # collectives pass through host memory
+        fields["peer_bandwidth"] = min(kb.interconnects[gpu.pcie].bandwidth, kb.policy(CONSUMER_COLLECTIVES))
+    return fields
 
 
 def _rate(gpu: Gpu, order: tuple[str, ...]) -> float:
@@ -478,6 +522,6 @@ def _gpu_fact(kb: KnowledgeBase, gpu: Gpu, precision: str, kv_cache_precision: s
         "consumer": consumer, "segment": gpu.segment, "price_usd": gpu.price.usd / n if gpu.price else 0.0,
         "usd_per_gpu_hour": cloud.usd_per_gpu_hour / n if cloud else 0.0, "price_source": cloud.source if cloud else "",
         "price_as_of": cloud.as_of.isoformat() if cloud else "", "price_instance": cloud.instance if cloud else "",
-        **{name: kb.policy(gpu_policy(kb, pid, gpu.architecture)) for name, pid in GPU_POLICIES.items()},
-        **{f"{name}_policy": gpu_policy(kb, pid, gpu.architecture) for name, pid in GPU_POLICIES.items()},
+        **{name: kb.policy(gpu_policy(kb, pid, gpu.architecture, gpu.id)) for name, pid in GPU_POLICIES.items()},
+        **{f"{name}_policy": gpu_policy(kb, pid, gpu.architecture, gpu.id) for name, pid in GPU_POLICIES.items()},
     }

@@ -38,6 +38,7 @@ from ..engine.trace import Collector, Value
 from ..knowledge.citations import cited
 from .planner import NO_LIMIT, NODE_SIZE, TP_SIZES, USABLE, Layout, PlanCache, _linear
 from .resolve import default_framework, gpu_fact, policy_fact, workload_fact
+from .systems import rental
 
 if TYPE_CHECKING:
     from ..knowledge.kb import KnowledgeBase
@@ -158,7 +159,12 @@ def place(kb: KnowledgeBase, w: ResolvedWorkload, roles: Roles, gpu: dict[str, A
           placement: str) -> dict[str, Any] | None:
     """One GPU type's RL plan under one placement: GPU counts, memory per role and per phase, fits."""
     usable = float(USABLE.evaluate({"g": gpu, "p": policy}))
-    box = NODE_SIZE * int(policy["consumer_nodes"]) if gpu["consumer"] else NO_LIMIT
+    node = gpu["gpus_per_node"]
+    # one node of a system with no network between nodes; where no system holds the GPU, one box of consumer cards
+    if gpu["system"]:
+        box = NO_LIMIT if gpu["scales_out"] else node
+    else:
+        box = NODE_SIZE * int(policy["consumer_nodes"]) if gpu["consumer"] else NO_LIMIT
     limit = min(w.gpu_count or NO_LIMIT, box)
     overhead = policy["runtime_overhead"]
     trained = [r for r in roles.replicas if r in (*TRAINED, *FROZEN)]
@@ -180,7 +186,7 @@ def place(kb: KnowledgeBase, w: ResolvedWorkload, roles: Roles, gpu: dict[str, A
                      for r in trained}
             rollout_tps: list[int | None] = [None]
             if placement == "colocated" and rollout_memory is not None:
-                rollout_tps = [t for t in TP_SIZES if t <= NODE_SIZE and w.heads % t == 0]
+                rollout_tps = [t for t in TP_SIZES if t <= node and w.heads % t == 0]
             for rtp in rollout_tps:
                 # an engine needs its share of the weights and room for at least one sequence's KV cache
                 least_rollout = None if rtp is None else _engine_bytes(rollout_memory, rtp, 1, s)
@@ -191,7 +197,7 @@ def place(kb: KnowledgeBase, w: ResolvedWorkload, roles: Roles, gpu: dict[str, A
                 count = max(d for d in least if d is not None) * layout.group
                 if rtp is not None:
                     count = max(count, rtp)
-                count = count if count <= NODE_SIZE else NODE_SIZE * math.ceil(count / NODE_SIZE)
+                count = count if count <= node else node * math.ceil(count / node)
                 count = -(-count // layout.group) * layout.group
                 if not rollout_fits or count > limit or (rtp is not None and count % rtp):
                     continue
@@ -208,9 +214,9 @@ def place(kb: KnowledgeBase, w: ResolvedWorkload, roles: Roles, gpu: dict[str, A
     fits = best is not None
     if best is None:  # the closest miss: the last layout tried on one node, or on gpu_count GPUs
         layout = Layout(tp, pp, zeros[-1], ckpts[-1], "none")
-        count = min(limit, NODE_SIZE) if w.gpu_count is None or limit == box else limit
+        count = min(limit, node) if w.gpu_count is None or limit == box else limit
         count = max(count // layout.group, 1) * layout.group
-        rtp = max([t for t in TP_SIZES if t <= min(count, NODE_SIZE) and w.heads % t == 0] or [1])
+        rtp = max([t for t in TP_SIZES if t <= min(count, node) and w.heads % t == 0] or [1])
         best = ((count, 0, rtp), count // layout.group, layout, rtp)
     (count, _, _), dp, layout, rtp = best
     stripped = {r: {k: v for k, v in roles.parts(r, layout).items() if k not in ("overhead", "kv_cache")} for r in trained}
@@ -313,7 +319,7 @@ def phase_times(w: ResolvedWorkload, roles: Roles, plan: dict[str, Any], gpu: di
 def _sync_link(plan: dict[str, Any], gpu: dict[str, Any]) -> float:
     """The link the new weights cross: NVLink inside a node (or PCIe), the network between nodes."""
     inside = gpu["scale_up_bandwidth"] or gpu["peer_bandwidth"]
-    if plan["count"] <= NODE_SIZE:  # past one node, the weights gathered from the trainer's shards cross it
+    if plan["count"] <= gpu["gpus_per_node"]:  # past one node, the weights gathered from the trainer's shards cross it
         return inside
     return min(inside, gpu["node_network_bandwidth"])
 
@@ -375,7 +381,7 @@ def ask_rl(kb: KnowledgeBase, w: Workload, sub: SubAsk) -> Answer:
     resolved = _resolved(kb, w, answers)
     roles = Roles(answers)
     policy = policy_fact(kb)
-    gpus = {g: gpu_fact(kb, kb.gpus[g], resolved.precision, resolved.kv_cache_precision) for g in resolved.gpus}
+    gpus = {g: gpu_fact(kb, kb.gpus[g], resolved.precision, resolved.kv_cache_precision, resolved.systems) for g in resolved.gpus}
     placements = [w.rl_placement] if w.rl_placement else (["colocated", "split"] if "rollout" in answers else ["colocated"])
     plans: dict[str, list[dict[str, Any]]] = {}
     blocked = {g: o for g in gpus if (o := _blocking(answers, g)) is not None}
@@ -585,9 +591,14 @@ def _answer(kb: KnowledgeBase, c: Collector, w: ResolvedWorkload, answers: dict[
                            for k in ("weights", "gradients", "optimizer", "activations")},
                         kv_cache=round(fact["rollout_bytes"]), overhead=round(kb.policy("runtime-overhead")),
                         total=round(fact["per_gpu_bytes"]))
+        gfact = gpu_fact(kb, kb.gpus[g], w.precision, w.kv_cache_precision, w.systems)
         strategy = Strategy(data_parallel=plan["dp"], tensor_parallel=plan["tp"], pipeline_parallel=plan["pp"],
                             zero_stage=plan["zero_stage"], activation_checkpointing=plan["checkpointing"], offload="none",
-                            nodes=math.ceil(fact["count"] / NODE_SIZE))
+                            nodes=math.ceil(fact["count"] / gfact["gpus_per_node"]))
+        # the nodes the run rents, as a training plan's (gpukb.estimate.systems): RL holds no offloaded state
+        rent = rental(kb, kb.systems[gfact["system"]], fact["count"], 0.0, w.systems) if gfact["system"] else None
+        usd_per_hour = (rent.usd_per_hour or None) if rent else (fact["count"] * gfact["usd_per_gpu_hour"] or None)
+        step_s = step["step_time_s"] if step else 0.0
         rl = RlEstimate(step_time_s=step["step_time_s"] if step else 0.0,  # a plan that does not fit is not timed
                         phases={p: fact[f"{p}_s"] for p in PHASES if step and _has_phase(p, answers)},
                         memory_by_role={r: round(fact[f"{r}_bytes"]) for r in ROLES if r in answers},
@@ -598,6 +609,10 @@ def _answer(kb: KnowledgeBase, c: Collector, w: ResolvedWorkload, answers: dict[
         fits = bool(fact["fits"])
         option = Option(gpu=g, count=fact["count"], fits=fits, per_gpu_bytes=round(fact["per_gpu_bytes"]),
                         usable_bytes=round(fact["usable_bytes"]), memory=memory, strategy=strategy,
+                        system=rent.system.id if rent else None,
+                        host_memory_bytes=round(rent.system.host_memory) if rent else None,
+                        usd_per_hour=usd_per_hour if fits else None,
+                        usd_per_step=usd_per_hour * step_s / 3600 if usd_per_hour and fits and step_s else None,
                         tokens_per_s=step["tokens_per_s"] if step else None, time_to_train_s=None, efficiency=None,
                         score=step["tokens_per_s"] if step and fits else 0.0, tier=1, branch=None,
                         findings=tuple(f for f in built.findings if f.gpu == g),

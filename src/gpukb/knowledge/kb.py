@@ -24,6 +24,7 @@ from .schema import (
     Policy,
     Rhetoric,
     Source,
+    System,
     Term,
 )
 
@@ -64,6 +65,10 @@ class KnowledgeBase:
     @property
     def interconnects(self) -> dict[str, Interconnect]:
         return self.tables["interconnects"]
+
+    @property
+    def systems(self) -> dict[str, System]:
+        return self.tables["systems"]
 
     @property
     def dtypes(self) -> dict[str, Dtype]:

@@ -26,6 +26,7 @@ from .schema import (
     Policy,
     Rhetoric,
     Source,
+    System,
     Term,
 )
 
@@ -82,6 +83,11 @@ KINDS: tuple[Kind, ...] = (
                                                Ref("pcie", "interconnects"), Ref("price.source", "sources"),
                                                Ref("cloud_prices.source", "sources"),
                                                Ref("memory_source", "sources"), Ref("devices_source", "sources"))),
+    Kind("systems", "system", "kb/systems", System,
+         _common(Ref("superseded_by", "systems"), Ref("gpu", "gpus"), Ref("fabric", "interconnects"),
+                 Ref("prices.source", "sources")),
+         shown=("name", "kind", "provider", "gpu", "gpus_per_node", "fabric", "peer_to_peer", "network_bandwidth",
+                "network", "host_memory", "prices", "notes")),
     Kind("models", "model", "kb/models", Model, _common(Ref("superseded_by", "models"))),
     Kind("interconnects", "interconnect", "kb/interconnects", Interconnect,
          _common(Ref("superseded_by", "interconnects")), shown=("name", "kind", "bandwidth", "quoted", "notes")),
@@ -89,7 +95,7 @@ KINDS: tuple[Kind, ...] = (
          shown=("name", "bits", "training", "inference", "flops_field", "notes")),
     Kind("optimizers", "optimizer", "kb/optimizers", Optimizer, _common(Ref("superseded_by", "optimizers")),
          shown=("name", "state_bytes", "states", "notes")),
-    Kind("policies", "policy", "kb/policies", Policy, _common(Ref("superseded_by", "policies")),
+    Kind("policies", "policy", "kb/policies", Policy, _common(Ref("superseded_by", "policies"), Ref("gpus", "gpus")),
          shown=("title", "value", "unit", "reason")),
     Kind("frameworks", "framework", "kb/frameworks", Framework,
          _common(Ref("superseded_by", "frameworks"), *(Ref(f"{t}.sources", "sources") for t in FRAMEWORK_TERMS)),

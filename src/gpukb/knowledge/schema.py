@@ -170,6 +170,56 @@ class Gpu(Entry):
         return self
 
 
+class NodePrice(Strict):
+    """A dated on-demand price of one whole node (instance) per hour, quoted verbatim from its source."""
+
+    usd_per_node_hour: Float = Field(gt=0)
+    region: str
+    as_of: dt.date
+    source: Slug
+    locator: str
+    quote: str = Field(min_length=2)
+    derived: str = Field(default="", description="what of the price is computed rather than quoted, and how")
+
+
+class System(Entry):
+    """A machine people rent or buy: a node of GPUs with the fabric inside it, the network between nodes,
+    its host memory and its prices. Plans are laid out on systems: their GPUs come in whole nodes."""
+
+    name: str
+    kind: Literal["cloud", "server", "workstation"]
+    provider: Slug
+    gpu: Slug = Field(description="the GPU id every device of the node is")
+    gpus_per_node: Int = Field(ge=1, le=72)
+    fabric: Slug | None = Field(description="the interconnect between the node's GPUs; null for a one-GPU node")
+    peer_to_peer: bool | None = Field(default=None, description=(
+        "whether the GPUs of the node reach each other's memory directly (GeForce drivers disable it: collectives "
+        "then pass through host memory); null only for a one-GPU node, which has no peer"))
+    network_bandwidth: Bandwidth | None = Field(gt=0, description=(
+        "between nodes, per node and direction, over all the adapters GPUs use (e.g. '3200 Gb/s'); null when the "
+        "machine is not built to join others for one job: plans on it stay within one node"))
+    network: str | None = None
+    host_memory: Bytes = Field(gt=0, description="the node's CPU memory, which offloaded states share")
+    vcpus: Int | None = Field(default=None, ge=1)
+    prices: list[NodePrice] = Field(default_factory=list, description="dated on-demand prices per node-hour")
+    as_of: dt.date
+    sources: list[Slug] = Field(min_length=1)
+    notes: str = ""
+
+    @property
+    def price(self) -> NodePrice | None:
+        """The lowest dated on-demand price (the earliest-listed among equals)."""
+        return min(self.prices, key=lambda p: p.usd_per_node_hour, default=None)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> System:
+        if self.gpus_per_node > 1 and self.fabric is None:
+            raise ValueError("a node of several GPUs needs its fabric (an interconnect id, e.g. nvlink-4 or pcie-4-x16)")
+        if self.gpus_per_node > 1 and self.peer_to_peer is None:
+            raise ValueError("a node of several GPUs must say whether peer_to_peer works between them")
+        return self
+
+
 class Interconnect(Entry):
     name: str
     kind: Literal["scale_up", "host", "scale_out"]
@@ -308,6 +358,9 @@ class Policy(Entry):
     architectures: list[str] = Field(default=[], description=(
         "GPU architectures (as in kb/gpus) this value is for; a policy with the same id prefix and no "
         "architectures is the default for the others"))
+    gpus: list[Slug] = Field(default=[], description=(
+        "GPU ids this value is for, where the measurements behind it cover some chips of an architecture and not "
+        "others (the A100's figures do not speak for the GA102 cards); it is chosen before an architecture's"))
     reason: str
     claims: list[Slug] = []
     sources: list[Slug] = Field(min_length=1)

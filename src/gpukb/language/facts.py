@@ -39,12 +39,17 @@ ENGINE_KINDS: dict[str, frozenset[str]] = {
         "price_usd", "usd_per_gpu_hour", "price_source", "price_as_of", "price_instance",
         "utilisation", "node_network_bandwidth", "utilisation_policy", "node_network_bandwidth_policy",
         "elementwise_work", "elementwise_work_policy", "utilisation_hidden_size", "utilisation_hidden_size_policy",
+        # the system it is planned on (kb/systems; gpukb.estimate.systems)
+        "system", "gpus_per_node", "scales_out", "host_memory_per_gpu",
     }),
     "plan": frozenset({
         "gpu", "count", "dp", "tp", "pp", "ep", "cp", "zero_stage", "checkpointing", "offload", "weights",
         "gradients", "optimizer", "activations", "kv_cache", "overhead", "per_gpu_bytes",
         "usable_bytes", "capacity_bytes", "fits", "fill", "nodes", "tp_over_pcie", "limit", "host_bytes", "short_of",
         "box_limit", "devices", "concurrency",
+        # the nodes it rents (gpukb.estimate.systems.rental): 0 and "" where no system holds the GPU
+        "system", "system_name", "gpus_per_node", "gpus_rented", "nodes_rented", "idle_gpus", "host_memory_per_gpu",
+        "usd_per_node_hour", "price_source", "price_as_of", "price_region",
     }),
     "fleet": frozenset({"candidates", "max_usable_bytes", "largest_gpu", "fitting"}),
     # RL post-training: one GPU type's placement of the run's models and its phase times (gpukb.estimate.rl)

@@ -29,6 +29,7 @@ MODELS = "models/index.md"
 SCENARIOS = "scenarios/index.md"
 SOURCES = "reference/sources.md"
 INTERCONNECTS = "reference/interconnects.md"
+SYSTEMS = "reference/systems.md"
 POLICIES = "reference/policies.md"
 PRECISIONS = "reference/precisions.md"
 GLOSSARY = "reference/glossary.md"
@@ -151,6 +152,10 @@ class Context:
         for model in kb.models.values():
             for s in model.sources:
                 users[s].append((model_page(model.id), model.id))
+        for system in sorted(kb.systems.values(), key=lambda s: s.id):
+            for s in [*system.sources, *(price.source for price in system.prices)]:
+                if (SYSTEMS, system.id) not in users[s]:
+                    users[s].append((SYSTEMS, system.id))
         ctx.source_users = dict(users)
         return ctx
 
@@ -239,5 +244,5 @@ class Context:
 
 __all__ = ["ARTICLE", "CHANGELOG", "CHART", "CONTRIBUTING", "GLOSSARY", "GPUS", "GUIDE", "HOME", "INTERCONNECTS",
            "LANGUAGES", "MODELS", "POLICIES", "PRECISIONS", "REPOSITORY_GUIDE", "REPOSITORY_PAGES", "RULES",
-           "SCENARIOS", "SOURCES", "TREE", "VALIDATION", "Context", "Role", "claim_page", "counterpart", "gpu_page",
+           "SCENARIOS", "SOURCES", "SYSTEMS", "TREE", "VALIDATION", "Context", "Role", "claim_page", "counterpart", "gpu_page",
            "model_page", "page_url", "rel", "rule_page", "scenario_page", "short"]

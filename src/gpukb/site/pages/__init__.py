@@ -11,14 +11,45 @@ from .article import article, claim
 from .gpus import gpu, gpu_chart, gpus_index, inline_chart
 from .home import home
 from .models import TASKS, kv_bytes_per_token, model, models_index
-from .reference import changelog, glossary, interconnects, policies, precisions, repository_guide, sources
+from .reference import changelog, glossary, interconnects, policies, precisions, repository_guide, sources, systems
 from .rules import rule, rules_index
 from .scenarios import esc_pre, render_step, scenario, scenarios_index
 from .tree import decision_tree, diagram
 from .validation import accuracy_svg, validation
 
-__all__ = ["TASKS", "Context", "Role", "accuracy_svg", "article", "changelog", "claim", "decision_tree", "diagram",
-           "esc_pre", "glossary", "gpu", "gpu_chart", "gpus_index", "home", "inline_chart", "interconnects",
-           "kv_bytes_per_token", "list_indents", "model", "models_index", "policies", "precisions",
-           "readme_sections", "render_step", "repository_guide", "repository_markdown", "rule", "rules_index",
-           "scenario", "scenarios_index", "sources", "validation"]
+__all__ = [
+           "TASKS",
+           "Context",
+           "Role",
+           "accuracy_svg",
+           "article",
+           "changelog",
+           "claim",
+           "decision_tree",
+           "diagram",
+           "esc_pre",
+           "glossary",
+           "gpu",
+           "gpu_chart",
+           "gpus_index",
+           "home",
+           "inline_chart",
+           "interconnects",
+           "kv_bytes_per_token",
+           "list_indents",
+           "model",
+           "models_index",
+           "policies",
+           "precisions",
+           "readme_sections",
+           "render_step",
+           "repository_guide",
+           "repository_markdown",
+           "rule",
+           "rules_index",
+           "scenario",
+           "scenarios_index",
+           "sources",
+           "systems",
+           "validation",
+]

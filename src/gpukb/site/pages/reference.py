@@ -7,7 +7,17 @@ import re
 from collections import defaultdict
 
 from ...core.fmt import gb
-from ..links import CHANGELOG, INTERCONNECTS, POLICIES, PRECISIONS, REPOSITORY_GUIDE, REPOSITORY_PAGES, SOURCES, Context
+from ..links import (
+    CHANGELOG,
+    INTERCONNECTS,
+    POLICIES,
+    PRECISIONS,
+    REPOSITORY_GUIDE,
+    REPOSITORY_PAGES,
+    SOURCES,
+    SYSTEMS,
+    Context,
+)
 from ..markdown import demote, repository_markdown
 from ..text import code, esc, external, link, table, title_text
 from .common import h1
@@ -50,6 +60,40 @@ def interconnects(ctx: Context) -> str:
         out += [ctx.t("Sources: ", "来源：") + ", ".join(ctx.source(INTERCONNECTS, s) for s in ic.sources) + ".", ""]
         if users:
             out += [ctx.t("Used by ", "使用它的 GPU：") + ", ".join(ctx.gpu(INTERCONNECTS, g) for g in users) + ".", ""]
+    return "\n".join(out)
+
+
+def systems(ctx: Context) -> str:
+    """The machines plans are laid out on and rented as (kb/systems): one table, then each with its sources."""
+    kb, here = ctx.kb, SYSTEMS
+    out = h1(ctx.t("Systems", "系统"))
+    out += [ctx.t("The nodes, cloud instances, servers and workstations plans run on. A plan takes whole nodes of its "
+                  "GPU's system: the network between nodes (per node and direction) and the host memory bound what it "
+                  "can do, and its cost is nodes × the node's lowest dated price. A system without a network keeps "
+                  "plans to one node.",
+                  "方案运行所用的节点、云实例、服务器和工作站。方案按 GPU 所在系统整台租用节点：节点间网络（每节点、单向）"
+                  "和主机内存决定它能做什么，成本为节点数 × 该节点已知最低的注明日期价格。没有网络的系统只能单节点运行。"), ""]
+    rows = []
+    for s in sorted(kb.systems.values(), key=lambda s: (s.gpu, s.kind, s.id)):
+        network = f"{s.network_bandwidth * 8 / 1e9:,.0f} Gb/s" if s.network_bandwidth else ctx.t("none", "无")
+        price = f"${s.price.usd_per_node_hour:,.2f}" if s.price else "—"
+        p2p = "—" if s.peer_to_peer is None else ctx.t("yes", "是") if s.peer_to_peer else ctx.t("no", "否")
+        rows.append([link(code(s.id), here, SYSTEMS, s.id), ctx.gpu(here, s.gpu), str(s.gpus_per_node),
+                     ctx.interconnect(here, s.fabric), p2p, network, gb(s.host_memory), price])
+    out += [table([ctx.t("System", "系统"), "GPU", ctx.t("GPUs/node", "每节点 GPU"), ctx.t("Fabric", "节点内互联"),
+                   "P2P", ctx.t("Network", "节点间网络"), ctx.t("Host memory", "主机内存"),
+                   ctx.t("$/node-hour", "每节点小时美元")], rows), ""]
+    for s in sorted(kb.systems.values(), key=lambda s: s.id):
+        out += [f"## {esc(title_text(s.name))} {{#{s.id}}}", "",
+                f"{code(s.id)} · {esc(s.kind)} · {esc(s.provider)}" + (f" · {esc(s.network)}" if s.network else ""), ""]
+        for price in s.prices:
+            out += [f"- ${price.usd_per_node_hour:,.2f} " + ctx.t("per node-hour", "每节点小时")
+                    + f", {esc(price.region)}, {price.as_of} ({ctx.source(here, price.source)}): “{esc(price.quote)}”"]
+        if s.prices:
+            out.append("")
+        if s.notes:
+            out += [esc(ctx.field(s, "notes")), ""]
+        out += [ctx.t("Sources: ", "来源：") + ", ".join(ctx.source(here, x) for x in s.sources) + ".", ""]
     return "\n".join(out)
 
 

@@ -1,0 +1,71 @@
+"""The machines a plan runs on: per GPU type, the system whose nodes it is laid out on, and the one it rents.
+
+A GPU type is planned on its *reference system*: of the systems in kb/systems that hold it (and that the
+workload allows), the one that scales furthest — the fastest network between nodes, then the most GPUs a node,
+then a known price, then the lowest. Its node size, network, fabric and host memory are what the planner and
+the rules read, so a multi-node plan of PCIe cards pays for its 100 Gb/s Ethernet and an offload plan is held
+to the node's memory.
+
+Once the plan's GPU count is known, the system to *rent* is the cheapest priced one that runs the same plan:
+for one node, any system of the same GPU with at least that many GPUs on the same fabric (one GPU needs no
+fabric); past one node, a system with the same node size and fabric and a network at least as fast. A plan
+of 6 GPUs rents a whole 8-GPU node and names the 2 idle GPUs.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..knowledge.kb import KnowledgeBase
+    from ..knowledge.schema import System
+
+
+def systems_of(kb: KnowledgeBase, gpu: str, allowed: tuple[str, ...] = ()) -> list[System]:
+    """The systems that hold this GPU type (only those allowed, when the workload names systems), by id."""
+    return [s for sid, s in sorted(kb.systems.items())
+            if s.gpu == gpu and s.status != "deprecated" and (not allowed or sid in allowed)]
+
+
+def reference_system(kb: KnowledgeBase, gpu: str, allowed: tuple[str, ...] = ()) -> System | None:
+    """The system a GPU type is planned on: the one that scales furthest (see the module's docstring)."""
+    return max(systems_of(kb, gpu, allowed), default=None, key=lambda s: (
+        s.network_bandwidth or 0.0, s.gpus_per_node, s.price is not None,
+        -(s.price.usd_per_node_hour if s.price else 0.0), s.id))
+
+
+@dataclass(frozen=True)
+class Rental:
+    """The nodes a plan rents: which system, how many nodes, and what they cost an hour (0 when unpriced)."""
+
+    system: System
+    nodes: int
+
+    @property
+    def gpus(self) -> int:
+        return self.nodes * self.system.gpus_per_node
+
+    @property
+    def usd_per_hour(self) -> float:
+        return self.nodes * self.system.price.usd_per_node_hour if self.system.price else 0.0
+
+
+def rental(kb: KnowledgeBase, reference: System, count: int, host_bytes_per_gpu: float,
+           allowed: tuple[str, ...] = ()) -> Rental:
+    """The cheapest priced system that runs a plan of `count` GPUs laid out on `reference`, else the reference."""
+    nodes = math.ceil(count / reference.gpus_per_node)
+
+    def runs_it(s: System) -> bool:
+        if s.host_memory < host_bytes_per_gpu * min(count, s.gpus_per_node):
+            return False
+        if nodes == 1:
+            return s.gpus_per_node >= count and (count == 1 or (s.fabric == reference.fabric
+                                                                 and bool(s.peer_to_peer) >= bool(reference.peer_to_peer)))
+        return (s.gpus_per_node == reference.gpus_per_node and s.fabric == reference.fabric
+                and (s.network_bandwidth or 0.0) >= (reference.network_bandwidth or 0.0))
+
+    priced = [Rental(s, math.ceil(count / s.gpus_per_node)) for s in systems_of(kb, reference.gpu, allowed)
+              if s.price is not None and runs_it(s)]
+    return min(priced, key=lambda r: (r.usd_per_hour, r.system.id), default=Rental(reference, nodes))
