@@ -598,7 +598,8 @@ def check_systems(kb: KnowledgeBase, allow: Allowances | None = None) -> list[Pr
             problems.append(kb.problem("systems", system_id, ("fabric",), "Y102",
                                        f"fabric '{system.fabric}' is a network between nodes, not a link inside one"))
         for i, price in enumerate(system.prices):
-            shown = {f"{price.usd_per_node_hour:g}", f"{price.usd_per_node_hour:.2f}", f"{price.usd_per_node_hour:,.2f}"}
+            shown = {repr(price.usd_per_node_hour), f"{price.usd_per_node_hour:g}", f"{price.usd_per_node_hour:.2f}",
+                     f"{price.usd_per_node_hour:,.2f}"}
             if not price.derived and not any(s in price.quote for s in shown):
                 problems.append(kb.problem("systems", system_id, ("prices", i, "quote"), "Y102",
                                            f"the quote does not hold {price.usd_per_node_hour:g}: quote the price, or say "
