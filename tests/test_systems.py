@@ -5,13 +5,13 @@ from __future__ import annotations
 import math
 
 import pytest
-from kbfiles import edit_entry
 
 import gpukb
 from gpukb import WorkloadError
 from gpukb.contrib.checks import check_systems
 from gpukb.core.units import parse_quantity
 from gpukb.estimate.systems import reference_system, rental
+from kbfiles import edit_entry
 
 
 def test_networks_are_read_in_bits_per_second():
