@@ -19,6 +19,7 @@ from typing import Any
 import gpukb
 from gpukb.contrib.scenarios import load_scenarios
 from gpukb.core.errors import ASK_ERRORS
+from gpukb.core.safewrite import write_file
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIO_FILES = (ROOT / "site" / "scenarios.yaml", ROOT / "tests" / "data" / "scenarios.yaml")
@@ -71,9 +72,8 @@ def answer_text(workload: dict[str, Any]) -> str:
 
 
 def dump(folder: Path) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    for name, workload in workloads().items():
-        (folder / f"{name}.json").write_text(answer_text(workload), encoding="utf-8")
+    for name, workload in workloads().items():  # a new dump replaces the last one's files, never a link's target
+        write_file(folder, f"{name}.json", answer_text(workload), replace=True)
     print(f"wrote {len(workloads())} answers to {folder}")
 
 

@@ -24,6 +24,7 @@ from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File, Files
 from mkdocs.structure.pages import Page
 
+from gpukb.core.safewrite import write_file
 from gpukb.site import LANGUAGES, SiteContent, generate
 from gpukb.site.links import counterpart
 from gpukb.site.safety import unsafe_html
@@ -91,7 +92,8 @@ def on_post_build(config: MkDocsConfig) -> None:
     """The index's Chinese words beside it; after the English site, the Chinese one, into zh/."""
     search = Path(config.site_dir) / "search"
     if (search / "search_index.json").is_file():  # the search plugin runs before the hooks
-        (search / "zh-words.json").write_text(chinese_words(search / "search_index.json"), encoding="utf-8")
+        # never through a link planted in the site folder: a temporary beside it, renamed into place
+        write_file(search, "zh-words.json", chinese_words(search / "search_index.json"), replace=True)
     if _lang(config) != LANGUAGES[0]:
         return
     for lang in LANGUAGES[1:]:

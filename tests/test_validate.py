@@ -186,7 +186,7 @@ def test_flop_figures_are_compared_in_the_sources_own_count(shipped, kb):
     assert m.flop_per_token == "6 * params + 12 * layers * hidden_size * seq_len"
     n, layers, h, s = 8_030_261_248, 32, 4096, 8192
     (point,) = [p for p in shipped.points if p.id == m.id]
-    answer = kb.ask(gpukb.estimate.validation.workload_of(m))
+    answer = kb.ask(gpukb.estimate.validation.workload_of(m, kb))
     option = answer.options[0]
     tokens_per_gpu = option.tokens_per_s / option.count
     assert point.predicted == pytest.approx(tokens_per_gpu * (6 * n + 12 * layers * h * s) / 312e12, rel=1e-9)
@@ -222,7 +222,7 @@ def test_an_allocator_peak_is_compared_without_the_runtime_overhead(shipped, kb)
     # torchtune logs PyTorch's caching-allocator peaks, which never hold the CUDA context or NCCL's buffers
     m = kb.measurements["torchtune-2024-llama-3.1-8b-qlora-rtx4090"]
     assert m.memory_counter == "allocator"
-    option = kb.ask(gpukb.estimate.validation.workload_of(m)).options[0]
+    option = kb.ask(gpukb.estimate.validation.workload_of(m, kb)).options[0]
     assert option.memory.overhead == 2e9
     (point,) = [p for p in shipped.points if p.id == m.id]
     assert point.predicted == option.per_gpu_bytes - 2e9
@@ -235,7 +235,7 @@ def test_a_device_peak_is_compared_with_everything_the_gpu_holds(checkout: Path)
     m = kb.measurements["torchtune-2024-llama-3.1-8b-qlora-rtx4090"]
     assert m.memory_counter == "device"  # the default: nvidia-smi's view, or the card a run fits
     (point,) = [p for p in validate(kb).points if p.id == m.id]
-    assert point.predicted == kb.ask(gpukb.estimate.validation.workload_of(m)).options[0].per_gpu_bytes
+    assert point.predicted == kb.ask(gpukb.estimate.validation.workload_of(m, kb)).options[0].per_gpu_bytes
 
 
 def test_a_memory_counter_on_another_quantity_is_a_located_error(checkout: Path):

@@ -129,6 +129,21 @@ MUTATIONS = [
     Mutation("sweep-workers-default-allocator", "src/gpukb/estimate/sweeps.py",
              '_WORKER_ALLOCATOR = {"MALLOC_TRIM_THRESHOLD_": str(64 << 20), "MALLOC_MMAP_THRESHOLD_": str(32 << 20)}',
              "_WORKER_ALLOCATOR: dict[str, str] = {}", ("tests/test_sweep.py",)),
+    # the one writer: a link at the name is refused, an existing file is never replaced unasked
+    Mutation("safewrite-through-links", "src/gpukb/core/safewrite.py",
+             "    if stat.S_ISLNK(mode):\n        raise RefusedWrite(",
+             "    if False:\n        raise RefusedWrite(", ("tests/hostile/test_hostile_writers.py",)),
+    Mutation("safewrite-replaces-silently", "src/gpukb/core/safewrite.py",
+             "    if not replace:\n        raise RefusedWrite(\"it exists already\", exists=True)",
+             "    if False:\n        raise RefusedWrite(\"it exists already\", exists=True)",
+             ("tests/hostile/test_hostile_writers.py",)),
+    # a knowledge base's own asks: no download, no file outside the checkout, no exception past lint
+    Mutation("sandbox-allows-hub-ids", "src/gpukb/knowledge/sandbox.py",
+             'if ref.startswith("hf:"):', 'if ref.startswith("hf:") and False:',
+             ("tests/hostile/test_hostile_figures.py",)),
+    Mutation("figures-only-workload-errors", "src/gpukb/contrib/figures.py",
+             "    except Exception as error:  # a contributor's figure",
+             "    except WorkloadError as error:  # a contributor's figure", ("tests/hostile/test_hostile_figures.py",)),
     # the cache copy: its MAC checked before unpickling; exact (module, name) pairs, no dotted names
     Mutation("kbcache-no-mac", "src/gpukb/knowledge/kbcache.py",
              "if len(data) <= _MAC_BYTES or not hmac.compare_digest(data[:_MAC_BYTES], _mac(secret, path, payload)):",

@@ -19,6 +19,7 @@ from rich.text import Text
 
 from .. import load_kb
 from ..contrib.reporters import REPORTERS
+from ..core import safepath, safewrite
 from ..core.errors import ASK_ERRORS, BaseRevisionError, KBError, WorkloadError
 from ..core.fmt import Lang, duration, gb
 from ..core.fmt import bandwidth as fmt_bandwidth
@@ -443,7 +444,10 @@ def sweep(
     if not workloads:
         err.print("error: nothing to answer: give --model and --task, or --file", markup=False, highlight=False)
         raise typer.Exit(2)
-    sink = output.open("w", encoding="utf-8") if output is not None else sys.stdout
+    try:  # a link or a non-file at --output is refused; the file is put in place when the sweep ends
+        sink = safewrite.open_output(output) if output is not None else sys.stdout
+    except safepath.RefusedPath as refusal:
+        _fail(ValueError(f"--output {output}: {refusal}"), 2)
     failed, first_failed = 0, ""
     columns = (TextColumn("sweep"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
     try:
@@ -604,7 +608,10 @@ def impact(
         raise typer.Exit(2) from None
     text = clean(text)
     if output is not None:
-        output.write_text(text, encoding="utf-8")
+        try:  # never through a link: a temporary beside it, renamed into place
+            safewrite.write_file(output.parent, output.name, text, replace=True)
+        except safepath.RefusedPath as refusal:
+            _fail(ValueError(f"--output {output}: {refusal}"), 2)
     sys.stdout.write(text)
 
 
@@ -687,6 +694,8 @@ def probe(
              "master_weights": master_weights, "framework": framework}
     given = {k: v for k, v in given.items() if v is not None}
     try:
+        if out_dir is not None:
+            pr.check_out(out_dir)  # before the run, not after it
         result = pr.run(load_kb(root), given, device=device, tiny=tiny, layers=layers, steps=steps,
                         force=force, command=pr.command_line(given, {"device": device, "tiny": tiny, "layers": layers,
                                                                      "steps": steps, "force": force}))
@@ -698,8 +707,11 @@ def probe(
         _fail(error, 2, lang.value)
     out.print(clean(pr.report(result, lang.value)), markup=False, highlight=False)
     if out_dir is not None:
-        for path in pr.write(result, out_dir):
-            out.print(f"wrote {path}", markup=False, highlight=False)
+        try:
+            for path in pr.write(result, out_dir):
+                out.print(clean(f"wrote {path}"), markup=False, highlight=False)
+        except pr.ProbeError as error:
+            _fail(error, error.code, lang.value)
 
 
 @app.command()
@@ -708,27 +720,18 @@ def schema(
     check: Annotated[bool, typer.Option(help="fail if kb/schema/ is out of date instead of writing")] = False,
 ) -> None:
     """Write the JSON Schemas generated from the models to kb/schema/."""
-    from ..knowledge.loader import json_schemas
+    from ..knowledge import schemafiles
 
     if not (root / "kb" / "manifest.yaml").is_file():  # never create kb/schema/ where there is no knowledge base
         err.print(clean(f"error: no knowledge base at {root} (kb/manifest.yaml is missing): run in a checkout or name one"),
                   markup=False, highlight=False)
         raise typer.Exit(2)
-    folder = root / "kb" / "schema"
-    stale = []
-    for name, document in json_schemas().items():
-        text = json.dumps(document, indent=2, ensure_ascii=False, sort_keys=True) + "\n"
-        path = folder / f"{name}.schema.json"
-        if check:
-            if not path.is_file() or path.read_text(encoding="utf-8") != text:
-                stale.append(path)
-        else:
-            folder.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
-    if stale:
-        for path in stale:
-            err.print(f"{path}: out of date; run `gpukb schema`", markup=False)
-        raise typer.Exit(1)
+    # a schema file that is a link (or kb/schema leading out of the checkout) is refused by name
+    problems = schemafiles.stale(root) if check else schemafiles.write(root)
+    for path, why in problems:
+        err.print(clean(f"{path}: {why}"), markup=False, highlight=False)
+    if problems:
+        raise typer.Exit(1 if check else 2)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -541,7 +541,7 @@ def check_measurements(kb: KnowledgeBase, allow: Allowances | None = None) -> li
             problems.append(kb.problem("measurements", mid, ("workload",), "M002",
                                    "GPU-hours are predicted for a number of training tokens: give workload.tokens"))
         try:
-            w = parse_workload(workload_of(m))
+            w = parse_workload(workload_of(m, kb))
             check_rl(kb, w) if w.task in RL_TASKS else resolve(kb, w)
         except WorkloadError as error:
             field = error.field.split(".")[0]
@@ -557,7 +557,8 @@ def check_measurements(kb: KnowledgeBase, allow: Allowances | None = None) -> li
 
 def check_figures(kb: KnowledgeBase, allow: Allowances | None = None) -> list[Problem]:
     """F101: every figure a claim quotes is computed from today's answers, its reason in both languages
-    names only values its figures give (the same ones), and a reason without figures holds no placeholder."""
+    names only values its figures give (the same ones), and a reason without figures holds no placeholder.
+    F102: a figure past the caps on figures per claims file and per knowledge base (never asked)."""
     problems = []
     for claim_id, claim in sorted(kb.claims.items()):
         en, zh = _names(claim.reason), _names(claim.reason_zh)
@@ -575,7 +576,8 @@ def check_figures(kb: KnowledgeBase, allow: Allowances | None = None) -> list[Pr
             figures.reason(kb, claim, "zh")
         except figures.FigureError as error:
             name = next((n for n in claim.figures if f"figure {n}:" in str(error)), None)
-            problems.append(kb.problem("claims", claim_id, ("figures", name) if name else ("reason",), "F101", str(error)))
+            code = "F102" if isinstance(error, figures.FigureCapError) else "F101"
+            problems.append(kb.problem("claims", claim_id, ("figures", name) if name else ("reason",), code, str(error)))
     return problems
 
 

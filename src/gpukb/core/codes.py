@@ -67,7 +67,8 @@ CODES: dict[str, Code] = {
     "D101": Code("`superseded_by` names a deprecated entry, or the entry itself", "lint"),
     "D102": Code("a deprecated entry names no successor and `kb/lint.yaml` gives no reason", "lint", allowable=True),
     "D103": Code("an entry names a successor but is not deprecated", "lint"),
-    "M001": Code("a measurement's workload is not one gpukb can ask (a field, an id, or fields that do not fit together)",
+    "M001": Code("a measurement's workload is not one gpukb can ask (a field, an id, fields that do not fit together, or "
+                 "a model neither in the catalog nor a config.json inside the checkout)",
                  "lint"),
     "M002": Code("a measurement's workload lacks its `framework` or what its quantity needs (exactly one GPU type; "
                  "tokens for GPU-hours)",
@@ -82,9 +83,12 @@ CODES: dict[str, Code] = {
     "L101": Code("an entry lacks one of its two languages: a claim's `title`, `title_zh` or `reason_zh`, a rule's "
                  "`title_zh` or `explain_zh` (which must show the same values as `explain`), a remedy's `title_zh`",
                  "lint"),
-    "F101": Code("a claim's figure cannot be computed (its ask fails, its GPU has no option, its rule does not fire), or "
+    "F101": Code("a claim's figure cannot be computed (its ask fails or names a model neither in the catalog nor a "
+                 "config.json inside the checkout, its GPU has no option, its rule does not fire), or "
                  "its reason names a value its figures do not give, or the two languages quote different values",
                  "lint"),
+    "F102": Code("a claims file asks for more figures than the policy `claim-figures-per-file` allows, or the knowledge "
+                 "base more than `claim-figures-total`: the figures past the cap are not computed", "lint"),
     "W101": Code("warning: a claim is cited by no rule and no policy, so no answer rests on it",
                  "lint", severity="warning", allowable=True),
     "W102": Code("warning: an allowance in `kb/lint.yaml` matches no problem", "lint", severity="warning"),

@@ -49,6 +49,7 @@ MESSAGES: dict[str, tuple[str, str]] = {
     "probe_oom": ("out of memory on {where} at {peak:,.1f} GB allocated: the run does not fit (gpukb predicted "
                   "{predicted:,.1f} GB allocated)",
                   "{where} 显存不足，已分配 {peak:,.1f} GB 时失败：运行放不下（gpukb 预测已分配 {predicted:,.1f} GB）"),
+    "probe_out": ("--out {path}: {why}", "--out {path}：{why}"),
     "rl_role": ("{detail} (the {role} of the RL run, asked as {task})",
                 "{detail}（强化学习任务中的 {role}，按 {task} 任务计算）"),
     "rl_only": ("only for RL post-training (task grpo, ppo or dpo)", "只用于强化学习后训练（task grpo、ppo 或 dpo）"),

@@ -23,6 +23,7 @@ from ..answer import bands
 from ..answer.answer import Answer, Option
 from ..core.errors import ASK_ERRORS
 from ..knowledge.kb import KnowledgeBase
+from ..knowledge.sandbox import sandboxed
 from ..knowledge.schema import ENERGY_QUANTITIES, Measurement
 from ..language import expr
 from .energy import SCOPE_VALUE
@@ -149,9 +150,11 @@ def _finite(x: float) -> float | None:
     return x if math.isfinite(x) else None
 
 
-def workload_of(m: Measurement) -> dict[str, Any]:
-    """The measurement's run as an ask(): exactly its GPUs (placement 'all') unless it asks for the fewest."""
-    workload = dict(m.workload)
+def workload_of(m: Measurement, kb: KnowledgeBase) -> dict[str, Any]:
+    """The measurement's run as an ask(): exactly its GPUs (placement 'all') unless it asks for the fewest. Its
+    models are catalog models or config files inside the checkout (knowledge.sandbox: nothing downloaded, no
+    file of the machine read); WorkloadError otherwise."""
+    workload = dict(sandboxed(kb, m.workload))
     if m.quantity == "fewest_gpus":
         workload.pop("gpu_count", None)
     elif workload.get("gpu_count"):
@@ -244,7 +247,7 @@ def check_point(kb: KnowledgeBase, m: Measurement) -> Point:
     measured = m.canonical
     framework = str(m.workload.get("framework", ""))
     try:
-        answer = kb.ask(workload_of(m), bands=False)  # the bands are made of these points
+        answer = kb.ask(workload_of(m, kb), bands=False)  # the bands are made of these points
         predicted, option = predict(m, answer, kb)
     except (*ASK_ERRORS, LookupError, ZeroDivisionError, expr.ExpressionError) as err:
         return Point(m.id, m.quantity, measured, None, None, m.source, gpu, reason=str(err), framework=framework)

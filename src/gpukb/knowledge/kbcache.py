@@ -9,7 +9,8 @@ but a knowledge base:
   used only if it is a real folder (not a link) owned by this user that no one else may enter or write;
 - a file there is read only if it is a regular file (opened without following links or waiting on
   a FIFO) owned by this user that no one else may read or write; files are written as new 0600
-  files, then put in place in one step (a rename, or a link for the key), so no reader sees half a file;
+  files, then put in place in one step (core.safewrite: a rename, or a link for the key), so no reader
+  sees half a file; a temporary whose writer was killed before its rename is removed on the next start;
 - `key` is 32 random bytes made once per folder; each copy starts with an HMAC-SHA256, under that
   key, of its name and its pickle, checked (hmac.compare_digest) before a byte is unpickled: a
   file written without the key (planted by anything that cannot read the folder's key, or a copy
@@ -33,11 +34,13 @@ import io
 import os
 import pickle
 import platform
+import re
 import stat
 import sys
-from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from ..core import safewrite
 
 if TYPE_CHECKING:
     from .kb import KnowledgeBase
@@ -69,6 +72,8 @@ _SOURCE = Path(__file__).resolve().parents[1]  # src/gpukb: the whole package
 _KEY_BYTES = 32
 _MAC_BYTES = hashlib.sha256().digest_size
 # O_NONBLOCK: opening a FIFO must not wait for a writer (regular files ignore it)
+# the temporaries of gpukb before core.safewrite (<name>.<pid>.<random>), removed like its own
+_OLD_TEMPORARY = re.compile(r"^(?:kb-[0-9a-f]{64}\.pickle|key)\.(\d+)\.[0-9a-f]{8}$")
 _OPEN = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
 
 
@@ -112,20 +117,6 @@ def _read_private(path: Path) -> bytes | None:
         os.close(descriptor)
 
 
-def _write_new(path: Path, data: bytes) -> Path:
-    """`data` in a new 0600 file beside `path` (a name of its own); returns that file."""
-    temporary = path.with_name(f"{path.name}.{os.getpid()}.{os.urandom(4).hex()}")
-    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
-    try:
-        with os.fdopen(descriptor, "wb") as handle:
-            handle.write(data)
-    except BaseException:
-        with suppress(OSError):
-            os.unlink(temporary)
-        raise
-    return temporary
-
-
 def _secret(where: Path) -> bytes | None:
     """This user's key for the copies in `where`, made on first use; None if it cannot be trusted."""
     path = where / "key"
@@ -133,13 +124,11 @@ def _secret(where: Path) -> bytes | None:
         try:
             secret = _read_private(path)
         except FileNotFoundError:
-            temporary = _write_new(path, os.urandom(_KEY_BYTES))
-            try:
-                os.link(temporary, path)  # never replaces: of two processes making one, the first wins
-            except FileExistsError:
-                pass
-            finally:
-                os.unlink(temporary)
+            try:  # never replaces: of two processes making one, the first wins
+                safewrite.write_file(where, path.name, os.urandom(_KEY_BYTES), mode=0o600)
+            except safewrite.RefusedWrite as refused:
+                if not refused.exists:
+                    return None
             secret = _read_private(path)
     except OSError:
         return None
@@ -179,6 +168,7 @@ def read(root: Path) -> tuple[KnowledgeBase | None, Path | None]:
     where = folder()
     if where is None or not _private_folder(where, create=True):
         return None, None
+    safewrite.clean_stale(where, also=_OLD_TEMPORARY)  # copies a killed process left before its rename
     secret = _secret(where)
     if secret is None:
         return None, None  # a copy could not be checked, so none is read or written
@@ -206,18 +196,14 @@ def read(root: Path) -> tuple[KnowledgeBase | None, Path | None]:
 
 def write(path: Path, kb: KnowledgeBase) -> None:
     """Store `kb` at `path` as a new private file, renamed into place (readers never see half a file)."""
-    temporary = None
     try:
         secret = _secret(path.parent)
         if secret is None:
             return
         payload = pickle.dumps(kb, protocol=pickle.HIGHEST_PROTOCOL)
-        temporary = _write_new(path, _mac(secret, path, payload) + payload)
-        os.replace(temporary, path)
+        safewrite.write_file(path.parent, path.name, _mac(secret, path, payload) + payload, replace=True, mode=0o600)
         for stale in path.parent.glob("kb-*.pickle"):  # copies for other code or knowledge: never read again
             if stale != path and stale.lstat().st_uid == os.getuid():
                 stale.unlink()
     except Exception:  # a full disk or a read-only home: the copy is an optimisation, never a failure
-        if temporary is not None:
-            with suppress(OSError):
-                os.unlink(temporary)
+        pass

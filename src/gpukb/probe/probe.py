@@ -15,6 +15,7 @@ import platform
 import re
 import shlex
 import shutil
+import stat
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from ..answer.workload import TRAINING_TASKS, parse_workload
+from ..core import safepath, safewrite
 from ..core.fmt import Lang
 from ..core.messages import message
 
@@ -305,11 +307,15 @@ def _precision(device: str, task: str) -> str:
     return "bf16 autocast over fp32 weights" if task in TRAINING_TASKS else "bf16 weights"
 
 
-def entries(r: Result) -> tuple[str, list[dict[str, Any]], dict[str, Any]]:
-    """(base id, measurement entries, source entry) for kb/measurements/ and kb/sources/."""
+def entries(r: Result, run: int = 1) -> tuple[str, list[dict[str, Any]], dict[str, Any]]:
+    """(base id, measurement entries, source entry) for kb/measurements/ and kb/sources/; the `run`th of
+    the day with this id (a run with other settings than the shape shows) ends in -<run>."""
     w = r.workload
     what = w.get("model") or f"custom-{w['params']}"
-    base = _slug(f"probe-{r.gpu or r.device}-{what}-{_tag(w)}-{r.date.replace('-', '')}")
+    tail = f"-{run}" if run > 1 else ""
+    # room for the tail and the longest quantity suffix ("-decode") within an id's 80 characters
+    base = _slug(f"probe-{r.gpu or r.device}-{what}-{_tag(w)}-{r.date.replace('-', '')}")[:73 - len(tail)].strip("-")
+    base += tail
     setup = (f"gpukb probe on {r.gpu or r.device}: random weights in a PyTorch module of the workload's architecture "
              f"that saves what Transformers' Llama layer saves (RMSNorm in fp32, rotary embedding, grouped-query heads "
              f"inside SDPA; no biases), "
@@ -352,17 +358,49 @@ class _NoAliases(yaml.SafeDumper):
         return True
 
 
+def check_out(root: Path) -> None:
+    """Refuse --out before a run rather than after it: a file, or kb/measurements or kb/sources under it that
+    is a link or leads out of it."""
+    try:
+        if os.path.lexists(root) and not safepath.is_dir(root):
+            info = os.lstat(root)
+            raise safepath.RefusedPath(f"it is {'a file' if stat.S_ISREG(info.st_mode) else safepath.kind(info.st_mode)}"
+                                       ", not a folder: name the checkout the entries go into")
+        for folder in _FOLDERS:
+            safewrite.check_folder(root / "kb" / folder, within=root)
+    except safepath.RefusedPath as refusal:
+        raise ProbeError("probe_out", path=str(root), why=str(refusal)) from None
+
+
+_FOLDERS = {"measurements": "measurement", "sources": "source"}  # folder under kb/: its schema
+
+
 def write(r: Result, root: Path) -> list[Path]:
-    """Write the entries under root/kb/measurements/ and root/kb/sources/; returns the files written."""
-    base, measurements, source = entries(r)
-    written = []
-    for folder, schema, data in (("measurements", "measurement", measurements), ("sources", "source", [source])):
-        path = root / "kb" / folder / f"{base}.yaml"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(f"# yaml-language-server: $schema=../schema/{schema}.schema.json\n"
-                        + yaml.dump(data, Dumper=_NoAliases, sort_keys=False, allow_unicode=True, width=120),
-                        encoding="utf-8")
-        written.append(path)
+    """Write the entries under root/kb/measurements/ and root/kb/sources/; returns the files written. An
+    earlier run's entries are never replaced: a name taken gives the run the next id (-2, -3, ...). A link
+    or anything but a regular file at a name is a ProbeError naming it."""
+    check_out(root)
+    for run in range(1, 1000):
+        base, measurements, source = entries(r, run)
+        try:
+            for folder in _FOLDERS:
+                safewrite.check_target(root / "kb" / folder, f"{base}.yaml", within=root)
+            break
+        except safewrite.RefusedWrite as refusal:
+            if not refusal.exists:
+                raise ProbeError("probe_out", path=str(root / "kb" / folder / f"{base}.yaml"), why=str(refusal)) from None
+    else:
+        raise ProbeError("probe_out", path=str(root), why=f"999 runs named {base} already")
+    written: list[Path] = []
+    for (folder, schema), data in zip(_FOLDERS.items(), (measurements, [source]), strict=True):
+        text = (f"# yaml-language-server: $schema=../schema/{schema}.schema.json\n"
+                + yaml.dump(data, Dumper=_NoAliases, sort_keys=False, allow_unicode=True, width=120))
+        try:
+            written.append(safewrite.write_file(root / "kb" / folder, f"{base}.yaml", text, within=root))
+        except safewrite.RefusedWrite as refusal:  # a name taken since the check: leave no half of a run behind
+            for path in written:
+                path.unlink(missing_ok=True)
+            raise ProbeError("probe_out", path=str(root / "kb" / folder / f"{base}.yaml"), why=str(refusal)) from None
     return written
 
 
@@ -381,4 +419,4 @@ def command_line(given: dict[str, Any], flags: dict[str, Any]) -> str:
     return shlex.join(args)
 
 
-__all__ = ["ProbeError", "Result", "entries", "plan", "predict", "report", "run", "write"]
+__all__ = ["ProbeError", "Result", "check_out", "entries", "plan", "predict", "report", "run", "write"]
