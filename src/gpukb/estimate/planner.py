@@ -458,11 +458,11 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
             text += (f" {w.framework} pre-allocates its KV cache in what is left ({pool / 1e9:,.1f} GB per GPU): it holds "
                      f"{concurrency} of the {w.batch_size} sequences at once and queues the rest.")
         if not fits:
-            text += (f" This is the closest of {strategies} strategies within {_within(limit, boxed)}."
+            text += (f" This is the closest of {strategies} strategies within {_within(limit, boxed, gpu)}."
                      if w.gpu_count or boxed else
                      " Memory that no sharding divides (activations of one micro-batch, runtime overhead) alone exceeds it.")
         elif boxed:
-            text += f" Consumer cards: at most {box} GPUs, one box ({_BOXED})."
+            text += f" At most {box} GPUs: {_box(gpu)}."
         if gpu["devices"] > 1:
             text += (f" {gpu['name']} is {gpu['devices']} devices to the framework, planned as such: GPU counts are "
                      f"devices of {gpu['memory_bytes'] / 1e9:,.1f} GB, {gpu['devices']} per package.")
@@ -488,11 +488,11 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
         if size is not None and not inference:
             text += size.because(zh=True)
         if not fits:
-            text += (f"这是{_within(limit, boxed, zh=True)}以内 {strategies} 种策略中最接近的一种。"
+            text += (f"这是{_within(limit, boxed, gpu, zh=True)}以内 {strategies} 种策略中最接近的一种。"
                      if w.gpu_count or boxed else
                      "任何切分都分不掉的显存（一个微批次的激活值、运行时开销）本身就已超出。")
         elif boxed:
-            text += f"消费级显卡：最多 {box} 块 GPU，一台机器（{_BOXED_ZH}）。"
+            text += f"最多 {box} 块 GPU：{_box(gpu, zh=True)}。"
         if gpu["devices"] > 1:
             text += (f"{gpu['name']} 对框架而言是 {gpu['devices']} 个设备，按设备规划：GPU 数指每个 "
                      f"{gpu['memory_bytes'] / 1e9:,.1f} GB 的设备，每个封装 {gpu['devices']} 个。")
@@ -502,7 +502,7 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
         rule="planner.fewest-gpus@1", stage="requirements",
         title="Fewest GPUs that hold one replica, least intrusive strategy first",
         inputs={"m": memory, "g": gpu, "w": wfact, "p": policy}, values=values, claims=cited(collector.kb, CLAIMS),
-        sources=[*SOURCES, *BOX_SOURCES] if boxed else SOURCES, sentence=sentence, outputs=[("plan", fields)],
+        sources=[*SOURCES, *BOX_SOURCES] if boxed and gpu["consumer"] else SOURCES, sentence=sentence, outputs=[("plan", fields)],
         title_zh="能放下一个副本的最少 GPU 数，先试侵入性最小的策略", sentence_zh=sentence_zh)
     return plan
 
@@ -541,10 +541,19 @@ _BOXED_ZH = "策略 consumer-nodes：GeForce 驱动许可不允许数据中心�
 BOX_SOURCES = ["nvidia-geforce-driver-license"]
 
 
-def _within(limit: int, boxed: bool, zh: bool = False) -> str:
-    """What bounded the search: one box of consumer cards, or gpu_count."""
+def _box(gpu: dict[str, Any], zh: bool = False) -> str:
+    """Why a plan stays in one node: its system has no network between nodes, or (no system) consumer cards."""
+    if gpu["system"]:
+        if zh:
+            return f"一个 {gpu['system']} 节点（该系统没有节点间网络，kb/systems）"
+        return f"one node of {gpu['system']} (the system has no network between nodes, kb/systems)"
+    return f"一台机器（{_BOXED_ZH}）" if zh else f"one box ({_BOXED})"
+
+
+def _within(limit: int, boxed: bool, gpu: dict[str, Any], zh: bool = False) -> str:
+    """What bounded the search: one node of a system without a network (one box of consumer cards), or gpu_count."""
     if boxed:
-        return f" {limit} 块消费级显卡（一台机器；{_BOXED_ZH}）" if zh else f"one box of {limit} consumer cards ({_BOXED})"
+        return f" {limit} 块 GPU，{_box(gpu, zh=True)}" if zh else f"{limit} GPUs, {_box(gpu)}"
     return f" gpu_count {limit} " if zh else f"gpu_count {limit}"
 
 
