@@ -94,7 +94,8 @@ def _bands_section(ctx: Context, v: Validation) -> list[str]:
               f"source's points against bands drawn from the other sources only: **{cal.inside} of {cal.total}** "
               f"({cal.share:.1%}) fall inside.",
               f"答案中的每个预测数值都带有其所属量各点的 预测 ÷ 实测 的 {cal.coverage:.0%} 中心区间（分割共形次序统计量），"
-              f"点数足够的区间（regime）有自己的范围，并扩展到包含 1，使每个范围都包含其估计值（偏差即比值的中位数，表明各点偏向哪一侧）；点数不足的量不给范围。校准：每个来源的点用其他来源的点得到的范围检验，"
+              f"点数足够的区间（regime）有自己的范围，并扩展到包含 1，使每个范围都包含其估计值"
+              f"（偏差即比值的中位数，表明各点偏向哪一侧）；点数不足的量不给范围。校准：每个来源的点用其他来源的点得到的范围检验，"
               f"**{cal.total} 个中有 {cal.inside} 个**（{cal.share:.1%}）落在范围内。"), "",
             table([t("field", "字段"), t("task", "任务"), t("regime", "区间"), t("points", "点数"), t("sources", "来源数"),
                    t("interval", "区间"), t("bias (median)", "偏差（中位数）")], rows, "lllrrrr"), "",
