@@ -113,6 +113,29 @@ def test_a_deadline_that_gpu_count_cannot_meet_is_reported_and_ranked_last(kb):
     assert "cannot meet it" in answer.summary.headline
 
 
+@pytest.mark.parametrize("fields", [
+    {"model": "llama-3-8b", "task": "pretrain", "tokens": "1T"},  # the 30-day horizon once sized this to 4 x H100
+    {"model": "llama-3-8b", "task": "pretrain", "tokens": "1T", "deadline_days": 60},
+    {"model": "llama-2-70b", "task": "pretrain", "tokens": "2T", "deadline_days": 30},
+    {"model": "llama-2-7b", "task": "full_finetune", "tokens": "20B", "deadline_days": 1},
+    {"model": "llama-2-7b", "task": "lora", "tokens": "1B"},
+])
+def test_placement_all_plans_exactly_gpu_count_whatever_the_tokens_or_deadline(kb, fields):
+    answer = kb.ask({**fields, "gpu_count": 64, "placement": "all",
+                     "gpus": ["h100-sxm-80gb", "a100-sxm-80gb", "h200-sxm-141gb"]})
+    assert answer.options and all(o.count == 64 for o in answer.options), [(o.gpu, o.count) for o in answer.options]
+    deadline = answer.workload.deadline_days
+    for o in answer.options:
+        assert o.time_to_train_s and o.meets_deadline is ((o.time_to_train_s <= deadline * DAY) if deadline else None)
+    if deadline:  # the deadline judges the user's cluster, by how much, and sizes nothing
+        first = answer.options[0]
+        margin = abs(deadline * DAY - first.time_to_train_s) / DAY
+        word = "met with" if first.meets_deadline else "missed by"
+        assert "gpu_count 64 as given (placement all)" in answer.summary.headline
+        assert f"{word} {margin:,.1f} days" in answer.summary.headline
+        assert "clusters sized" not in answer.summary.headline
+
+
 def test_pretraining_without_a_deadline_uses_the_stated_horizon_and_never_takes_years(kb):
     horizon = kb.policies["pretrain-horizon"]
     assert horizon.value == 30 * DAY and horizon.sources  # a policy with its reason and sources
@@ -134,8 +157,6 @@ def test_pretraining_without_a_deadline_uses_the_stated_horizon_and_never_takes_
     ({"model": "llama-2-7b", "task": "pretrain", "deadline_days": 30}, "deadline_days"),
     ({"model": "llama-2-7b", "task": "inference", "deadline_days": 30}, "deadline_days"),
     ({"model": "llama-2-7b", "task": "pretrain", "tokens": "1T", "deadline_days": 0}, "deadline_days"),
-    ({"model": "llama-2-7b", "task": "pretrain", "tokens": "1T", "deadline_days": 30, "gpu_count": 8,
-      "placement": "all"}, "deadline_days"),
 ])
 def test_deadline_days_errors_name_the_field(kb, fields, field):
     with pytest.raises(WorkloadError) as error:

@@ -4,6 +4,7 @@ gpukb's own misses on them (gpukb.answer.bands), derived from kb/measurements/ o
 import dataclasses
 import json
 import math
+import statistics
 
 import pytest
 from typer.testing import CliRunner
@@ -162,3 +163,33 @@ def test_a_band_reads_in_the_units_of_its_value():
         "150 ms (100–200, 80% of 21 measured runs)"
     assert "too few" in banded("count", 2, ErrorBand(low=None, high=None, coverage=0.8, points=2))
     assert math.isfinite(band.low)
+
+
+@pytest.mark.parametrize("workload", [
+    {"model": "llama-2-7b", "task": "pretrain", "tokens": "2T"},  # GPU-hours points all under-predict
+    {"model": "llama-3-8b", "task": "full_finetune", "tokens": "10B", "gpu_count": 64, "placement": "all"},
+    {"model": "llama-2-7b", "task": "inference", "batch_size": 16},
+])
+def test_every_band_holds_its_own_estimate(kb, workload):
+    answer = kb.ask(workload)
+    checked = 0
+    for option in answer.options:
+        for name, band in option.bands.items():
+            value = getattr(option, name)
+            if band.low is None or value is None:
+                continue
+            assert band.low <= value <= band.high, (option.gpu, name, band.low, value, band.high)
+            checked += 1
+    assert checked
+
+
+def test_validate_reports_the_bias_of_every_quantity_and_every_band_interval_holds_1(kb):
+    v = validate(kb).to_json()
+    for quantity, summary in v["by_quantity"].items():
+        assert summary["bias"] is not None and summary["bias"] > 0, quantity
+    hours = [p["ratio"] for p in v["points"] if p["quantity"] == "gpu_hours"]
+    assert v["by_quantity"]["gpu_hours"]["bias"] == pytest.approx(statistics.median(hours))
+    for band in v["bands"]:
+        if band["interval"] is not None:
+            low, high = band["interval"]
+            assert low <= 1 <= high and low <= band["low"] and high >= band["high"], band

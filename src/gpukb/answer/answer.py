@@ -169,6 +169,9 @@ class Option(BaseModel):
     time_to_train_s: float | None
     efficiency: float | None
     mfu: float | None = None  # training: model FLOPs utilisation (the model's FLOPs, not recomputation)
+    # training: the share of wall-clock that trains (interruptions, restarts, checkpoint writes; rec.rank.training),
+    # already in time_to_train_s, gpu_hours, cost_usd and energy_kwh
+    goodput: float | None = Field(default=None, exclude_if=lambda v: v is None)
     ttft_s: float | None = None  # inference: time to the first token of one prompt
     tpot_s: float | None = None  # inference: time per output token of one stream
     max_concurrency: int | None = None  # inference: most sequences per replica at the requested context
@@ -424,6 +427,7 @@ def build_answer(c: Collector, kb_version: str, kb_hash: str, workload: Resolved
             time_to_train_s=(rank.get("time_to_train_s") or None) if rank else None,
             efficiency=rank.get("efficiency") if rank else None,
             mfu=rank.get("mfu") if rank else None,
+            goodput=rank.get("goodput") if rank else None,
             ttft_s=rank.get("ttft_s") if rank else None,
             tpot_s=rank.get("tpot_s") if rank else None,
             max_concurrency=capacity["max_concurrency"] if capacity else None,

@@ -198,7 +198,8 @@ def summarize(answer: Answer, misses: Sequence[Miss] = (), horizon: bool = False
                      f"文章的决策树（{article.branch}）优先选择这种卡；{_speed(article, tokens, 'zh')}{slower_zh}")
     first = options[0]
     word, word_zh = OBJECTIVE_WORDS[w.objective]
-    if deadline is not None and w.objective == "speed" and first.meets_deadline:  # each type sized to just meet it
+    sized = w.placement != "all"  # placement 'all': the user's gpu_count is the plan, the deadline only judges it
+    if deadline is not None and sized and w.objective == "speed" and first.meets_deadline:  # each type sized to it
         word, word_zh = "fewest GPU-hours", "GPU 小时最少"
     named = {"speed": fastest, "cost": cheapest, "gpus": fewest}[w.objective]
     reason = named is not None and named.gpu == first.gpu and named.count == first.count
@@ -214,8 +215,17 @@ def summarize(answer: Answer, misses: Sequence[Miss] = (), horizon: bool = False
                  if horizon else f"deadline_days {deadline:g}")
         which_zh = f"{deadline:g} 天的预训练期限（策略 pretrain-horizon；可用 deadline_days 另设）" if horizon else \
             f" deadline_days {deadline:g} "
-        headline += f"; clusters sized to {which}" + (f"; {len(late)} GPU type(s) cannot meet it" if late else "")
-        headline_zh += f"；集群按 {which_zh}配置" + (f"；{len(late)} 种 GPU 做不到" if late else "")
+        if sized:
+            headline += f"; clusters sized to {which}" + (f"; {len(late)} GPU type(s) cannot meet it" if late else "")
+            headline_zh += f"；集群按 {which_zh}配置" + (f"；{len(late)} 种 GPU 做不到" if late else "")
+        elif first.time_to_train_s:  # the user's cluster: whether it meets the deadline, and by how much
+            days = (deadline * 86400 - first.time_to_train_s) / 86400
+            headline += (f"; gpu_count {w.gpu_count} as given (placement all): {which} "
+                         + (f"met with {days:,.1f} days to spare" if days >= 0 else f"missed by {-days:,.1f} days")
+                         + (f"; {len(late)} GPU type(s) miss it" if late else ""))
+            headline_zh += (f"；按给定的 gpu_count {w.gpu_count}（placement all）：{which_zh}"
+                            + (f"提前 {days:,.1f} 天完成" if days >= 0 else f"超出 {-days:,.1f} 天")
+                            + (f"；{len(late)} 种 GPU 无法按期完成" if late else ""))
     return Summary(headline=headline, headline_zh=headline_zh, objective=w.objective, fastest=speed_line(fastest),
                    cheapest=cheap, fewest_gpus=few, article_pick=pick, deadline_days=deadline)
 

@@ -145,7 +145,8 @@ class Workload(BaseModel):
     tokens: Count | None = Field(default=None, gt=0, le=10**16)
     deadline_days: float | None = Field(default=None, gt=0, le=3650, allow_inf_nan=False, description=(
         "training with tokens: days the run may take; each GPU type gets the GPUs (whole nodes past one node) "
-        "that train the tokens within it"))
+        "that train the tokens within it; with placement 'all' the gpu_count GPUs stay, and the answer says whether "
+        "and by how much they meet it"))
     zero_stage: Int | None = Field(default=None, ge=0, le=3)
     tensor_parallel: Int | None = Field(default=None, gt=0, le=512)
     pipeline_parallel: Int | None = Field(default=None, gt=0, le=1024)
@@ -238,8 +239,6 @@ class Workload(BaseModel):
                               seq_len=self.seq_len)
         if self.deadline_days is not None and self.tokens is None and self.task != "inference":
             raise Invalid("deadline_days", "deadline_needs_tokens")
-        if self.deadline_days is not None and self.placement == "all":
-            raise Invalid("deadline_days", "deadline_placement")
         if (self.virtual_pipeline_stages or 1) > 1 and (self.pipeline_parallel or 1) < 2:
             raise Invalid("virtual_pipeline_stages", "virtual_stages_need_pipeline")
         if self.optimizer_in_backward and self.task not in ("full_finetune", "pretrain"):

@@ -340,6 +340,8 @@ def _print_answer(answer: Any, lang: Lang) -> None:
     order = label(lang, {"speed": "fastest first", "cost": "cheapest first", "gpus": "fewest GPUs first"}[w.objective])
     if w.deadline_days and w.task != "inference" and w.objective == "speed":
         order = label(lang, "within {days} days, fewest GPU-hours first" if options and options[0].meets_deadline
+                      and w.placement != "all" else "within {days} days, fastest first"
+                      if options and options[0].meets_deadline
                       else "none within {days} days: fastest first", days=f"{w.deadline_days:g}")
     table = Table(title=label(lang, "Options, {order}", order=order), box=box.SIMPLE_HEAD, padding=(0, 1))
     shown = {header: _header(label(lang, header), cells) for header, _, cells in columns}

@@ -94,8 +94,6 @@ MESSAGES: dict[str, tuple[str, str]] = {
                                  "{context_parallel} 不能整除 seq_len {seq_len}"),
     "deadline_needs_tokens": ("sizes the cluster that trains `tokens` in time; give tokens too",
                               "用来确定按期训练完 `tokens` 所需的集群规模；请同时给出 tokens"),
-    "deadline_placement": ("chooses the GPU count itself; placement 'all' fixes it: drop one of them",
-                           "会自行决定 GPU 数量，而 placement 'all' 把数量定死了：请去掉其中一个"),
     "virtual_stages_need_pipeline": ("interleaves the stages of a pipeline; give pipeline_parallel of 2 or more with it",
                                      "用于交错排布流水线的各级；请同时给出不小于 2 的 pipeline_parallel"),
     "backward_step_task": ("only for full training (full_finetune or pretrain); an adapter's gradients are too small "

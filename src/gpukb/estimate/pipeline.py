@@ -83,8 +83,9 @@ def _answer(kb: KnowledgeBase, w: Workload, bands: BandSource | None) -> Answer:
     if has_targets(resolved):
         return fewest_meeting(resolved, run, {g: kb.gpus[g].scale_up_domain * kb.gpus[g].devices
                                                 for g in resolved.gpus})
-    # a deadline (or the pre-training horizon): per GPU type, the cluster that trains the tokens in time
-    if resolved.task != "inference" and resolved.deadline_days and resolved.tokens:
+    # a deadline (or the pre-training horizon): per GPU type, the cluster that trains the tokens in time; with
+    # placement 'all' the user's gpu_count is the plan, and the deadline only says whether it is met
+    if resolved.task != "inference" and resolved.deadline_days and resolved.tokens and resolved.placement != "all":
         most = min(resolved.gpu_count or NO_LIMIT, round(kb.policy(LARGEST_CLUSTER)))
         node_of = {g: gpu_fact(kb, kb.gpus[g], resolved.precision, resolved.kv_cache_precision, resolved.systems)
                    ["gpus_per_node"] for g in resolved.gpus}

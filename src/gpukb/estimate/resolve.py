@@ -32,7 +32,10 @@ POLICY_IDS = {"reserve_fraction": "reserve-fraction", "runtime_overhead": "runti
               "pipeline_microbatches_per_stage": "pipeline-microbatches-per-stage",
               "host_memory_per_gpu": "host-memory-per-gpu", "consumer_nodes": "consumer-nodes",
               "training_gpu_power_fraction": "training-gpu-power-fraction",
-              "node_other_power_fraction": "node-other-power-fraction", "datacenter_pue": "datacenter-pue"}
+              "node_other_power_fraction": "node-other-power-fraction", "datacenter_pue": "datacenter-pue",
+              # goodput at scale: interruptions, the restart each costs, checkpoint writes (rec.rank.training)
+              "interruption_gpu_seconds": "interruption-gpu-time", "restart_time": "restart-time",
+              "checkpoint_bandwidth": "checkpoint-bandwidth"}
 # Policies whose value depends on the GPU generation: the entry listing the GPU's architecture, else
 # the default (the entry of this id, which lists none). They become fields of the gpu fact.
 GPU_POLICIES = {"utilisation": "mfu", "node_network_bandwidth": "node-network-bandwidth",

@@ -81,6 +81,7 @@ class Summary:
     points: int
     median_error: float  # exp(median |ln ratio|) - 1; inf when most points miss
     within_25: float  # share of points with |ratio - 1| <= 0.25
+    bias: float | None = None  # the median ratio predicted / measured: below 1 under-predicts; None without ratios
 
     @property
     def inside(self) -> int:
@@ -92,8 +93,9 @@ class Summary:
         if not points:
             return Summary(0, 0.0, 1.0)
         errors = [p.log_error for p in points]
+        ratios = [p.ratio for p in points if p.ratio is not None]
         return Summary(len(points), math.exp(median(errors)) - 1 if median(errors) < math.inf else math.inf,
-                       sum(p.within for p in points) / len(points))
+                       sum(p.within for p in points) / len(points), median(ratios) if ratios else None)
 
 
 @dataclass
@@ -122,7 +124,8 @@ class Validation:
             "points": [{**asdict(p), "rules": list(p.rules)} for p in self.points],
             "median_error": _finite(self.overall.median_error),
             "within_25": self.overall.within_25,
-            "by_quantity": {q: {"points": s.points, "median_error": _finite(s.median_error), "within_25": s.within_25}
+            "by_quantity": {q: {"points": s.points, "median_error": _finite(s.median_error), "within_25": s.within_25,
+                                "bias": s.bias}
                             for q, s in self.by_quantity.items()},
             "by_framework": {f: {"points": s.points, "median_error": _finite(s.median_error), "within_25": s.within_25}
                              for f, s in self.by_framework.items()},
@@ -139,7 +142,9 @@ def _bands_json(b: bands.Bands) -> dict[str, Any]:
     cal = b.calibration
     return {
         "bands": [{"field": x.field, "task": x.task, "regime": x.regime or "all", "points": x.points,
-                   "sources": x.sources, "coverage": x.coverage, "low": x.low, "high": x.high, "bias": x.bias}
+                   "sources": x.sources, "coverage": x.coverage, "low": x.low, "high": x.high, "bias": x.bias,
+                   # what answers use: the interval widened to hold 1, so every band holds its estimate
+                   "interval": list(x.ratios) if x.banded else None}
                   for _, x in sorted(b.table.items())],
         "calibration": {"coverage": cal.coverage, "inside": cal.inside, "checked": cal.total, "share": cal.share,
                         "by_field": {f: {"inside": i, "checked": n} for f, (i, n) in cal.checked.items()}},
@@ -358,14 +363,21 @@ def _pct(x: float) -> str:
     return f"{x:.1%}" if math.isfinite(x) else "∞"
 
 
+def _bias(x: float | None) -> str:
+    return "—" if x is None else f"{x:.2f}"
+
+
 def render_bands(b: bands.Bands, floor: float) -> list[str]:
     """The bands as the answers carry them, then their calibration on held-out sources."""
     cal = b.calibration
-    lines = [f"error bands: predicted / measured, {cal.coverage:.0%} central interval (split-conformal) and bias "
-             "(median); a regime with too few points uses its field's pooled band",
+    lines = [f"error bands: predicted / measured, {cal.coverage:.0%} central interval (split-conformal, widened to hold "
+             "1: every band holds its estimate) and bias (median); a regime with too few points uses its field's pooled band",
              "field                    task       regime        points  sources        interval     bias"]
     for (field_, task, reg), x in sorted(b.table.items()):
-        spread = f"{x.low:.2f}–{x.high:.2f}" if x.low is not None and x.high is not None else "too few points"
+        spread = "too few points"
+        if x.banded:
+            low, high = x.ratios
+            spread = f"{low:.2f}–{high:.2f}"
         bias = f"{x.bias:.2f}" if x.bias is not None else "—"
         lines.append(f"{field_:24s} {task:10s} {reg or 'all':12s} {x.points:7d} {x.sources:8d} {spread:>15s} {bias:>8s}")
     lines.append(f"held-out coverage (leave-one-source-out: no source sets its own band): {cal.inside} of {cal.total} "
@@ -390,17 +402,19 @@ def render_text(v: Validation, regression: Regression | None = None) -> str:
                       ", ".join(p.rules) if p.predicted is not None else p.reason)
     console = Console(width=200, record=True, file=__import__("io").StringIO())
     console.print(table)
-    lines = [console.export_text(), "", "quantity                           points   median error      within ±25%"]
+    # bias: the median predicted / measured of the quantity's points (below 1: gpukb predicts too little)
+    lines = [console.export_text(), "",
+             "quantity                           points   median error      within ±25%     bias"]
     performance = [(q, s) for q, s in v.by_quantity.items() if q not in FOOTPRINTS]
     footprints = [(q, s) for q, s in v.by_quantity.items() if q in FOOTPRINTS]
     for q, s in [*performance, ("all (performance)", v.overall)]:
         within = f"{s.inside} ({s.within_25:.1%})"
-        lines.append(f"{q:34s} {s.points:6d}   {_pct(s.median_error):>12s}   {within:>14s}")
+        lines.append(f"{q:34s} {s.points:6d}   {_pct(s.median_error):>12s}   {within:>14s}   {_bias(s.bias):>6s}")
     if footprints:
         lines += ["", "footprints (a run's energy and CO₂ from its own GPU-hours point: outside the overall median)"]
         for q, s in [*footprints, ("all footprints", v.footprints)]:
             within = f"{s.inside} ({s.within_25:.1%})"
-            lines.append(f"{q:34s} {s.points:6d}   {_pct(s.median_error):>12s}   {within:>14s}")
+            lines.append(f"{q:34s} {s.points:6d}   {_pct(s.median_error):>12s}   {within:>14s}   {_bias(s.bias):>6s}")
     if v.by_framework:
         lines += ["", "framework                          points   median error      within ±25%"]
         for f, s in v.by_framework.items():

@@ -30,7 +30,8 @@ ENGINE_KINDS: dict[str, frozenset[str]] = {
                          "decode_bandwidth_utilisation", "decode_step_floor", "allreduce_base_latency",
                          "allreduce_hop_latency_nvlink", "allreduce_hop_latency_pcie", "pipeline_microbatches_per_stage",
                          "host_memory_per_gpu", "consumer_nodes", "training_gpu_power_fraction",
-                         "node_other_power_fraction", "datacenter_pue"}),
+                         "node_other_power_fraction", "datacenter_pue",
+                         "interruption_gpu_seconds", "restart_time", "checkpoint_bandwidth"}),
     "gpu": frozenset({
         "gpu", "name", "vendor", "form_factor", "memory_bytes", "memory_bandwidth",
         "flops", "bf16_flops", "fp8_flops", "reference_flops", "has_bf16", "has_fp8", "architecture", "kv_cache_supported",
@@ -90,7 +91,7 @@ RULE_KINDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     # what ranks an option: effective throughput after communication, and its time to train
     "rank": (frozenset({"gpu", "score", "tokens_per_s"}),
              frozenset({"gpu", "score", "tokens_per_s", "time_to_train_s", "gpu_hours", "efficiency", "tokens_per_dollar", "mfu",
-                        "ttft_s", "tpot_s"})),
+                        "ttft_s", "tpot_s", "goodput"})),
     # what an option costs at the lowest dated cloud on-demand price of its GPU
     "cost": (frozenset({"gpu", "usd_per_hour", "usd_per_million_tokens"}),
              frozenset({"gpu", "usd_per_hour", "usd_per_million_tokens", "cost_usd"})),

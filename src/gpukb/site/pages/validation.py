@@ -81,18 +81,21 @@ def _bands_section(ctx: Context, v: Validation) -> list[str]:
     t, cal = ctx.t, v.bands.calibration
     rows = []
     for (field, task, regime), b in sorted(v.bands.table.items()):
-        spread = f"{b.low:.2f}–{b.high:.2f}" if b.low is not None and b.high is not None else t("too few points", "点数不足")
+        spread = f"{b.ratios[0]:.2f}–{b.ratios[1]:.2f}" if b.banded else t("too few points", "点数不足")
         rows.append([code(field), esc(task), esc(regime or t("all", "全部")), str(b.points), str(b.sources), spread,
                      "—" if b.bias is None else f"{b.bias:.2f}"])
     held = [[code(f), f"{i} / {n}", f"{i / n:.0%}"] for f, (i, n) in cal.checked.items()]
     return [f"## {t('Error bands', '误差范围')} {{#bands}}", "",
             t(f"Each predicted number of an answer carries the {cal.coverage:.0%} central interval of predicted ÷ "
               "measured over the points of its quantity (split-conformal order statistics), and its regime's own "
-              "where the regime has enough points; a quantity with too few points has no band. Calibration: each "
+              "where the regime has enough points, widened to hold 1 so that every band holds its own estimate (the "
+              "bias, the median ratio, says which way the points lean); a quantity with too few points has no band. "
+              "Calibration: each "
               f"source's points against bands drawn from the other sources only: **{cal.inside} of {cal.total}** "
               f"({cal.share:.1%}) fall inside.",
               f"答案中的每个预测数值都带有其所属量各点的 预测 ÷ 实测 的 {cal.coverage:.0%} 中心区间（分割共形次序统计量），"
-              f"点数足够的区间（regime）有自己的范围；点数不足的量不给范围。校准：每个来源的点用其他来源的点得到的范围检验，"
+              f"点数足够的区间（regime）有自己的范围，并扩展到包含 1，使每个范围都包含其估计值"
+              f"（偏差即比值的中位数，表明各点偏向哪一侧）；点数不足的量不给范围。校准：每个来源的点用其他来源的点得到的范围检验，"
               f"**{cal.total} 个中有 {cal.inside} 个**（{cal.share:.1%}）落在范围内。"), "",
             table([t("field", "字段"), t("task", "任务"), t("regime", "区间"), t("points", "点数"), t("sources", "来源数"),
                    t("interval", "区间"), t("bias (median)", "偏差（中位数）")], rows, "lllrrrr"), "",
