@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from gpukb import WorkloadError
-from gpukb.cli.main import app
+from gpukb.cli import app
 from gpukb.estimate.deadline import cluster_size, largest_size
 from gpukb.estimate.planner import NODE_SIZE
 

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 import gpukb
 from gpukb.answer.workload import Workload
-from gpukb.cli.main import app
+from gpukb.cli import app
 from gpukb.core.errors import ASK_ERRORS, KBDefectError, Problem, WorkloadError
 from gpukb.core.messages import MESSAGES, PYDANTIC_ZH, Message, message
 from test_glossary import avoided_in
