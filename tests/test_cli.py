@@ -22,7 +22,7 @@ def test_ask_prints_tables_for_the_readme_example():
 
 def test_ask_json_is_the_answer():
     result = runner.invoke(app, ["ask", "--model", "llama-3-8b", "--task", "inference", "--gpu", "l4-24gb",
-                                 "--batch-size", "4", "--json"])
+                                 "--batch-size", "4", "--json", "--trace"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert data["workload"]["batch_size"] == 4 and data["options"][0]["gpu"] == "l4-24gb"

@@ -233,7 +233,7 @@ def test_gpukb_ask_launch_sglang_prints_the_command_alone():
     assert comment == "# h100-sxm-80gb x 1 GPU: tensor parallel 1, pipeline parallel 1, data parallel 1, 1 node"
     assert line.startswith("python -m sglang.launch_server --model-path meta-llama/Llama-2-7b-hf --tp-size 1 ")
     result = CliRunner().invoke(app, [*args[:-1], "sglang", "--precision", "int4"])
-    assert result.exit_code == 1 and "sglang has no in-flight int4 flag" in result.stderr
+    assert result.exit_code == 2 and "sglang has no in-flight int4 flag" in result.stderr  # bad input
 
 
 def test_a_kv_cache_precision_the_gpu_cannot_hold_is_rejected_naming_the_field(kb):

@@ -66,6 +66,8 @@ class Summary(BaseModel):
     fewest_gpus: Pick | None = None
     article_pick: Pick | None = None  # where one of the article's decision-tree branches applies
     deadline_days: float | None = Field(default=None, exclude_if=lambda v: v is None)
+    # with a deadline: whether any option meets it (false: every option is late, and the headline says so first)
+    deadline_met: bool | None = Field(default=None, exclude_if=lambda v: v is None)
     nothing_fits: bool = False
     nearest_misses: tuple[Miss, ...] = Field(default=(), exclude_if=lambda v: not v)
     headline_zh: str = Field(default="", exclude=True)
@@ -166,8 +168,10 @@ def summarize(answer: Answer, misses: Sequence[Miss] = (), horizon: bool = False
     options = [o for o in answer.options if not largest_cluster or o.count <= largest_cluster] or list(answer.options)
     # with a deadline, the decisions are among the options that meet it (8 consumer cards that take 50 years to
     # pre-train are the fewest GPUs, not an answer); the table still lists the rest, marked and ranked last
-    options = [o for o in options if o.meets_deadline is not False] or options
     deadline = w.deadline_days if not inference else None
+    timed = [o for o in options if o.meets_deadline is not None]
+    met = any(o.meets_deadline for o in timed) if deadline is not None and timed else None
+    options = [o for o in options if o.meets_deadline is not False] or options
     if not options:
         return _nothing_fits(answer, misses)
     fastest = max(options, key=lambda o: (o.score, -o.count, o.gpu == options[0].gpu))
@@ -208,16 +212,25 @@ def summarize(answer: Answer, misses: Sequence[Miss] = (), horizon: bool = False
     if not reason:  # ranked first by a figure no line below names (e.g. the fewest GPUs among unpriced options)
         headline += f" — {speed_line(first).why}"
         headline_zh += f"——{speed_line(first).why_zh}"
-    if deadline is not None:
+    if met is False:  # every option is late: the headline says so, with the time the first option takes
+        which, which_zh = _deadline_words(deadline, horizon)
+        headline += f"; no option meets {which} (this one takes {duration(first.time_to_train_s or 0)})"
+        headline_zh += f"；没有方案能在{which_zh}内完成（此方案需 {duration(first.time_to_train_s or 0, 'zh')}）"
+    elif deadline is not None:
         late = [o.gpu for o in answer.options if o.time_to_train_s and o.time_to_train_s > deadline * 86400]
-        which = (f"the {deadline:g}-day pre-training horizon (policy pretrain-horizon; deadline_days sets another)"
-                 if horizon else f"deadline_days {deadline:g}")
-        which_zh = f"{deadline:g} 天的预训练期限（策略 pretrain-horizon；可用 deadline_days 另设）" if horizon else \
-            f" deadline_days {deadline:g} "
+        which, which_zh = _deadline_words(deadline, horizon)
         headline += f"; clusters sized to {which}" + (f"; {len(late)} GPU type(s) cannot meet it" if late else "")
         headline_zh += f"；集群按 {which_zh}配置" + (f"；{len(late)} 种 GPU 做不到" if late else "")
     return Summary(headline=headline, headline_zh=headline_zh, objective=w.objective, fastest=speed_line(fastest),
-                   cheapest=cheap, fewest_gpus=few, article_pick=pick, deadline_days=deadline)
+                   cheapest=cheap, fewest_gpus=few, article_pick=pick, deadline_days=deadline, deadline_met=met)
+
+
+def _deadline_words(deadline: float, horizon: bool) -> tuple[str, str]:
+    """The deadline the options were sized to, in English and Chinese: the workload's, or the horizon policy's."""
+    if horizon:
+        return (f"the {deadline:g}-day pre-training horizon (policy pretrain-horizon; deadline_days sets another)",
+                f"{deadline:g} 天的预训练期限（策略 pretrain-horizon；可用 deadline_days 另设）")
+    return f"deadline_days {deadline:g}", f" deadline_days {deadline:g} "
 
 
 def _nothing_fits(answer: Answer, misses: Sequence[Miss]) -> Summary:

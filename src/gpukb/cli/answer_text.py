@@ -27,12 +27,14 @@ def print_launch(answer: Any, engine: str, kb: Any, lang: Lang = "en") -> None:
 
     if engine not in ENGINES:
         fail(message("unknown_engine", engine=engine, engines=list(ENGINES)), BAD_INPUT, lang)
+    if answer.workload.task != "inference":  # bad input, whether or not a training plan fits
+        fail(message("launch_failed", why=message("launch_needs_inference")), BAD_INPUT, lang)
     best = answer.best
     command = (best.launch or {}).get(engine) if best else None
     if command is None:
         why = (answer.summary.lines(lang)[0] if answer.summary else "nothing fits") if best is None \
             else missing(engine, answer.workload)
-        fail(message("launch_failed", why=why), NOTHING_FITS if best is None else 1, lang)
+        fail(message("launch_failed", why=why), NOTHING_FITS if best is None else BAD_INPUT, lang)
     comment = option_comment(best.gpu, best.count, best.strategy, kb.gpus[best.gpu].devices)
     sys.stdout.write(clean(comment) + "\n" + clean(command) + "\n")
 

@@ -11,9 +11,13 @@ import typer
 
 from .. import load_kb
 from ..core.errors import ASK_ERRORS, KBError
+from ..core.messages import message
 from ..core.terminal import clean
 from .answer_text import print_answer, print_launch
 from .common import BAD_INPUT, NOTHING_FITS, Language, Offload, Optim, Precision, RootOption, Task, err, fail, fail_kb, out
+
+# `--json` without `--trace`: the steps of the reasoning (nine tenths of the bytes) stay out, everything else is there
+WITHOUT_TRACE: dict[str, Any] = {"trace": True, "options": {"__all__": {"trace"}}, "rejected": {"__all__": {"trace"}}}
 
 
 def ask(
@@ -23,20 +27,21 @@ def ask(
              "(meta-llama/Llama-3.1-8B, read offline), a config.json or its folder, or hf:ORG/NAME (downloaded)")] = None,
     params: Annotated[str | None, typer.Option(help="parameter count of a custom model, e.g. 7B")] = None,
     layers: Annotated[int | None, typer.Option()] = None,
-    hidden_size: Annotated[int | None, typer.Option()] = None,
+    hidden_size: Annotated[str | None, typer.Option(metavar="SIZE")] = None,
     heads: Annotated[int | None, typer.Option()] = None,
     kv_heads: Annotated[int | None, typer.Option()] = None,
-    vocab_size: Annotated[int | None, typer.Option()] = None,
-    intermediate_size: Annotated[int | None, typer.Option()] = None,
+    vocab_size: Annotated[str | None, typer.Option(metavar="SIZE")] = None,
+    intermediate_size: Annotated[str | None, typer.Option(metavar="SIZE")] = None,
     mlp: Annotated[str | None, typer.Option(help="custom models: gated (SwiGLU) or standard")] = None,
     precision: Annotated[Precision | None, typer.Option()] = None,
     optimizer: Annotated[Optim | None, typer.Option()] = None,
-    seq_len: Annotated[int | None, typer.Option(help="tokens per sequence (default 4096)")] = None,
-    micro_batch_size: Annotated[int | None, typer.Option(help="training sequences per GPU step")] = None,
-    global_batch_size: Annotated[int | None, typer.Option(help="training sequences per optimizer step")] = None,
-    batch_size: Annotated[int | None, typer.Option(help="inference concurrency")] = None,
-    prompt_len: Annotated[int | None, typer.Option(help="inference: prompt tokens per request")] = None,
-    output_len: Annotated[int | None, typer.Option(help="inference: output tokens per request")] = None,
+    seq_len: Annotated[str | None, typer.Option(metavar="SIZE", help=(
+        "tokens per sequence (default 4096); every SIZE reads 4k as 4,000, 4Ki as 4,096, also M, G, T (2T tokens)"))] = None,
+    micro_batch_size: Annotated[str | None, typer.Option(metavar="SIZE", help="training sequences per GPU step")] = None,
+    global_batch_size: Annotated[str | None, typer.Option(metavar="SIZE", help="training sequences per optimizer step")] = None,
+    batch_size: Annotated[str | None, typer.Option(metavar="SIZE", help="inference concurrency")] = None,
+    prompt_len: Annotated[str | None, typer.Option(metavar="SIZE", help="inference: prompt tokens per request")] = None,
+    output_len: Annotated[str | None, typer.Option(metavar="SIZE", help="inference: output tokens per request")] = None,
     kv_cache_precision: Annotated[str | None, typer.Option(help="inference: bf16, fp16, fp8 or int8")] = None,
     ttft_ms: Annotated[float | None, typer.Option(help="inference: time-to-first-token target in ms")] = None,
     tpot_ms: Annotated[float | None, typer.Option(help="inference: time-per-output-token target in ms")] = None,
@@ -48,11 +53,11 @@ def ask(
         "--activation-checkpointing/--no-activation-checkpointing", help="default: the engine decides")] = None,
     flash_attention: Annotated[bool | None, typer.Option(
         "--flash-attention/--no-flash-attention", help="training: fused attention (default on)")] = None,
-    lora_rank: Annotated[int | None, typer.Option()] = None,
-    gpu_count: Annotated[int | None, typer.Option(help="most GPUs usable")] = None,
+    lora_rank: Annotated[str | None, typer.Option(metavar="SIZE")] = None,
+    gpu_count: Annotated[str | None, typer.Option(metavar="SIZE", help="most GPUs usable")] = None,
     gpu: Annotated[list[str] | None, typer.Option(
         "--gpu", help="candidate GPU id (repeat; `gpukb list gpus`); default all")] = None,
-    tokens: Annotated[str | None, typer.Option(help="training tokens, e.g. 2T: enables time-to-train")] = None,
+    tokens: Annotated[str | None, typer.Option(metavar="SIZE", help="training tokens, e.g. 2T: enables time-to-train")] = None,
     deadline_days: Annotated[float | None, typer.Option(
         help="training with --tokens: days the run may take; each GPU type is sized (whole nodes past one) to "
              "finish within it (pre-training defaults to the horizon of policy pretrain-horizon)")] = None,
@@ -79,10 +84,12 @@ def ask(
     framework: Annotated[str | None, typer.Option(help=(
         "the stack: training hf, torchtune, fsdp, deepspeed, megatron, unsloth; serving vllm, sglang, tensorrt-llm, "
         "llama.cpp, hf; default per task from kb/frameworks, stated in the answer"))] = None,
-    rollout_batch: Annotated[int | None, typer.Option(help="RL (grpo, ppo): prompts per step; dpo: pairs per step")] = None,
-    samples_per_prompt: Annotated[int | None, typer.Option(help="RL: responses per prompt (GRPO's group size)")] = None,
-    response_len: Annotated[int | None, typer.Option(help="RL: the longest response, in tokens")] = None,
-    mean_response_len: Annotated[int | None, typer.Option(
+    rollout_batch: Annotated[str | None, typer.Option(
+        metavar="SIZE", help="RL (grpo, ppo): prompts per step; dpo: pairs per step")] = None,
+    samples_per_prompt: Annotated[str | None, typer.Option(
+        metavar="SIZE", help="RL: responses per prompt (GRPO's group size)")] = None,
+    response_len: Annotated[str | None, typer.Option(metavar="SIZE", help="RL: the longest response, in tokens")] = None,
+    mean_response_len: Annotated[str | None, typer.Option(metavar="SIZE",
         help="RL: the responses' average length (default response_len: all run to the cap)")] = None,
     rl_placement: Annotated[str | None, typer.Option(
         help="RL: colocated (generation and training take turns on the same GPUs) or split (rollout GPUs of their "
@@ -93,7 +100,10 @@ def ask(
     reference_precision: Annotated[Precision | None, typer.Option(help="RL: the reference's precision")] = None,
     reward_precision: Annotated[Precision | None, typer.Option(help="RL: the reward model's precision")] = None,
     critic_precision: Annotated[Precision | None, typer.Option(help="ppo: the critic's precision")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="print the whole Answer as JSON")] = False,
+    as_json: Annotated[bool, typer.Option(
+        "--json", help="print the Answer as JSON: options, findings, remedies; the trace too with --trace")] = False,
+    trace: Annotated[bool, typer.Option(
+        "--trace", help="with --json: also every trace step, the answer's and each option's (megabytes)")] = False,
     launch: Annotated[str | None, typer.Option(
         help="inference: print only the best option's command line for this engine (vllm or sglang)")] = None,
     explain: Annotated[bool, typer.Option("--explain", help="print the full reasoning chain")] = False,
@@ -122,6 +132,8 @@ def ask(
         "reward_precision": reward_precision, "critic_precision": critic_precision,
     }
     workload = {k: (v.value if isinstance(v, Enum) else v) for k, v in values.items() if v is not None}
+    if trace and not as_json:
+        fail(message("trace_needs_json"), BAD_INPUT, lang.value)
     try:
         kb = load_kb(root)
         answer = kb.ask(workload)
@@ -133,12 +145,13 @@ def ask(
         print_launch(answer, launch, kb, lang.value)
         return
     if as_json:
-        sys.stdout.write(answer.model_dump_json(indent=2) + "\n")
+        sys.stdout.write(answer.model_dump_json(indent=2, exclude=None if trace else WITHOUT_TRACE) + "\n")
     elif explain:
         out.print(clean(answer.explain(lang.value)), markup=False, highlight=False)
     else:
         print_answer(answer, lang.value)
-    if not answer.options:  # nothing fits: a script must not read an empty table as an answer
+    late = deadline_days is not None and answer.summary is not None and answer.summary.deadline_met is False
+    if not answer.options or late:  # nothing fits, or nothing in time: a script must not read the table as an answer
         if as_json or explain:  # the headline on stderr too, where the output itself is for a program or a reader
             err.print(clean(answer.summary.lines(lang.value)[0] if answer.summary else "nothing fits"), markup=False,
                       highlight=False)

@@ -9,7 +9,8 @@ from typing import Annotated, Any
 
 import typer
 
-from ..core.errors import KBError
+from ..answer.workload import read_size
+from ..core.errors import Invalid, KBError
 from ..core.terminal import clean
 from .common import BAD_INPUT, RootOption, err, fail_kb, split
 
@@ -17,7 +18,7 @@ from .common import BAD_INPUT, RootOption, err, fail_kb, split
 def sweep(
     model: Annotated[list[str] | None, typer.Option(help="catalog model ids (repeat or comma-separate)")] = None,
     task: Annotated[list[str] | None, typer.Option(help="tasks (repeat or comma-separate)")] = None,
-    seq_len: Annotated[list[str] | None, typer.Option(help="sequence lengths (repeat or comma-separate)")] = None,
+    seq_len: Annotated[list[str] | None, typer.Option(help="sequence lengths, e.g. 4k,32Ki (repeat or comma-separate)")] = None,
     gpu: Annotated[list[str] | None, typer.Option(
         "--gpu", help="GPU ids, each asked alone (repeat or comma-separate); default: each ask weighs the whole catalog")] = None,
     file: Annotated[Path | None, typer.Option(
@@ -40,7 +41,10 @@ def sweep(
     try:
         if file is not None:
             workloads, places = read_located_workloads(file)
-        lengths: list[int] = [int(n) for n in split(seq_len)]
+        lengths: list[int] = [read_size(n) for n in split(seq_len)]  # read as the workload reads it: 4k, 4Ki
+    except Invalid as error:
+        err.print(clean(f"error: --seq-len: {error}"), markup=False, highlight=False)
+        raise typer.Exit(BAD_INPUT) from None
     except (OSError, ValueError, SweepFileError) as error:
         err.print(f"error: {clean(error)}", markup=False, highlight=False)
         raise typer.Exit(BAD_INPUT) from None
