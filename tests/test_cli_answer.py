@@ -114,3 +114,22 @@ def test_json_leaves_the_trace_out_unless_asked():
     assert len(short.stdout) * 5 < len(full.stdout)
     alone = ask("--model", "llama-2-7b", "--task", "full_finetune", "--trace")
     assert alone.exit_code == 2 and "--trace goes with --json" in alone.stderr
+
+
+# one ranking, named the same in the headline and the table
+
+
+def test_latency_targets_rank_by_fewest_gpus_and_the_headline_and_table_say_so():
+    w = {"model": "llama-3-70b", "task": "inference", "batch_size": 16, "prompt_len": 2000, "output_len": 500,
+         "ttft_ms": 500, "tpot_ms": 40}
+    answer = gpukb.ask(w)
+    counts = [o.count for o in answer.options]
+    assert counts == sorted(counts) and answer.options[0].tokens_per_s < max(o.tokens_per_s for o in answer.options)
+    first = answer.options[0]
+    assert answer.summary.headline.startswith(
+        f"first option (fewest GPUs that meet the latency targets): {first.count} x {first.gpu}")
+    result = ask("--model", "llama-3-70b", "--task", "inference", "--batch-size", "16", "--prompt-len", "2000",
+                 "--output-len", "500", "--ttft-ms", "500", "--tpot-ms", "40")
+    assert result.exit_code == 0, result.output
+    assert "Options, fewest GPUs that meet the latency targets first" in result.stdout
+    assert "fastest first" not in result.stdout

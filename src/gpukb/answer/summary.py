@@ -100,7 +100,23 @@ LABELS: dict[Lang, dict[str, str]] = {
            "more": "……另有 {n} 种 GPU（--json 列出全部）",
            "colon": "：", "x": "×", "dash": "——"},
 }
-OBJECTIVE_WORDS = {"speed": ("fastest", "最快"), "cost": ("cheapest", "最便宜"), "gpus": ("fewest GPUs", "GPU 最少")}
+# What the options are ranked by (ranked_by), as the headline names it
+OBJECTIVE_WORDS = {"speed": ("fastest", "最快"), "cost": ("cheapest", "最便宜"), "gpus": ("fewest GPUs", "GPU 最少"),
+                   "latency": ("fewest GPUs that meet the latency targets", "满足延迟目标、GPU 最少"),
+                   "deadline": ("fewest GPU-hours", "GPU 小时最少")}
+
+
+def ranked_by(w: Any, first: Option | None) -> str:
+    """What the options were sorted by (gpukb.answer.answer's sort keys), a key of OBJECTIVE_WORDS: the objective,
+    except that with latency targets the fewest GPUs that meet them come first, and with a deadline that the first
+    option meets, each GPU type is sized to just meet it and the fewest GPU-hours come first."""
+    if w.objective in ("cost", "gpus"):
+        return str(w.objective)
+    if w.task == "inference" and (w.ttft_ms or w.tpot_ms):
+        return "latency"
+    if w.deadline_days is not None and w.task != "inference" and first is not None and first.meets_deadline:
+        return "deadline"
+    return "speed"
 
 
 def _tokens(n: float) -> str:
@@ -201,10 +217,9 @@ def summarize(answer: Answer, misses: Sequence[Miss] = (), horizon: bool = False
                               f"{slower}",
                      f"文章的决策树（{article.branch}）优先选择这种卡；{_speed(article, tokens, 'zh')}{slower_zh}")
     first = options[0]
-    word, word_zh = OBJECTIVE_WORDS[w.objective]
-    if deadline is not None and w.objective == "speed" and first.meets_deadline:  # each type sized to just meet it
-        word, word_zh = "fewest GPU-hours", "GPU 小时最少"
-    named = {"speed": fastest, "cost": cheapest, "gpus": fewest}[w.objective]
+    order = ranked_by(w, first)
+    word, word_zh = OBJECTIVE_WORDS[order]
+    named = {"speed": fastest, "cost": cheapest, "gpus": fewest, "latency": fewest, "deadline": None}[order]
     reason = named is not None and named.gpu == first.gpu and named.count == first.count
     # the lines below give each named option's figure; the headline says which one ranks first, and why first
     headline = f"first option ({word}): {first.count} x {first.gpu}"

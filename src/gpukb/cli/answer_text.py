@@ -13,6 +13,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from ..answer.summary import ranked_by
 from ..core.fmt import Lang, duration, gb
 from ..core.messages import message
 from ..core.terminal import clean
@@ -128,10 +129,13 @@ def print_answer(answer: Any, lang: Lang) -> None:
         columns = [c for c in columns if c[0] not in ("GB/GPU used/usable", "pick")]
         columns[0] = ("GPU", "left", [o.gpu + ("*" if o.branch else "") for o in options])
     columns = [c for c in columns if any(c[2])]  # a column that carries nothing is left out
-    order = label(lang, {"speed": "fastest first", "cost": "cheapest first", "gpus": "fewest GPUs first"}[w.objective])
-    if w.deadline_days and w.task != "inference" and w.objective == "speed":
-        order = label(lang, "within {days} days, fewest GPU-hours first" if options and options[0].meets_deadline
-                      else "none within {days} days: fastest first", days=f"{w.deadline_days:g}")
+    ranking = ranked_by(w, options[0] if options else None)  # the order the headline names
+    days = f"{w.deadline_days:g}" if w.deadline_days else ""
+    order = label(lang, {"speed": "fastest first", "cost": "cheapest first", "gpus": "fewest GPUs first",
+                         "latency": "fewest GPUs that meet the latency targets first",
+                         "deadline": "within {days} days, fewest GPU-hours first"}[ranking], days=days)
+    if ranking == "speed" and w.deadline_days and w.task != "inference":
+        order = label(lang, "none within {days} days: fastest first", days=days)
     table = Table(title=label(lang, "Options, {order}", order=order), box=box.SIMPLE_HEAD, padding=(0, 1))
     shown = {header: _header(label(lang, header), cells) for header, _, cells in columns}
     # the strategy folds in what the other columns leave, but never narrower than its header (rich would fold the

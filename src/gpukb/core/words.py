@@ -100,7 +100,8 @@ LABELS_ZH: dict[str, str] = {
     "overhead": "运行时开销", "total": "合计", "GPU": "GPU", "GPUs": "卡数", "GB/GPU used/usable": "每卡 GB 占用/可用",
     "strategy": "并行策略", "tokens/s": "tokens/s", "time to train": "训练用时", "GPU-h": "GPU 小时", "TTFT ms": "首 token 毫秒",
     "ms/tok": "每 token 毫秒", "pick": "文章之选", "$/h": "美元/小时", "$/Mtok": "美元/百万 token", "cost": "费用",
-    "fastest first": "最快的在前", "cheapest first": "最便宜的在前", "fewest GPUs first": "卡数最少的在前",
+    "fastest first": "最快的在前", "fewest GPUs that meet the latency targets first": "满足延迟目标、卡数最少的在前",
+    "cheapest first": "最便宜的在前", "fewest GPUs first": "卡数最少的在前",
     "Options, {order}": "可选方案，{order}", "within {days} days, fewest GPU-hours first": "{days} 天内完成，GPU 小时最少的在前",
     "none within {days} days: fastest first": "没有方案能在 {days} 天内完成：最快的在前",
     "* the article's pick: its decision tree ({branches}) prefers these GPUs; they are marked, not ranked up":
