@@ -127,7 +127,8 @@ def test_latency_targets_rank_by_fewest_gpus_and_the_headline_and_table_say_so()
     assert counts == sorted(counts) and answer.options[0].tokens_per_s < max(o.tokens_per_s for o in answer.options)
     first = answer.options[0]
     assert answer.summary.headline.startswith(
-        f"first option (fewest GPUs that meet the latency targets): {first.count} x {first.gpu}")
+        f"first option (fewest GPUs that meet the latency targets): {first.count} x {first.gpu} — ")
+    assert "ms per output token" in answer.summary.headline  # its deciding figure
     result = ask("--model", "llama-3-70b", "--task", "inference", "--batch-size", "16", "--prompt-len", "2000",
                  "--output-len", "500", "--ttft-ms", "500", "--tpot-ms", "40")
     assert result.exit_code == 0, result.output

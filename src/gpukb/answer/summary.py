@@ -219,7 +219,8 @@ def summarize(answer: Answer, misses: Sequence[Miss] = (), horizon: bool = False
     first = options[0]
     order = ranked_by(w, first)
     word, word_zh = OBJECTIVE_WORDS[order]
-    named = {"speed": fastest, "cost": cheapest, "gpus": fewest, "latency": fewest, "deadline": None}[order]
+    # latency targets and deadlines: the headline carries the first option's own figures (time per token, GPU-hours)
+    named = {"speed": fastest, "cost": cheapest, "gpus": fewest, "latency": None, "deadline": None}[order]
     reason = named is not None and named.gpu == first.gpu and named.count == first.count
     # the lines below give each named option's figure; the headline says which one ranks first, and why first
     headline = f"first option ({word}): {first.count} x {first.gpu}"
