@@ -102,7 +102,7 @@ def gpukb_command() -> list[str]:
     """The installed `gpukb` script beside this interpreter (what a user runs), else `python -m`."""
     script = Path(sys.executable).with_name("gpukb")
     found = str(script) if script.is_file() else shutil.which("gpukb")
-    head = [found] if found else [sys.executable, "-m", "gpukb.cli.main"]
+    head = [found] if found else [sys.executable, "-m", "gpukb.cli"]
     return [*head, "ask", "--model", "llama-2-7b", "--task", "full_finetune"]
 
 

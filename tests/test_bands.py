@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from gpukb.answer import bands
 from gpukb.answer.answer import ErrorBand
 from gpukb.answer.bandtext import banded
-from gpukb.cli.main import app
+from gpukb.cli import app
 from gpukb.estimate.validation import Point, bands_of, validate
 
 runner = CliRunner()

@@ -8,7 +8,7 @@ from typer.testing import CliRunner
 
 import gpukb
 from gpukb.answer.workload import Workload
-from gpukb.cli.main import app
+from gpukb.cli import app
 from gpukb.contrib import checks
 from gpukb.contrib.lint import lint
 from gpukb.core.errors import KBError

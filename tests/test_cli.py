@@ -3,7 +3,7 @@ import json
 from typer.testing import CliRunner
 
 import gpukb
-from gpukb.cli.main import app
+from gpukb.cli import app
 
 runner = CliRunner()
 
@@ -22,7 +22,7 @@ def test_ask_prints_tables_for_the_readme_example():
 
 def test_ask_json_is_the_answer():
     result = runner.invoke(app, ["ask", "--model", "llama-3-8b", "--task", "inference", "--gpu", "l4-24gb",
-                                 "--batch-size", "4", "--json"])
+                                 "--batch-size", "4", "--json", "--trace"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert data["workload"]["batch_size"] == 4 and data["options"][0]["gpu"] == "l4-24gb"
@@ -101,7 +101,7 @@ def test_schema_is_in_sync():
 
 
 def test_every_lint_format_has_its_reporter():
-    from gpukb.cli.main import Format
+    from gpukb.cli.common import Format
     from gpukb.contrib.reporters import REPORTERS
 
     assert [f.value for f in Format] == list(REPORTERS)
@@ -129,3 +129,28 @@ def test_context_parallel_is_an_option_shown_in_the_strategy():
                                  "--gpu", "h100-sxm-80gb", "--gpu-count", "16", "--context-parallel", "4"])
     assert result.exit_code == 0, result.output
     assert "cp4" in result.output
+
+
+def test_each_command_is_a_small_module_of_its_own():
+    from pathlib import Path
+
+    import gpukb.cli
+
+    folder = Path(gpukb.cli.__file__).parent
+    sizes = {path.name: len(path.read_text(encoding="utf-8").splitlines()) for path in folder.glob("*.py")}
+    assert {"common.py", "ask.py", "sweep.py", "explain.py", "catalog.py", "lint.py", "impact.py", "validate.py",
+            "probe.py", "schema.py"} <= set(sizes)
+    too_long = {name: n for name, n in sizes.items() if n > 250}
+    assert not too_long, f"modules of src/gpukb/cli over 250 lines: {too_long}"
+    names = {command.name or command.callback.__name__ for command in app.registered_commands}
+    assert names == {"ask", "sweep", "explain", "list", "lint", "impact", "validate", "probe", "schema"}
+
+
+def test_python_m_gpukb_cli_is_the_command():
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-m", "gpukb.cli", "list", "models", "--json"], capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert any(row["id"] == "llama-2-7b" for row in json.loads(result.stdout))

@@ -8,7 +8,7 @@ import yaml
 from typer.testing import CliRunner
 
 import gpukb
-from gpukb.cli.main import app
+from gpukb.cli import app
 
 runner = CliRunner()
 

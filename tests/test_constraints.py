@@ -160,7 +160,7 @@ def test_the_launch_line_says_which_option_it_is_for_and_holds_the_batch():
     from typer.testing import CliRunner
 
     import gpukb
-    from gpukb.cli.main import app
+    from gpukb.cli import app
 
     args = ["ask", "--model", "llama-2-70b", "--task", "inference", "--batch-size", "32", "--launch", "vllm"]
     result = CliRunner().invoke(app, args)

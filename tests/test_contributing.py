@@ -6,7 +6,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 import gpukb
-from gpukb.cli.main import app
+from gpukb.cli import app
 from gpukb.contrib.checks import check_dead_rules, check_deprecations, load_allowances
 from gpukb.contrib.entry_text import describe_entry as describe
 from gpukb.contrib.lint import lint

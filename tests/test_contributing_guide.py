@@ -9,7 +9,7 @@ import yaml
 from typer.testing import CliRunner
 
 import gpukb
-from gpukb.cli.main import app
+from gpukb.cli import app
 from gpukb.contrib.lint import lint
 from gpukb.core.codes import CODES
 from gpukb.language.expr import FUNCTIONS

@@ -7,7 +7,7 @@ from pydantic import ValidationError
 from typer.testing import CliRunner
 
 import gpukb
-from gpukb.cli.main import app
+from gpukb.cli import app
 from gpukb.core.errors import WorkloadError
 from gpukb.estimate.validation import validate
 

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 import gpukb
 from gpukb.answer.workload import Workload
-from gpukb.cli.main import app
+from gpukb.cli import app
 from gpukb.core.errors import ASK_ERRORS, KBDefectError, Problem, WorkloadError
 from gpukb.core.messages import MESSAGES, PYDANTIC_ZH, Message, message
 from test_glossary import avoided_in
@@ -32,7 +32,7 @@ BAD = [
                                                           "'qlora', 'inference', 'grpo', 'ppo' or 'dpo'"),
     ({"model": "llama-2-7b", "task": "lora", "colour": 3}, "colour", "unknown field (fields: model, params,"),
     ({"params": "seven", "task": "lora", "layers": 2, "hidden_size": 64, "heads": 2, "vocab_size": 100}, "params",
-     "cannot read 'seven' as a count: write e.g. 7000000000, '7B' or '70e9'"),
+     "cannot read 'seven' as a whole number: write e.g. 4096, '4k' (4,000), '4Ki' (4,096), '7B' or '70e9'"),
     ({"model": "llama-2-7b", "params": "7B", "task": "lora"}, "workload",
      "give either model (a catalog id) or params (with its architecture), not both or neither"),
     ({"model": "llama-2-7b", "task": "inference", "optimizer": "adamw"}, "optimizer", "not used for inference; remove it"),

@@ -9,7 +9,7 @@ import sys
 import pytest
 from typer.testing import CliRunner
 
-from gpukb.cli.main import app
+from gpukb.cli import app
 from gpukb.core.errors import WorkloadError
 from gpukb.core.ids import catalog_id, did_you_mean
 

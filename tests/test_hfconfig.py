@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from gpukb.cli.main import app
+from gpukb.cli import app
 from gpukb.core.errors import WorkloadError
 from gpukb.knowledge.hfconfig import MAX_BYTES, ConfigError, load_model
 

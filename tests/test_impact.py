@@ -6,7 +6,7 @@ import pytest
 from typer.testing import CliRunner
 
 import gpukb
-from gpukb.cli.main import app
+from gpukb.cli import app
 from gpukb.contrib.impact import ImpactError, compare, impact_report, load_scenarios, scenario_file
 from kbfiles import REPO, edit_entry, make_repo
 

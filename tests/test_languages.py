@@ -10,7 +10,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 import gpukb
-from gpukb.cli.main import app
+from gpukb.cli import app
 from gpukb.contrib.lint import lint
 from kbfiles import REPO, edit_entry
 
@@ -136,7 +136,7 @@ ENGLISH_IN_CHINESE = {
 
 
 def test_chinese_answers_meet_no_english_outside_ids_units_and_names(monkeypatch):
-    import gpukb.cli.main as cli
+    import gpukb.cli.common as cli
 
     monkeypatch.setattr(cli.out, "width", 200)  # no id folded over two lines
     kb = gpukb.load_kb()

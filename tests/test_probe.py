@@ -11,7 +11,7 @@ import yaml
 from typer.testing import CliRunner
 
 import gpukb
-from gpukb.cli.main import app
+from gpukb.cli import app
 from gpukb.knowledge.schema import Measurement, Source
 from gpukb.probe.probe import ProbeError, local_gpu, plan, predict, probe_params
 

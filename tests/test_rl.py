@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 import gpukb
-from gpukb.cli.main import app
+from gpukb.cli import app
 from gpukb.core.errors import WorkloadError
 
 GRPO = {"model": "qwen2.5-7b", "task": "grpo", "rollout_batch": 64, "samples_per_prompt": 8, "prompt_len": 512,

@@ -6,7 +6,7 @@ import pytest
 from typer.testing import CliRunner
 
 import gpukb
-from gpukb.cli.main import app
+from gpukb.cli import app
 from gpukb.contrib.ruletests import rule_test_cases, run_rule_test
 from kbfiles import edit_entry
 

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 import gpukb
-from gpukb.cli.main import app
+from gpukb.cli import app
 from gpukb.estimate import sweeps
 from gpukb.estimate.sweeps import grid, read_workloads
 

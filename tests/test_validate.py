@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 import gpukb
-from gpukb.cli.main import app
+from gpukb.cli import app
 from gpukb.contrib.lint import lint
 from gpukb.estimate.validation import FOOTPRINTS, Point, Summary, Validation, validate
 from kbfiles import edit_entry, make_repo
@@ -173,7 +173,7 @@ def test_the_registry_drives_loading_references_and_explain_for_the_new_kind(che
 
 
 def test_gpukb_validate_stays_the_function_whatever_was_imported_first():
-    import gpukb.cli.main
+    import gpukb.cli
     import gpukb.estimate.validation
 
     assert callable(gpukb.validate) and not hasattr(gpukb.validate, "Validation")

@@ -7,7 +7,7 @@ import pytest
 from typer.testing import CliRunner
 
 import gpukb
-from gpukb.cli.main import app
+from gpukb.cli import app
 from gpukb.contrib.lint import lint
 from gpukb.knowledge.versions import bump, bump_level, changelog_has, diff
 from kbfiles import add_changelog, edit_entry, git, kb_version, make_repo, remove_entry, set_kb_version

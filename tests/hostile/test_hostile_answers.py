@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 import gpukb
 from gpukb import EngineError, WorkloadError
-from gpukb.cli.main import app
+from gpukb.cli import app
 from gpukb.knowledge.kinds import KINDS
 from gpukb.site import build_site
 from gpukb.site.text import href

@@ -17,7 +17,7 @@ from child import run_child
 import gpukb
 from gpukb.knowledge import kbcache
 
-ASK = ["-c", "from gpukb.cli.main import app; app()", "ask", "--model", "llama-2-7b", "--task", "lora", "--gpu", "l4-24gb"]
+ASK = ["-c", "from gpukb.cli import app; app()", "ask", "--model", "llama-2-7b", "--task", "lora", "--gpu", "l4-24gb"]
 # prints: no copy loaded, a fresh one to be written, how many names the unpickler was asked for
 READ = ["-c", "from gpukb import packaged_root\nfrom gpukb.knowledge import kbcache\n"
               "asked = []\n"
@@ -119,7 +119,7 @@ def test_the_ask_answers_without_a_home(tmp_path: Path) -> None:
     no_passwd = ("import pwd\n"
                  "def missing(uid): raise KeyError(f'getpwuid(): uid not found: {uid}')\n"
                  "pwd.getpwuid = missing\n"
-                 "from gpukb.cli.main import app; app()\n")
+                 "from gpukb.cli import app; app()\n")
     done = run_child(["-c", no_passwd, *ASK[2:]], tmp_path, env)
     assert done.returncode == 0 and "l4-24gb" in done.stdout, done.stderr
     assert "Traceback" not in done.stderr

@@ -32,7 +32,7 @@ def _gpukb(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     """`gpukb ARGS` in a fresh process, killed (and the test failed) past LIMIT."""
     env = {**os.environ, "GPUKB_CACHE_DIR": os.environ.get("GPUKB_CACHE_DIR", str(cwd / ".cache"))}
     try:
-        return subprocess.run([sys.executable, "-c", "from gpukb.cli.main import app; app()", *args], cwd=cwd, env=env,
+        return subprocess.run([sys.executable, "-c", "from gpukb.cli import app; app()", *args], cwd=cwd, env=env,
                               capture_output=True, text=True, timeout=LIMIT)
     except subprocess.TimeoutExpired:
         pytest.fail(f"gpukb {' '.join(args)} still ran after {LIMIT} s")

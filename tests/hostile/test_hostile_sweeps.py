@@ -16,7 +16,7 @@ from cpu_budget import within_cpu_seconds
 from typer.testing import CliRunner
 
 import gpukb
-from gpukb.cli.main import app
+from gpukb.cli import app
 from gpukb.estimate import sweeps
 from gpukb.knowledge import kbcache
 

@@ -66,6 +66,8 @@ class Summary(BaseModel):
     fewest_gpus: Pick | None = None
     article_pick: Pick | None = None  # where one of the article's decision-tree branches applies
     deadline_days: float | None = Field(default=None, exclude_if=lambda v: v is None)
+    # with a deadline: whether any option meets it (false: every option is late, and the headline says so first)
+    deadline_met: bool | None = Field(default=None, exclude_if=lambda v: v is None)
     nothing_fits: bool = False
     nearest_misses: tuple[Miss, ...] = Field(default=(), exclude_if=lambda v: not v)
     headline_zh: str = Field(default="", exclude=True)
@@ -98,7 +100,28 @@ LABELS: dict[Lang, dict[str, str]] = {
            "more": "……另有 {n} 种 GPU（--json 列出全部）",
            "colon": "：", "x": "×", "dash": "——"},
 }
-OBJECTIVE_WORDS = {"speed": ("fastest", "最快"), "cost": ("cheapest", "最便宜"), "gpus": ("fewest GPUs", "GPU 最少")}
+# What the options are ranked by (ranked_by), as the headline names it
+OBJECTIVE_WORDS = {"speed": ("fastest", "最快"), "cost": ("cheapest", "最便宜"), "gpus": ("fewest GPUs", "GPU 最少"),
+                   "latency": ("fewest GPUs that meet the latency targets", "满足延迟目标、GPU 最少"),
+                   "deadline": ("fewest GPU-hours", "GPU 小时最少"),
+                   # training without tokens: no budget to size clusters by, so GPU types compare per GPU
+                   "per_gpu": ("most tokens/s per GPU", "每块 GPU 吞吐最高")}
+
+
+def ranked_by(w: Any, first: Option | None) -> str:
+    """What the options were sorted by (gpukb.answer.answer's sort keys), a key of OBJECTIVE_WORDS: the objective,
+    except that with latency targets the fewest GPUs that meet them come first, and with a deadline that the first
+    option meets, each GPU type is sized to just meet it and the fewest GPU-hours come first."""
+    if w.objective in ("cost", "gpus"):
+        return str(w.objective)
+    if w.task == "inference" and (w.ttft_ms or w.tpot_ms):
+        return "latency"
+    if (w.deadline_days is not None and w.task != "inference" and w.placement != "all" and first is not None
+            and first.meets_deadline):
+        return "deadline"
+    if w.task in ("pretrain", "full_finetune", "lora", "qlora") and not w.tokens:
+        return "per_gpu"  # rec.rank.training scores tokens/s per GPU where no tokens are given
+    return "speed"
 
 
 def _tokens(n: float) -> str:
@@ -166,8 +189,10 @@ def summarize(answer: Answer, misses: Sequence[Miss] = (), horizon: bool = False
     options = [o for o in answer.options if not largest_cluster or o.count <= largest_cluster] or list(answer.options)
     # with a deadline, the decisions are among the options that meet it (8 consumer cards that take 50 years to
     # pre-train are the fewest GPUs, not an answer); the table still lists the rest, marked and ranked last
-    options = [o for o in options if o.meets_deadline is not False] or options
     deadline = w.deadline_days if not inference else None
+    timed = [o for o in options if o.meets_deadline is not None]
+    met = any(o.meets_deadline for o in timed) if deadline is not None and timed else None
+    options = [o for o in options if o.meets_deadline is not False] or options
     if not options:
         return _nothing_fits(answer, misses)
     fastest = max(options, key=lambda o: (o.score, -o.count, o.gpu == options[0].gpu))
@@ -197,11 +222,11 @@ def summarize(answer: Answer, misses: Sequence[Miss] = (), horizon: bool = False
                               f"{slower}",
                      f"文章的决策树（{article.branch}）优先选择这种卡；{_speed(article, tokens, 'zh')}{slower_zh}")
     first = options[0]
-    word, word_zh = OBJECTIVE_WORDS[w.objective]
+    order = ranked_by(w, first)
+    word, word_zh = OBJECTIVE_WORDS[order]
     sized = w.placement != "all"  # placement 'all': the user's gpu_count is the plan, the deadline only judges it
-    if deadline is not None and sized and w.objective == "speed" and first.meets_deadline:  # each type sized to it
-        word, word_zh = "fewest GPU-hours", "GPU 小时最少"
-    named = {"speed": fastest, "cost": cheapest, "gpus": fewest}[w.objective]
+    # latency targets and deadlines: the headline carries the first option's own figures (time per token, GPU-hours)
+    named = {"speed": fastest, "per_gpu": None, "cost": cheapest, "gpus": fewest, "latency": None, "deadline": None}[order]
     reason = named is not None and named.gpu == first.gpu and named.count == first.count
     # the lines below give each named option's figure; the headline says which one ranks first, and why first
     headline = f"first option ({word}): {first.count} x {first.gpu}"
@@ -209,12 +234,13 @@ def summarize(answer: Answer, misses: Sequence[Miss] = (), horizon: bool = False
     if not reason:  # ranked first by a figure no line below names (e.g. the fewest GPUs among unpriced options)
         headline += f" — {speed_line(first).why}"
         headline_zh += f"——{speed_line(first).why_zh}"
-    if deadline is not None:
+    if met is False:  # every option is late: the headline says so, with the time the first option takes
+        which, which_zh = _deadline_words(deadline, horizon)
+        headline += f"; no option meets {which} (this one takes {duration(first.time_to_train_s or 0)})"
+        headline_zh += f"；没有方案能在{which_zh}内完成（此方案需 {duration(first.time_to_train_s or 0, 'zh')}）"
+    elif deadline is not None:
         late = [o.gpu for o in answer.options if o.time_to_train_s and o.time_to_train_s > deadline * 86400]
-        which = (f"the {deadline:g}-day pre-training horizon (policy pretrain-horizon; deadline_days sets another)"
-                 if horizon else f"deadline_days {deadline:g}")
-        which_zh = f"{deadline:g} 天的预训练期限（策略 pretrain-horizon；可用 deadline_days 另设）" if horizon else \
-            f" deadline_days {deadline:g} "
+        which, which_zh = _deadline_words(deadline, horizon)
         if sized:
             headline += f"; clusters sized to {which}" + (f"; {len(late)} GPU type(s) cannot meet it" if late else "")
             headline_zh += f"；集群按 {which_zh}配置" + (f"；{len(late)} 种 GPU 做不到" if late else "")
@@ -227,7 +253,15 @@ def summarize(answer: Answer, misses: Sequence[Miss] = (), horizon: bool = False
                             + (f"提前 {days:,.1f} 天完成" if days >= 0 else f"超出 {-days:,.1f} 天")
                             + (f"；{len(late)} 种 GPU 无法按期完成" if late else ""))
     return Summary(headline=headline, headline_zh=headline_zh, objective=w.objective, fastest=speed_line(fastest),
-                   cheapest=cheap, fewest_gpus=few, article_pick=pick, deadline_days=deadline)
+                   cheapest=cheap, fewest_gpus=few, article_pick=pick, deadline_days=deadline, deadline_met=met)
+
+
+def _deadline_words(deadline: float, horizon: bool) -> tuple[str, str]:
+    """The deadline the options were sized to, in English and Chinese: the workload's, or the horizon policy's."""
+    if horizon:
+        return (f"the {deadline:g}-day pre-training horizon (policy pretrain-horizon; deadline_days sets another)",
+                f"{deadline:g} 天的预训练期限（策略 pretrain-horizon；可用 deadline_days 另设）")
+    return f"deadline_days {deadline:g}", f" deadline_days {deadline:g} "
 
 
 def _nothing_fits(answer: Answer, misses: Sequence[Miss]) -> Summary:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
+from decimal import Decimal
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
@@ -46,7 +47,27 @@ MAX_PARAMS = 10**13  # 10 trillion: beyond any published dense or MoE model
 # and MLP widths, narrow enough to catch a dimension or a count off by an order of magnitude.
 CUSTOM_PARAMS_TOLERANCE = 2.0
 
-_SUFFIX = {"K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12}
+# Sizes read the same in every field that counts something (tokens, sequences, requests, widths, GPUs): a plain
+# number, or a number with a decimal suffix (k or K 10^3, M 10^6, G or B 10^9, T 10^12: '4k' is 4,000, '2T' tokens,
+# '7B' parameters) or a binary one (Ki 2^10, Mi 2^20, Gi 2^30, Ti 2^40: '4Ki' is 4,096, a context window's length)
+_SUFFIX = {"": 1, "K": 10**3, "M": 10**6, "B": 10**9, "G": 10**9, "T": 10**12,
+           "KI": 2**10, "MI": 2**20, "GI": 2**30, "TI": 2**40}
+_SIZE = re.compile(r"([0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)\s*((?:[KMGT]i?|B)?)", re.IGNORECASE)
+
+
+def read_size(value: str) -> int:
+    """'4k' -> 4000, '4Ki' -> 4096, '7B' -> 7e9, '70e9', '2T', '1_000'; anything else, or a number that is not
+    whole (a fraction of a token), is an Invalid naming the text."""
+    text = value.strip().replace("_", "").replace(",", "")
+    match = _SIZE.fullmatch(text)
+    if not match or len(match[1]) > 40:
+        raise Invalid("", "count_unreadable", value=value)
+    number = Decimal(match[1]) * _SUFFIX[match[2].upper()]  # exact: '6.74B' is 6,740,000,000, not 6,739,999,999.9
+    if not number.is_finite() or number > 10**30:
+        raise Invalid("", "count_too_large", value=value)
+    if number != number.to_integral_value():
+        raise Invalid("", "count_not_whole", value=value)
+    return int(number)
 
 
 def _integer(value: Any) -> Any:
@@ -57,18 +78,12 @@ def _integer(value: Any) -> Any:
 
 
 def _count(value: Any) -> Any:
-    """'7B' -> 7e9, '70e9' -> 7e10, '2T' -> 2e12; other values pass through to validation."""
+    """A size written as text ('4k', '7B', '70e9', '2T', '4Ki') -> its whole number; other values pass through to
+    validation (which refuses a fraction)."""
     value = _integer(value)
     if isinstance(value, str):
-        text = value.strip().replace("_", "").replace(",", "")
-        match = re.fullmatch(r"([0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)\s*([KMBGT]?)", text, re.IGNORECASE)
-        if not match:
-            raise Invalid("", "count_unreadable", value=value)
-        number = float(match[1]) * _SUFFIX.get(match[2].upper(), 1)
-        if not math.isfinite(number):
-            raise Invalid("", "count_too_large", value=value)
-        return round(number)
-    if isinstance(value, float) and value.is_integer():
+        return read_size(value)
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
         return int(value)
     return value
 
@@ -105,22 +120,22 @@ class Workload(BaseModel):
                                                          "Hugging Face config.json (or its folder), or hf:ORG/NAME")
     params: Count | None = Field(default=None, gt=0, le=MAX_PARAMS)
     layers: Int | None = Field(default=None, gt=0, le=1000)
-    hidden_size: Int | None = Field(default=None, gt=0, le=262144)
+    hidden_size: Count | None = Field(default=None, gt=0, le=262144)
     heads: Int | None = Field(default=None, gt=0, le=4096)
     kv_heads: Int | None = Field(default=None, gt=0, le=4096)
-    vocab_size: Int | None = Field(default=None, gt=0, le=10_000_000)
-    intermediate_size: Int | None = Field(default=None, gt=0, le=1_048_576)
+    vocab_size: Count | None = Field(default=None, gt=0, le=10_000_000)
+    intermediate_size: Count | None = Field(default=None, gt=0, le=1_048_576)
     mlp: Mlp | None = Field(default=None, description="custom models: 'gated' (SwiGLU, 3 matrices) or 'standard' (2)")
     task: Task
     precision: Precision = "bf16"
     optimizer: OptimizerId | None = Field(default=None, description="default adamw for training")
-    seq_len: Int = Field(default=4096, gt=0, le=10_000_000)
-    micro_batch_size: Int = Field(default=1, gt=0, le=65536)
-    global_batch_size: Int | None = Field(default=None, gt=0, le=10_000_000,
+    seq_len: Count = Field(default=4096, gt=0, le=10_000_000)
+    micro_batch_size: Count = Field(default=1, gt=0, le=65536)
+    global_batch_size: Count | None = Field(default=None, gt=0, le=10_000_000,
                                           description="training: sequences per optimizer step (sets gradient accumulation)")
-    batch_size: Int = Field(default=1, gt=0, le=65536, description="inference concurrency")
-    prompt_len: Int | None = Field(default=None, gt=0, le=10_000_000, description="inference: prompt tokens per request")
-    output_len: Int | None = Field(default=None, gt=0, le=10_000_000, description="inference: output tokens per request")
+    batch_size: Count = Field(default=1, gt=0, le=65536, description="inference concurrency")
+    prompt_len: Count | None = Field(default=None, gt=0, le=10_000_000, description="inference: prompt tokens per request")
+    output_len: Count | None = Field(default=None, gt=0, le=10_000_000, description="inference: output tokens per request")
     kv_cache_precision: KvPrecision | None = Field(default=None, description="inference: KV-cache format (default 16-bit)")
     ttft_ms: float | None = Field(default=None, gt=0, le=1e9, allow_inf_nan=False,
                                   description="inference: SLA target for the time to the first token, in ms")
@@ -136,8 +151,8 @@ class Workload(BaseModel):
     flash_attention: bool = Field(default=True, description=(
         "training: fused (flash) attention keeps the s×s attention scores out of GPU memory; false for stacks "
         "without it (before mid-2022, Volta GPUs): the scores are stored and cross memory twice"))
-    lora_rank: Int = Field(default=16, gt=0, le=65536)
-    gpu_count: Int | None = Field(default=None, gt=0, le=1_000_000)
+    lora_rank: Count = Field(default=16, gt=0, le=65536)
+    gpu_count: Count | None = Field(default=None, gt=0, le=1_000_000)
     gpus: Annotated[list[str] | None, BeforeValidator(_gpu_ids)] = Field(default=None, min_length=1)
     systems: Annotated[list[str] | None, BeforeValidator(_gpu_ids)] = Field(default=None, min_length=1, description=(
         "ids of the systems (kb/systems: nodes, instances, workstations) the plans may run on and rent; their GPUs "
@@ -176,13 +191,13 @@ class Workload(BaseModel):
         "tensorrt-llm, llama.cpp, hf (also lmdeploy, mlc-llm, exllamav2, gpt-fast); null = the task's default "
         "(kb/frameworks), stated in the answer"))
     # RL post-training (tasks grpo, ppo, dpo): the policy is `model`, trained in `precision`
-    rollout_batch: Int | None = Field(default=None, gt=0, le=1_000_000, description=(
+    rollout_batch: Count | None = Field(default=None, gt=0, le=1_000_000, description=(
         "RL: prompts per step (grpo, ppo), or preference pairs per step (dpo)"))
-    samples_per_prompt: Int | None = Field(default=None, gt=0, le=4096, description=(
+    samples_per_prompt: Count | None = Field(default=None, gt=0, le=4096, description=(
         "RL: responses generated per prompt (GRPO's group size; ppo default 1)"))
-    response_len: Int | None = Field(default=None, gt=0, le=10_000_000, description=(
+    response_len: Count | None = Field(default=None, gt=0, le=10_000_000, description=(
         "RL: the longest response a rollout may generate, in tokens (dpo: the responses' length)"))
-    mean_response_len: Int | None = Field(default=None, gt=0, le=10_000_000, description=(
+    mean_response_len: Count | None = Field(default=None, gt=0, le=10_000_000, description=(
         "RL (grpo, ppo): the responses' average length; default response_len (every response runs to the cap). "
         "Training and scoring count the average, generation lasts until the longest response"))
     rl_placement: RlPlacement | None = Field(default=None, description=(

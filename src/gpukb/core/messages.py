@@ -17,8 +17,10 @@ from .fmt import Lang
 MESSAGES: dict[str, tuple[str, str]] = {
     # workload.py: the fields one at a time, then how they fit together
     "whole_number": ("expected a whole number, got {value}", "需要整数，收到的是 {value}"),
-    "count_unreadable": ("cannot read {value!r} as a count: write e.g. 7000000000, '7B' or '70e9'",
-                         "无法把 {value!r} 读成数量：请写成 7000000000、'7B' 或 '70e9' 这样的形式"),
+    "count_unreadable": ("cannot read {value!r} as a whole number: write e.g. 4096, '4k' (4,000), '4Ki' (4,096), "
+                         "'7B' or '70e9'",
+                         "无法把 {value!r} 读成整数：请写成 4096、'4k'（4,000）、'4Ki'（4,096）、'7B' 或 '70e9' 这样的形式"),
+    "count_not_whole": ("{value!r} is not a whole number", "{value!r} 不是整数"),
     "count_too_large": ("{value!r} is too large to be a count", "{value!r} 太大，不能作为数量"),
     "too_many_gpu_ids": ("more than {limit:,} GPU ids (the catalog has far fewer; `gpu_count` is how many to use)",
                          "GPU id 超过 {limit:,} 个（目录里远没有这么多型号；要用几块 GPU 请写在 `gpu_count`）"),
@@ -239,6 +241,8 @@ MESSAGES: dict[str, tuple[str, str]] = {
     "launch_sglang_quantized": ("sglang has no in-flight {precision} flag for a 16-bit checkpoint; use vllm or a "
                                 "pre-quantized checkpoint",
                                 "sglang 没有把 16 位检查点在加载时量化为 {precision} 的参数；请用 vllm 或预先量化好的检查点"),
+    "trace_needs_json": ("--trace goes with --json (--explain prints the reasoning as text)",
+                         "--trace 需与 --json 同用（--explain 以文字列出推理过程）"),
     "launch_needs_inference": ("launch settings are for inference with a catalog model or a config.json",
                                "启动命令只用于目录中的模型或 config.json 的推理"),
     "unknown_entry": ("no rule, claim, GPU, model or source has the id '{entry}'{hint}",

@@ -1,0 +1,76 @@
+"""`gpukb list gpus|models`: the catalog's ids, to give to --gpu and --model, with their figures."""
+
+from __future__ import annotations
+
+import json
+import sys
+from enum import StrEnum
+from typing import Annotated
+
+import typer
+from rich import box
+from rich.console import Console
+from rich.measure import Measurement
+from rich.table import Table
+
+from .. import load_kb
+from ..core.errors import KBError
+from ..core.fmt import bandwidth as fmt_bandwidth
+from ..core.fmt import gb
+from .common import RootOption, cell, fail_kb, out
+
+
+class Catalog(StrEnum):
+    gpus = "gpus"
+    models = "models"
+
+
+def list_catalog(
+    what: Annotated[Catalog, typer.Argument(help="gpus or models")],
+    as_json: Annotated[bool, typer.Option(
+        "--json", help="print the rows as JSON (bytes, bytes/s, FLOP/s, US dollars; null where unknown)")] = False,
+    root: RootOption = None,
+) -> None:
+    """The catalog's ids, to give to --gpu and --model, with their figures.
+
+    GPUs: memory, bandwidth, dense BF16 TFLOPS, the lowest dated cloud price per GPU-hour and the
+    purchase price. Models: parameters, layers, longest context and the Hugging Face repository (which
+    --model also accepts). `gpukb explain ID` shows one entry whole."""
+    from .listing import gpu_rows, model_rows
+
+    try:
+        kb = load_kb(root)
+    except KBError as error:
+        fail_kb(error)
+    rows = gpu_rows(kb) if what is Catalog.gpus else model_rows(kb)
+    if as_json:
+        sys.stdout.write(json.dumps(rows, ensure_ascii=False, indent=2) + "\n")
+        return
+    if what is Catalog.gpus:
+        columns = {"id": "left", "name": "left", "memory": "right", "bandwidth": "right", "BF16 TFLOPS": "right",
+                   "$/GPU-h": "right", "price": "right"}
+        cells = [(r["id"], r["name"], gb(r["memory_bytes"]), fmt_bandwidth(r["memory_bandwidth"]),
+                  f"{r['bf16_flops'] / 1e12:,.0f}" if r["bf16_flops"] else "—",
+                  f"{r['usd_per_gpu_hour']:,.2f}" if r["usd_per_gpu_hour"] else "—",
+                  f"${r['price_usd']:,.0f}" if r["price_usd"] else "—") for r in rows]
+        title = "GPUs (--gpu ID; GB = 1e9 bytes; BF16 dense; $/GPU-h: lowest dated cloud on-demand price)"
+    else:
+        columns = {"id": "left", "name": "left", "params": "right", "layers": "right", "context": "right",
+                   "Hugging Face repository": "left"}
+        cells = [(r["id"], r["name"], _billions(r["params"], r["active_params"]), str(r["layers"]),
+                  f"{r['context_length']:,}", r["hf_repo"] or "—") for r in rows]
+        title = "Models (--model ID or its Hugging Face repository; params in billions, active of total for MoE)"
+    table = Table(box=box.SIMPLE_HEAD, padding=(0, 1))
+    for header, justify in columns.items():
+        table.add_column(header, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+    for row in cells:
+        table.add_row(*map(cell, row))
+    # at its full width, wider than the terminal if need be: ids, names and repositories are copied, never cut
+    natural = Measurement.get(out, out.options.update_width(1_000), table).maximum
+    out.print(title, markup=False, highlight=False)
+    Console(soft_wrap=True, width=max(out.width, natural)).print(table)
+
+
+def _billions(params: int, active: int | None) -> str:
+    total = f"{params / 1e9:,.1f}B"
+    return f"{active / 1e9:,.1f}B of {total}" if active else total

@@ -1,0 +1,136 @@
+"""The answer as the command line tells it: exit codes, sizes, what --json carries (issue 44)."""
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+import gpukb
+from gpukb.core.errors import WorkloadError
+
+runner = CliRunner()
+
+
+def ask(*args: str):
+    from gpukb.cli import app
+
+    return runner.invoke(app, ["ask", *args])
+
+
+# exit codes: 0 an answer, 2 bad input, 3 valid but nothing meets it
+
+
+def test_a_deadline_no_option_meets_exits_3_with_a_headline_that_says_so():
+    args = ["--model", "llama-2-7b", "--task", "pretrain", "--tokens", "1T", "--gpu", "h100-sxm-80gb"]
+    late = ask(*args, "--deadline-days", "0.001")
+    assert late.exit_code == 3, late.output
+    assert "; no option meets deadline_days 0.001 (this one takes " in " ".join(late.stdout.split())
+    assert "h100-sxm-80gb" in late.stdout.splitlines()[1]
+    as_json = ask(*args, "--deadline-days", "0.001", "--json")  # the headline on stderr, the answer on stdout
+    assert as_json.exit_code == 3 and "no option meets deadline_days 0.001" in as_json.stderr
+    assert json.loads(as_json.stdout)["summary"]["deadline_met"] is False
+    in_time = ask(*args, "--deadline-days", "365")
+    assert in_time.exit_code == 0, in_time.output
+    assert "no option meets" not in in_time.stdout
+
+
+def test_launch_on_a_training_task_is_bad_input_even_when_nothing_fits():
+    for gpus in ([], ["--gpu", "rtx-3080-10gb", "--gpu-count", "1"]):
+        result = ask("--model", "llama-2-70b", "--task", "lora", *gpus, "--launch", "vllm")
+        assert result.exit_code == 2, result.output
+        assert "launch settings are for inference" in result.stderr and not result.stdout
+
+
+# sizes: one reading in every integer size field, in Python, YAML and the command line
+
+
+@pytest.mark.parametrize(("text", "value"), [("4k", 4000), ("4K", 4000), ("4Ki", 4096), ("32ki", 32768),
+                                             ("1M", 10**6), ("1G", 10**9), ("2T", 2 * 10**12), ("1_024", 1024),
+                                             ("6.74B", 6_740_000_000), ("1.5k", 1500), ("8e3", 8000), (" 2k ", 2000)])
+def test_a_size_reads_the_same_in_every_field(text: str, value: int):
+    assert gpukb.Workload(model="llama-3-8b", task="full_finetune", tokens=text).tokens == value
+    if value <= 65536:  # within every field's bounds
+        w = gpukb.Workload(model="llama-3-8b", task="inference", seq_len=text, prompt_len=text, output_len=text,
+                           batch_size=text)
+        assert w.seq_len == w.prompt_len == w.output_len == w.batch_size == value
+        lora = gpukb.Workload(model="llama-3-8b", task="lora", micro_batch_size=text, lora_rank=text, gpu_count=text)
+        assert lora.micro_batch_size == lora.lora_rank == lora.gpu_count == value
+
+
+def test_rl_sizes_read_alike():
+    rl = gpukb.Workload(model="llama-3-8b", task="grpo", rollout_batch="1k", samples_per_prompt="8", prompt_len="0.5Ki",
+                        response_len="1Ki")
+    assert (rl.rollout_batch, rl.samples_per_prompt, rl.prompt_len, rl.response_len) == (1000, 8, 512, 1024)
+
+
+@pytest.mark.parametrize(("field", "text", "says"), [
+    ("seq_len", "4x", "cannot read '4x' as a whole number"), ("batch_size", "lots", "cannot read 'lots'"),
+    ("prompt_len", "1.5", "'1.5' is not a whole number"), ("micro_batch_size", "0.0005k", "not a whole number"),
+    ("seq_len", "4kk", "cannot read"), ("tokens", "1e999T", "too large"), ("seq_len", "20M", "less than or equal"),
+])
+def test_junk_in_a_size_field_is_an_error_naming_the_field(field: str, text: str, says: str):
+    with pytest.raises(WorkloadError) as raised:
+        gpukb.ask({"model": "llama-3-8b", "task": "inference" if field != "tokens" and field != "micro_batch_size"
+                   else "full_finetune", field: text})
+    assert raised.value.field == field and says in str(raised.value)
+
+
+def test_the_command_line_reads_sizes_as_the_workload_does():
+    result = ask("--model", "llama-3-8b", "--task", "inference", "--gpu", "l4-24gb", "--seq-len", "4Ki",
+                 "--batch-size", "8", "--prompt-len", "1k", "--output-len", "0.5k", "--json")
+    assert result.exit_code == 0, result.output
+    w = json.loads(result.stdout)["workload"]
+    assert (w["seq_len"], w["batch_size"], w["prompt_len"], w["output_len"]) == (4096, 8, 1000, 500)
+    junk = ask("--model", "llama-3-8b", "--task", "lora", "--seq-len", "4q")
+    assert junk.exit_code == 2 and junk.stderr.startswith("error: seq_len: cannot read '4q'")
+
+
+def test_a_sweep_reads_its_sequence_lengths_as_sizes():
+    from gpukb.cli import app
+
+    result = runner.invoke(app, ["sweep", "--model", "llama-2-7b", "--task", "lora", "--gpu", "l4-24gb",
+                                 "--seq-len", "2Ki,1k"])
+    assert result.exit_code == 0, result.output
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [r["workload"]["seq_len"] for r in records] == [2048, 1000]
+    junk = runner.invoke(app, ["sweep", "--model", "llama-2-7b", "--task", "lora", "--seq-len", "2Ki,4q"])
+    assert junk.exit_code == 2 and "--seq-len: cannot read '4q'" in junk.stderr
+
+
+# --json: the answer without the trace unless asked
+
+
+def test_json_leaves_the_trace_out_unless_asked():
+    args = ["--model", "llama-2-7b", "--task", "full_finetune", "--json"]
+    short, full = ask(*args), ask(*args, "--trace")
+    assert short.exit_code == full.exit_code == 0
+    lean, whole = json.loads(short.stdout), json.loads(full.stdout)
+    assert "trace" not in lean and all("trace" not in o for o in lean["options"])
+    assert whole["trace"] and all(o["trace"] for o in whole["options"])
+    # everything else is the same, option by option
+    assert lean == {**{k: v for k, v in whole.items() if k != "trace"},
+                    "options": [{k: v for k, v in o.items() if k != "trace"} for o in whole["options"]],
+                    "rejected": [{k: v for k, v in o.items() if k != "trace"} for o in whole["rejected"]]}
+    assert len(short.stdout) * 5 < len(full.stdout)
+    alone = ask("--model", "llama-2-7b", "--task", "full_finetune", "--trace")
+    assert alone.exit_code == 2 and "--trace goes with --json" in alone.stderr
+
+
+# one ranking, named the same in the headline and the table
+
+
+def test_latency_targets_rank_by_fewest_gpus_and_the_headline_and_table_say_so():
+    w = {"model": "llama-3-70b", "task": "inference", "batch_size": 16, "prompt_len": 2000, "output_len": 500,
+         "ttft_ms": 500, "tpot_ms": 40}
+    answer = gpukb.ask(w)
+    counts = [o.count for o in answer.options]
+    assert counts == sorted(counts) and answer.options[0].tokens_per_s < max(o.tokens_per_s for o in answer.options)
+    first = answer.options[0]
+    assert answer.summary.headline.startswith(
+        f"first option (fewest GPUs that meet the latency targets): {first.count} x {first.gpu} — ")
+    assert "ms per output token" in answer.summary.headline  # its deciding figure
+    result = ask("--model", "llama-3-70b", "--task", "inference", "--batch-size", "16", "--prompt-len", "2000",
+                 "--output-len", "500", "--ttft-ms", "500", "--tpot-ms", "40")
+    assert result.exit_code == 0, result.output
+    assert "Options, fewest GPUs that meet the latency targets first" in result.stdout
+    assert "fastest first" not in result.stdout
