@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
+from typer.testing import CliRunner
 
 import gpukb
 from gpukb import WorkloadError
+from gpukb.cli import app
 from gpukb.contrib.checks import check_systems
 from gpukb.core.units import parse_quantity
 from gpukb.estimate.systems import reference_system, rental
@@ -147,3 +150,23 @@ def test_lint_names_a_gpu_no_system_holds(checkout):
             path.unlink()
     problems = check_systems(gpukb.load_kb(checkout))
     assert [p.code for p in problems if "t4-16gb" in p.message] == ["Y101"]
+
+
+def test_gpukb_list_systems_shows_every_system_with_its_network_and_price(kb):
+    result = CliRunner().invoke(app, ["list", "systems"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0
+    for system_id in kb.systems:
+        assert system_id in result.stdout
+    rows = json.loads(CliRunner().invoke(app, ["list", "systems", "--json"]).stdout)
+    p5 = next(r for r in rows if r["id"] == "aws-p5-48xlarge")
+    assert p5["gpus_per_node"] == 8 and p5["network_bandwidth"] == 400e9 and p5["usd_per_node_hour"] == 55.04
+
+
+def test_ask_takes_system_flags_and_names_the_system_it_rents():
+    result = CliRunner().invoke(app, ["ask", "--model", "llama-3-8b", "--task", "lora", "--system", "aws-p5-48xlarge",
+                                      "--json"])
+    assert result.exit_code == 0
+    (option,) = json.loads(result.stdout)["options"]
+    assert option["system"] == "aws-p5-48xlarge" and option["usd_per_hour"] == 55.04
+    bad = CliRunner().invoke(app, ["ask", "--model", "llama-3-8b", "--task", "lora", "--system", "aws-p5"])
+    assert bad.exit_code == 2 and "systems.0" in bad.output and "unknown system" in bad.output

@@ -57,6 +57,8 @@ def ask(
     gpu_count: Annotated[str | None, typer.Option(metavar="SIZE", help="most GPUs usable")] = None,
     gpu: Annotated[list[str] | None, typer.Option(
         "--gpu", help="candidate GPU id (repeat; `gpukb list gpus`); default all")] = None,
+    system: Annotated[list[str] | None, typer.Option(
+        "--system", help="system id the plans may run on and rent (repeat; `gpukb list systems`); default any")] = None,
     tokens: Annotated[str | None, typer.Option(metavar="SIZE", help="training tokens, e.g. 2T: enables time-to-train")] = None,
     deadline_days: Annotated[float | None, typer.Option(
         help="training with --tokens: days the run may take; each GPU type is sized (whole nodes past one) to "
@@ -117,7 +119,7 @@ def ask(
         "precision": precision, "optimizer": optimizer, "seq_len": seq_len, "micro_batch_size": micro_batch_size,
         "batch_size": batch_size, "activation_checkpointing": activation_checkpointing,
         "flash_attention": flash_attention, "lora_rank": lora_rank,
-        "gpu_count": gpu_count, "gpus": gpu or None, "tokens": tokens, "zero_stage": zero_stage,
+        "gpu_count": gpu_count, "gpus": gpu or None, "systems": system or None, "tokens": tokens, "zero_stage": zero_stage,
         "tensor_parallel": tensor_parallel, "pipeline_parallel": pipeline_parallel, "offload": offload,
         "expert_parallel": expert_parallel, "tp_comm_overlap": tp_comm_overlap,
         "virtual_pipeline_stages": virtual_pipeline_stages, "context_parallel": context_parallel,

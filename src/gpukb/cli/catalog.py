@@ -1,4 +1,4 @@
-"""`gpukb list gpus|models`: the catalog's ids, to give to --gpu and --model, with their figures."""
+"""`gpukb list gpus|models|systems`: the catalog's ids, to give to --gpu, --model and --system, with their figures."""
 
 from __future__ import annotations
 
@@ -23,26 +23,28 @@ from .common import RootOption, cell, fail_kb, out
 class Catalog(StrEnum):
     gpus = "gpus"
     models = "models"
+    systems = "systems"
 
 
 def list_catalog(
-    what: Annotated[Catalog, typer.Argument(help="gpus or models")],
+    what: Annotated[Catalog, typer.Argument(help="gpus, models or systems")],
     as_json: Annotated[bool, typer.Option(
         "--json", help="print the rows as JSON (bytes, bytes/s, FLOP/s, US dollars; null where unknown)")] = False,
     root: RootOption = None,
 ) -> None:
-    """The catalog's ids, to give to --gpu and --model, with their figures.
+    """The catalog's ids, to give to --gpu, --model and --system, with their figures.
 
     GPUs: memory, bandwidth, dense BF16 TFLOPS, the lowest dated cloud price per GPU-hour and the
     purchase price. Models: parameters, layers, longest context and the Hugging Face repository (which
-    --model also accepts). `gpukb explain ID` shows one entry whole."""
-    from .listing import gpu_rows, model_rows
+    --model also accepts). Systems: the GPU and GPUs a node, the network between nodes, host memory and the
+    lowest dated price per node-hour. `gpukb explain ID` shows one entry whole."""
+    from .listing import gpu_rows, model_rows, system_rows
 
     try:
         kb = load_kb(root)
     except KBError as error:
         fail_kb(error)
-    rows = gpu_rows(kb) if what is Catalog.gpus else model_rows(kb)
+    rows = {Catalog.gpus: gpu_rows, Catalog.models: model_rows, Catalog.systems: system_rows}[what](kb)
     if as_json:
         sys.stdout.write(json.dumps(rows, ensure_ascii=False, indent=2) + "\n")
         return
@@ -54,6 +56,15 @@ def list_catalog(
                   f"{r['usd_per_gpu_hour']:,.2f}" if r["usd_per_gpu_hour"] else "—",
                   f"${r['price_usd']:,.0f}" if r["price_usd"] else "—") for r in rows]
         title = "GPUs (--gpu ID; GB = 1e9 bytes; BF16 dense; $/GPU-h: lowest dated cloud on-demand price)"
+    elif what is Catalog.systems:
+        columns = {"id": "left", "gpu": "left", "GPUs": "right", "P2P": "left", "network": "right", "host memory": "right",
+                   "$/node-h": "right"}
+        cells = [(r["id"], r["gpu"], str(r["gpus_per_node"]),
+                  "—" if r["peer_to_peer"] is None else ("yes" if r["peer_to_peer"] else "no"),
+                  f"{r['network_bandwidth'] * 8 / 1e9:,.0f} Gb/s" if r["network_bandwidth"] else "none",
+                  gb(r["host_memory_bytes"]), f"{r['usd_per_node_hour']:,.2f}" if r["usd_per_node_hour"] else "—")
+                 for r in rows]
+        title = "Systems (--system ID; network: per node between nodes; $/node-h: lowest price)"
     else:
         columns = {"id": "left", "name": "left", "params": "right", "layers": "right", "context": "right",
                    "Hugging Face repository": "left"}

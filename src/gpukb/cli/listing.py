@@ -1,4 +1,4 @@
-"""`gpukb list gpus|models`: the catalog's ids with the figures people choose by, as JSON-ready rows.
+"""`gpukb list gpus|models|systems`: the catalog's ids with the figures people choose by, as JSON-ready rows.
 
 Deprecated entries have left the catalog and are not listed. Numbers are SI (bytes, bytes/s, FLOP/s)
 and US dollars, as the knowledge base holds them; the command line formats them for the table.
@@ -24,6 +24,22 @@ def gpu_rows(kb: KnowledgeBase) -> list[dict[str, Any]]:
                      "memory_bandwidth": gpu.memory_bandwidth, "bf16_flops": gpu.bf16_flops,
                      "usd_per_gpu_hour": cloud.usd_per_gpu_hour if cloud else None,
                      "price_usd": gpu.price.usd if gpu.price else None})
+    return rows
+
+
+def system_rows(kb: KnowledgeBase) -> list[dict[str, Any]]:
+    """One row per system: its GPU and how many a node holds, the fabric and peer-to-peer between them, the network
+    between nodes (bytes/s per node and direction; null: plans stay in one node), host memory and the lowest dated
+    price per node-hour."""
+    rows = []
+    for system_id, s in sorted(kb.systems.items()):
+        if s.status == "deprecated":
+            continue
+        rows.append({"id": system_id, "name": s.name, "kind": s.kind, "provider": s.provider, "gpu": s.gpu,
+                     "gpus_per_node": s.gpus_per_node, "fabric": s.fabric, "peer_to_peer": s.peer_to_peer,
+                     "network_bandwidth": s.network_bandwidth, "host_memory_bytes": round(s.host_memory),
+                     "usd_per_node_hour": s.price.usd_per_node_hour if s.price else None,
+                     "price_as_of": s.price.as_of.isoformat() if s.price else None})
     return rows
 
 
