@@ -11,8 +11,9 @@ import math
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
+from ..core import ranges
 from ..core.errors import Invalid, WorkloadError
 from ..core.messages import message, pydantic_message
 
@@ -40,7 +41,7 @@ RL_FIELDS = ("rollout_batch", "samples_per_prompt", "response_len", "mean_respon
 RL_EXCLUDED = ("seq_len", "batch_size", "output_len", "global_batch_size", "tokens", "deadline_days", "ttft_ms",
                "tpot_ms", "lora_rank", "offload", "expert_parallel", "context_parallel", "virtual_pipeline_stages",
                "optimizer_in_backward")
-MAX_PARAMS = 10**13  # 10 trillion: beyond any published dense or MoE model
+MAX_PARAMS = ranges.ARCHITECTURE["params"]  # 10 trillion: beyond any published dense or MoE model
 # A custom model's `params` must lie within this factor of the count its architecture implies
 # (gpukb.knowledge.architecture, untied embeddings assumed): wide enough for unknown biases, tied embeddings
 # and MLP widths, narrow enough to catch a dimension or a count off by an order of magnitude.
@@ -96,6 +97,29 @@ Count = Annotated[int, BeforeValidator(_count)]
 Int = Annotated[int, BeforeValidator(_integer)]
 
 
+def _number(value: Any) -> Any:
+    """`deadline_days: true` is an error, not 1.0 days."""
+    if isinstance(value, bool):
+        raise Invalid("", "not_a_number", value=str(value).lower())
+    return value
+
+
+def _plausible(quantity: str) -> AfterValidator:
+    """Inside the quantity's plausible range (core.ranges): 1e-310 days is an error naming the field, not an
+    overflow deep in a plan."""
+    low, high = ranges.RANGES[quantity]
+
+    def check(value: float | None) -> float | None:
+        if value is not None and not low <= value <= high:
+            raise Invalid("", "out_of_range", value=value, low=low, high=high)
+        return value
+    return AfterValidator(check)
+
+
+Milliseconds = Annotated[float, BeforeValidator(_number), _plausible("milliseconds")]
+Days = Annotated[float, BeforeValidator(_number), _plausible("days")]
+
+
 class Workload(BaseModel):
     """An LLM workload to place on GPUs. Unknown fields are errors."""
 
@@ -104,17 +128,17 @@ class Workload(BaseModel):
     model: str | None = Field(default=None, description="catalog model id, e.g. 'llama-3-8b', or the path to a "
                                                          "Hugging Face config.json (or its folder), or hf:ORG/NAME")
     params: Count | None = Field(default=None, gt=0, le=MAX_PARAMS)
-    layers: Int | None = Field(default=None, gt=0, le=1000)
-    hidden_size: Int | None = Field(default=None, gt=0, le=262144)
-    heads: Int | None = Field(default=None, gt=0, le=4096)
-    kv_heads: Int | None = Field(default=None, gt=0, le=4096)
-    vocab_size: Int | None = Field(default=None, gt=0, le=10_000_000)
-    intermediate_size: Int | None = Field(default=None, gt=0, le=1_048_576)
+    layers: Int | None = Field(default=None, gt=0, le=ranges.ARCHITECTURE["layers"])
+    hidden_size: Int | None = Field(default=None, gt=0, le=ranges.ARCHITECTURE["hidden_size"])
+    heads: Int | None = Field(default=None, gt=0, le=ranges.ARCHITECTURE["heads"])
+    kv_heads: Int | None = Field(default=None, gt=0, le=ranges.ARCHITECTURE["kv_heads"])
+    vocab_size: Int | None = Field(default=None, gt=0, le=ranges.ARCHITECTURE["vocab_size"])
+    intermediate_size: Int | None = Field(default=None, gt=0, le=ranges.ARCHITECTURE["intermediate_size"])
     mlp: Mlp | None = Field(default=None, description="custom models: 'gated' (SwiGLU, 3 matrices) or 'standard' (2)")
     task: Task
     precision: Precision = "bf16"
     optimizer: OptimizerId | None = Field(default=None, description="default adamw for training")
-    seq_len: Int = Field(default=4096, gt=0, le=10_000_000)
+    seq_len: Int = Field(default=4096, gt=0, le=ranges.ARCHITECTURE["context_length"])
     micro_batch_size: Int = Field(default=1, gt=0, le=65536)
     global_batch_size: Int | None = Field(default=None, gt=0, le=10_000_000,
                                           description="training: sequences per optimizer step (sets gradient accumulation)")
@@ -122,9 +146,9 @@ class Workload(BaseModel):
     prompt_len: Int | None = Field(default=None, gt=0, le=10_000_000, description="inference: prompt tokens per request")
     output_len: Int | None = Field(default=None, gt=0, le=10_000_000, description="inference: output tokens per request")
     kv_cache_precision: KvPrecision | None = Field(default=None, description="inference: KV-cache format (default 16-bit)")
-    ttft_ms: float | None = Field(default=None, gt=0, le=1e9, allow_inf_nan=False,
+    ttft_ms: Milliseconds | None = Field(default=None, gt=0, allow_inf_nan=False,
                                   description="inference: SLA target for the time to the first token, in ms")
-    tpot_ms: float | None = Field(default=None, gt=0, le=1e9, allow_inf_nan=False,
+    tpot_ms: Milliseconds | None = Field(default=None, gt=0, allow_inf_nan=False,
                                   description="inference: SLA target for the time per output token, in ms")
     objective: Objective = Field(default="speed", description=(
         "rank options by 'speed' (default: the shortest time, the most tokens/s), 'cost' (the cheapest per token) "
@@ -140,7 +164,7 @@ class Workload(BaseModel):
     gpu_count: Int | None = Field(default=None, gt=0, le=1_000_000)
     gpus: Annotated[list[str] | None, BeforeValidator(_gpu_ids)] = Field(default=None, min_length=1)
     tokens: Count | None = Field(default=None, gt=0, le=10**16)
-    deadline_days: float | None = Field(default=None, gt=0, le=3650, allow_inf_nan=False, description=(
+    deadline_days: Days | None = Field(default=None, gt=0, le=3650, allow_inf_nan=False, description=(
         "training with tokens: days the run may take; each GPU type gets the GPUs (whole nodes past one node) "
         "that train the tokens within it"))
     zero_stage: Int | None = Field(default=None, ge=0, le=3)

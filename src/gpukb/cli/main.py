@@ -19,6 +19,7 @@ from rich.text import Text
 
 from .. import load_kb
 from ..contrib.reporters import REPORTERS
+from ..core import jsontext
 from ..core.errors import ASK_ERRORS, BaseRevisionError, KBError, WorkloadError
 from ..core.fmt import Lang, duration, gb
 from ..core.fmt import bandwidth as fmt_bandwidth
@@ -455,7 +456,7 @@ def sweep(
                     if item["index"] < len(places):
                         item = {**item, "at": places[item["index"]]}  # where the failed workload is
                         first_failed = first_failed or places[item["index"]]
-                sink.write(json.dumps(item, ensure_ascii=False, separators=(",", ":")) + "\n")
+                sink.write(jsontext.dumps(item, ensure_ascii=False, separators=(",", ":")) + "\n")
                 sink.flush()  # streamed: a reader sees each record as soon as it is ready
                 progress.advance(bar)
     except KBError as error:  # one process: the knowledge base under --root does not load
@@ -531,7 +532,7 @@ def list_catalog(
         _fail_kb(error)
     rows = gpu_rows(kb) if what is Catalog.gpus else model_rows(kb)
     if as_json:
-        sys.stdout.write(json.dumps(rows, ensure_ascii=False, indent=2) + "\n")
+        sys.stdout.write(jsontext.dumps(rows, ensure_ascii=False, indent=2) + "\n")
         return
     if what is Catalog.gpus:
         columns = {"id": "left", "name": "left", "memory": "right", "bandwidth": "right", "BF16 TFLOPS": "right",
@@ -641,7 +642,7 @@ def validate(
         data = result.to_json()
         if regression is not None:
             data["base"] = regression.to_json()
-        sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+        sys.stdout.write(jsontext.dumps(data, ensure_ascii=False, indent=2) + "\n")
     else:
         sys.stdout.write(clean(v.render_text(result, regression)))
     if not result.passed or (regression is not None and regression.failed):

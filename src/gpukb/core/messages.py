@@ -17,6 +17,9 @@ from .fmt import Lang
 MESSAGES: dict[str, tuple[str, str]] = {
     # workload.py: the fields one at a time, then how they fit together
     "whole_number": ("expected a whole number, got {value}", "需要整数，收到的是 {value}"),
+    "not_a_number": ("expected a number, got {value}", "需要数值，收到的是 {value}"),
+    "out_of_range": ("{value:g} is outside the plausible range, {low:g} to {high:g}",
+                     "{value:g} 不在合理范围之内（{low:g} 到 {high:g}）"),
     "count_unreadable": ("cannot read {value!r} as a count: write e.g. 7000000000, '7B' or '70e9'",
                          "无法把 {value!r} 读成数量：请写成 7000000000、'7B' 或 '70e9' 这样的形式"),
     "count_too_large": ("{value!r} is too large to be a count", "{value!r} 太大，不能作为数量"),

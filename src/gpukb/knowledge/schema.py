@@ -7,11 +7,14 @@ generated from them (`gpukb schema`). Quantities accept human units in YAML and 
 from __future__ import annotations
 
 import datetime as dt
+import math
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, HttpUrl, ValidationInfo, WithJsonSchema, field_validator, model_validator
 from pydantic import Strict as NoCoercion
 
+from ..core import ranges
+from ..core.ranges import ARCHITECTURE
 from ..core.units import Bandwidth, Bytes, Flops, Watts, parse_quantity
 from ..language import expr
 
@@ -20,6 +23,18 @@ Status = Literal["draft", "stable", "deprecated"]
 # Numbers are numbers: YAML's `true` is not 1, and "12" is not 12 (pydantic's lax mode would take both).
 Int = Annotated[int, NoCoercion()]
 Float = Annotated[float, NoCoercion()]
+
+
+def Plausible(quantity: str, zero: bool = False) -> Any:
+    """A strict float inside the plausible range of `quantity` (core.ranges), 0 too where `zero` allows it."""
+    return Annotated[float, NoCoercion(), ranges.bounded(quantity, zero)]
+
+
+Usd = Plausible("usd")
+UsdPerHour = Plausible("usd_per_hour")
+Bits = Plausible("bits")
+PerValue = Plausible("bytes_per_value")  # bytes held per parameter, logit or activation unit
+PerValueOrZero = Annotated[float, NoCoercion(), Field(ge=0), ranges.bounded("bytes_per_value", zero=True)]
 
 
 class Strict(BaseModel):
@@ -94,7 +109,7 @@ class Rhetoric(Strict):
 
 
 class Price(Strict):
-    usd: Float = Field(gt=0)
+    usd: Usd = Field(gt=0)
     as_of: dt.date
     source: Slug
     kind: Literal["launch_msrp", "list_price"]
@@ -103,10 +118,10 @@ class Price(Strict):
 class CloudPrice(Strict):
     """A dated cloud on-demand list price, quoted verbatim from its source."""
 
-    usd_per_gpu_hour: Float = Field(gt=0)
+    usd_per_gpu_hour: UsdPerHour = Field(gt=0)
     instance: str
     gpus_per_instance: Int = Field(ge=1)
-    instance_usd_per_hour: Float = Field(gt=0)
+    instance_usd_per_hour: UsdPerHour = Field(gt=0)
     region: str
     as_of: dt.date
     source: Slug
@@ -180,10 +195,11 @@ class Interconnect(Entry):
 
 
 class Moe(Strict):
-    experts: Int = Field(ge=2, description="routed experts per MoE layer")
+    experts: Int = Field(ge=2, le=ARCHITECTURE["experts"], description="routed experts per MoE layer")
     experts_per_token: Int = Field(ge=1, description="routed experts each token runs through")
     expert_intermediate_size: Int | None = Field(
-        default=None, gt=0, description="width of one expert's MLP; null = intermediate_size")
+        default=None, gt=0, le=ARCHITECTURE["intermediate_size"],
+        description="width of one expert's MLP; null = intermediate_size")
     shared_experts: Int = Field(default=0, ge=0, description="experts every token runs through (DeepSeekMoE)")
     dense_layers: Int = Field(default=0, ge=0, description="first layers with a dense MLP of intermediate_size")
     router_bias: bool = Field(default=False, description="the router has a per-expert bias (DeepSeek-V3)")
@@ -208,16 +224,16 @@ class Mla(Strict):
 class Model(Entry):
     name: str
     family: str
-    params: Int = Field(gt=0, description="exact total parameter count")
-    active_params: Int | None = Field(default=None, gt=0)
-    layers: Int = Field(gt=0)
-    hidden_size: Int = Field(gt=0)
-    heads: Int = Field(gt=0)
-    kv_heads: Int = Field(gt=0)
-    head_dim: Int = Field(gt=0)
-    intermediate_size: Int = Field(gt=0)
-    vocab_size: Int = Field(gt=0)
-    context_length: Int = Field(gt=0)
+    params: Int = Field(gt=0, le=ARCHITECTURE["params"], description="exact total parameter count")
+    active_params: Int | None = Field(default=None, gt=0, le=ARCHITECTURE["params"])
+    layers: Int = Field(gt=0, le=ARCHITECTURE["layers"])
+    hidden_size: Int = Field(gt=0, le=ARCHITECTURE["hidden_size"])
+    heads: Int = Field(gt=0, le=ARCHITECTURE["heads"])
+    kv_heads: Int = Field(gt=0, le=ARCHITECTURE["kv_heads"])
+    head_dim: Int = Field(gt=0, le=ARCHITECTURE["head_dim"])
+    intermediate_size: Int = Field(gt=0, le=ARCHITECTURE["intermediate_size"])
+    vocab_size: Int = Field(gt=0, le=ARCHITECTURE["vocab_size"])
+    context_length: Int = Field(gt=0, le=ARCHITECTURE["context_length"])
     mlp: Literal["gated", "standard"]
     norm: Literal["rmsnorm", "layernorm"]
     tied_embeddings: bool
@@ -228,7 +244,8 @@ class Model(Entry):
     mla: Mla | None = Field(default=None, description="multi-head latent attention; null = grouped-query attention")
     qk_norm: bool = Field(default=False, description="RMSNorm over each query and key head (Qwen3)")
     norms_per_layer: Int = Field(default=2, ge=1, le=8, description="4 in Gemma 2 (before and after each block)")
-    sliding_window: Int | None = Field(default=None, gt=0, description="tokens a sliding-window layer attends to")
+    sliding_window: Int | None = Field(default=None, gt=0, le=ARCHITECTURE["context_length"],
+                                       description="tokens a sliding-window layer attends to")
     sliding_window_layers: Int = Field(default=0, ge=0, description="how many layers use the sliding window")
     hf_repo: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$",
                                 max_length=200, description="Hugging Face repository id, e.g. meta-llama/Llama-2-7b-hf "
@@ -252,9 +269,9 @@ class Model(Entry):
 
 
 class TrainingBytes(Strict):
-    weight_bytes: Float = Field(gt=0)
-    grad_bytes: Float = Field(gt=0)
-    master_bytes: Float = Field(ge=0)
+    weight_bytes: PerValue = Field(gt=0)
+    grad_bytes: PerValue = Field(gt=0)
+    master_bytes: PerValueOrZero = Field(ge=0)
 
 
 class Term(Entry):
@@ -271,7 +288,7 @@ class Term(Entry):
 
 class Dtype(Entry):
     name: str
-    bits: Float = Field(gt=0, le=64, description="storage bits per parameter, quantization constants included")
+    bits: Bits = Field(gt=0, le=64, description="storage bits per parameter, quantization constants included")
     training: TrainingBytes | None = Field(description="bytes per parameter when this is the training precision")
     inference: bool
     flops_field: Literal["bf16_flops", "fp16_flops", "fp8_flops", "fp32_flops"]
@@ -288,8 +305,8 @@ class Dtype(Entry):
 
 class Optimizer(Entry):
     name: str
-    state_bytes: Float = Field(ge=0, description="optimizer state bytes per trainable parameter")
-    state_bytes_16bit: Float | None = Field(default=None, ge=0, description=(
+    state_bytes: PerValueOrZero = Field(ge=0, description="optimizer state bytes per trainable parameter")
+    state_bytes_16bit: PerValueOrZero | None = Field(default=None, description=(
         "state bytes per parameter in pure 16-bit training (workload master_weights: false), where the states "
         "take the 16-bit parameters' dtype; unset: the same as state_bytes (states with a dtype of their own)"))
     states: str
@@ -297,14 +314,19 @@ class Optimizer(Entry):
     notes: str = ""
 
 
+# a policy's unit -> the quantity whose plausible range (core.ranges) its value lies in
+POLICY_QUANTITY = {"fraction": "fraction", "bytes": "bytes", "bandwidth": "bandwidth", "ratio": "ratio", "tokens": "tokens",
+                   "seconds": "seconds", "count": "count", "gCO2/kWh": "gco2_per_kwh"}
+
+
 class Policy(Entry):
     """A stated engineering assumption (headroom, utilisation, network) with its reason."""
 
     title: str
+    unit: Literal["fraction", "bytes", "bandwidth", "ratio", "tokens", "seconds", "count", "gCO2/kWh"]
     value: Annotated[float, NoCoercion(), WithJsonSchema({
         "anyOf": [{"type": "number", "minimum": 0}, {"type": "string"}],
         "description": "a number, or a quantity with a unit matching `unit` ('2 GB', '50 GB/s')"})] = Field(ge=0)
-    unit: Literal["fraction", "bytes", "bandwidth", "ratio", "tokens", "seconds", "count", "gCO2/kWh"]
     architectures: list[str] = Field(default=[], description=(
         "GPU architectures (as in kb/gpus) this value is for; a policy with the same id prefix and no "
         "architectures is the default for the others"))
@@ -319,6 +341,12 @@ class Policy(Entry):
             data = {**data, "value": parse_quantity(data["value"], data["unit"])}
         return data
 
+    @field_validator("value")
+    @classmethod
+    def _plausible(cls, value: float, info: ValidationInfo) -> float:
+        unit = info.data.get("unit")  # None: the unit itself is wrong, and says so
+        return value if unit is None else ranges.check(value, POLICY_QUANTITY[unit], zero=True)
+
 
 # --- frameworks: the stacks people train and serve with, and what each holds in memory -------------
 
@@ -331,6 +359,17 @@ class FrameworkTerm(Strict):
     value: Float = Field(ge=0)
     reason: str = Field(min_length=10, description="how the number follows from the framework's code or documentation")
     sources: list[Slug] = Field(min_length=1)
+
+
+# each framework term -> the quantity whose plausible range (core.ranges) its value lies in
+TERM_QUANTITY = {
+    "loss_logit_bytes": "bytes_per_value", "layer_activation_bytes": "bytes_per_value",
+    "layer_activation_bytes_fp32_residual": "bytes_per_value", "qlora_unquantized_param_bytes": "bytes_per_value",
+    "checkpoint_layers_on_gpu": "count", "comm_buffer_bytes": "bytes", "zero3_live_params": "count",
+    "kv_cache_memory_fraction": "fraction", "kv_cache_free_memory_fraction": "fraction",
+    "decode_bandwidth_utilisation": "fraction", "layer_launch_s": "seconds", "int4_weight_bits": "bits",
+    "int8_weight_bits": "bits",
+}
 
 
 class Framework(Entry):
@@ -383,6 +422,13 @@ class Framework(Entry):
         "kb/dtypes' int8"))
     sources: list[Slug] = Field(min_length=1)
     notes: str = ""
+
+    @field_validator(*TERM_QUANTITY)
+    @classmethod
+    def _plausible(cls, term: FrameworkTerm | None, info: ValidationInfo) -> FrameworkTerm | None:
+        if term is not None:
+            ranges.check(term.value, TERM_QUANTITY[str(info.field_name)], zero=True)
+        return term
 
     @model_validator(mode="after")
     def _consistent(self) -> Framework:
@@ -447,6 +493,15 @@ UNITS: dict[str, tuple[frozenset[str], float, bool]] = {
     "t CO2eq": (frozenset({"training_co2_kg"}), 1000, False),
 }
 ENERGY_QUANTITIES = ("training_energy_kwh", "training_co2_kg")
+# each quantity -> the range (core.ranges) its canonical value lies in, and the canonical unit's name
+MEASURED_RANGE: dict[str, str] = {
+    "training_tokens_per_s_per_gpu": "tokens_per_s", "model_tflops_per_gpu": "flops", "hardware_tflops_per_gpu": "flops",
+    "mfu": "fraction", "gpu_hours": "hours", "decode_tokens_per_s": "tokens_per_s",
+    "decode_tokens_per_s_total": "tokens_per_s", "ttft_s": "seconds", "peak_memory_per_gpu": "bytes",
+    "fewest_gpus": "gpus", "rl_step_time_s": "seconds", "training_energy_kwh": "kwh", "training_co2_kg": "kg_co2",
+}
+_CANONICAL_UNIT = {"tokens_per_s": "tokens/s", "flops": "FLOP/s", "fraction": "fraction", "hours": "GPU hours",
+                   "seconds": "s", "bytes": "bytes", "gpus": "GPUs", "kwh": "kWh", "kg_co2": "kg CO2eq"}
 
 
 class Measurement(Entry):
@@ -455,7 +510,7 @@ class Measurement(Entry):
     title: str
     quantity: Quantity
     value: float = Field(gt=0, allow_inf_nan=False, description="exactly as published, in `unit`")
-    unit: Literal[tuple(UNITS)]  # type: ignore[valid-type]
+    unit: Literal[tuple(UNITS)]
     unit_as_published: str | None = Field(default=None, description="the source's own wording, where it differs")
     workload: dict[str, object] = Field(description=(
         "the run as a gpukb workload (checked by lint), naming its `framework` (kb/frameworks; lint M002): what the "
@@ -519,6 +574,27 @@ class Measurement(Entry):
 
     @property
     def canonical(self) -> float:
-        """The value in the canonical unit of its quantity (tokens/s, FLOP/s, fraction, hours, s, bytes, GPUs)."""
+        """The value in the canonical unit of its quantity (tokens/s, FLOP/s, fraction, hours, s, bytes, GPUs);
+        infinite where an implausible value underflows (see `implausible`)."""
         _, factor, inverted = UNITS[self.unit]
-        return 1 / (self.value * factor) if inverted else self.value * factor
+        scaled = self.value * factor
+        if inverted:
+            return 1 / scaled if scaled else math.inf
+        return scaled
+
+    def implausible(self) -> tuple[str, str] | None:
+        """(field, why) where the value (or gpu_hours) lies outside its quantity's plausible range (core.ranges).
+        Not a load error: only validation and the bands use a measurement, so a bad one fails lint and validate
+        and is left out of the bands, while every answer stands."""
+        try:
+            ranges.check(self.canonical, MEASURED_RANGE[self.quantity])
+        except ranges.OutOfRange:
+            low, high = ranges.RANGES[MEASURED_RANGE[self.quantity]]
+            return "value", (f"{self.value:g} {self.unit} is outside the plausible range of {self.quantity}, "
+                             f"{low:g} to {high:g} {_CANONICAL_UNIT[MEASURED_RANGE[self.quantity]]}")
+        if self.gpu_hours is not None:
+            try:
+                ranges.check(self.gpu_hours, "hours")
+            except ranges.OutOfRange as out:
+                return "gpu_hours", str(out)
+        return None
