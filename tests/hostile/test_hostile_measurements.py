@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import re
 import shutil
 import time
 from collections.abc import Callable
@@ -20,7 +21,7 @@ from child import run_child
 from cpu_budget import within_cpu_seconds
 
 from gpukb.answer import bands
-from kbfiles import REPO, edit_entry
+from kbfiles import REPO, edit_entry, make_repo
 
 CLI = ["-c", "from gpukb.cli.main import app; app()"]
 CPU = 30.0  # lint runs every rule's tests and validate asks every point: seconds, not minutes
@@ -225,3 +226,65 @@ def test_calibrating_4000_points_of_4000_sources_is_fast() -> None:
         calibration = bands.calibrate(points, 0.8, 5)  # type: ignore[arg-type]
     print(f"calibrated 4,000 points in {time.perf_counter() - started:.3f} s")
     assert calibration.total > 3000
+
+
+# --- the smaller cases ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("entry_id", "field", "value"), [
+    ("gptfast-llama-2-7b-bf16-a100-80gb-batch1", "value", True),  # a measurement's value
+    ("reserve-fraction", "value", True),  # a policy's
+    ("llama-2-7b", "layers", True),  # a model's dimension
+    ("llama-2-7b", "layers", 10**6),  # beyond any model
+    ("h100-sxm-80gb", "name", "NVIDIA H100\u2028SXM"),  # a line separator prints like a space
+])
+def test_a_boolean_or_absurd_catalog_value_is_a_located_error(pristine: Path, tmp_path: Path, entry_id: str,
+                                                               field: str, value: Any) -> None:
+    root = _copy(pristine, tmp_path)
+    path = edit_entry(root, entry_id, _set(**{field: value}))
+    done = gpukb(root, "ask", "--root", ".", "--model", "llama-2-7b", "--task", "lora")
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert done.stderr.startswith(_where(root, path, entry_id, field)) and f"E010 {field}:" in done.stderr
+
+
+@pytest.mark.parametrize(("workload", "field", "says"), [
+    ({"task": "pretrain", "tokens": "1T", "deadline_days": True}, "deadline_days", "expected a number, got true"),
+    ({"task": "pretrain", "tokens": "1T", "deadline_days": 1e-310}, "deadline_days", "outside the plausible range"),
+    ({"task": "inference", "ttft_ms": True}, "ttft_ms", "expected a number, got true"),
+    ({"task": "inference", "tpot_ms": 5e-324}, "tpot_ms", "outside the plausible range"),
+    # an RL step beyond the planner's limits names what the user set, not the sub-asks' fields
+    ({"task": "grpo", "rollout_batch": 100_000, "samples_per_prompt": 4096, "prompt_len": 512, "response_len": 2048},
+     "rollout_batch", "409,600,000 sequences per step"),
+    ({"task": "dpo", "rollout_batch": 1_000_000, "prompt_len": 512, "response_len": 2048, "micro_batch_size": 2,
+      "gpu_count": 1}, "", ""),  # 2,000,000 pairs' sequences: within a training step's limit, answered
+    ({"task": "ppo", "rollout_batch": 70_000, "prompt_len": 512, "response_len": 2048}, "rollout_batch",
+     "70,000 sequences per step, more than the 65,536 one batch of the rollout engine may hold"),
+    ({"task": "ppo", "rollout_batch": 8, "prompt_len": 6_000_000, "response_len": 5_000_000}, "response_len",
+     "11,000,000 tokens per sequence"),
+])
+def test_workload_numbers_are_errors_naming_what_the_user_set(kb: Any, workload: dict[str, Any], field: str,
+                                                              says: str) -> None:
+    from gpukb import WorkloadError
+
+    with within_cpu_seconds(10.0, field or "answer"):
+        if not field:
+            kb.ask({"model": "qwen3-8b", "gpus": ["h100-sxm-80gb"], **workload})
+            return
+        with pytest.raises(WorkloadError) as caught:
+            kb.ask({"model": "qwen3-8b", **workload})
+    assert caught.value.field == field and says in str(caught.value)
+
+
+def test_impact_reports_the_bands_two_bad_ttft_points_move(tmp_path: Path) -> None:
+    """Two TTFT points of 1e-9 s used to move every TTFT band while impact said 'No answer changes'."""
+    repo = make_repo(tmp_path / "repo", scenarios=REPO / "site" / "scenarios.yaml")
+    for mid in _ids(repo, "ttft_s", 2):
+        edit_entry(repo, mid, _set(value=1e-9, unit="s"))
+    done = run_child([*CLI, "impact", "--base", "HEAD"], repo, cpu_seconds=60.0)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "No answer changes" not in done.stdout and "scenarios change.**" in done.stdout
+    moved = [line for line in done.stdout.splitlines() if "`ttft_s`:" in line]
+    for line in moved:  # the two points are left out of the bands, not made their low end
+        before, after = (int(n) for n in re.findall(r"\((\d+) points\)", line))
+        assert after == before - 2, line
+    assert moved

@@ -316,9 +316,26 @@ def _check_rl(w: Workload, given: set[str]) -> None:
     if w.critic_precision in ("int8", "int4"):
         raise Invalid("critic_precision", "rl_trained_role_quantized", precision=w.critic_precision, role="critic")
     sequences = w.rollout_batch * (2 if w.task == "dpo" else w.samples_per_prompt or 1)  # type: ignore[operator]
+    # the step's sequences are the trained roles' global batch and the rollout engine's batch, its lengths their
+    # sequence length (gpukb.estimate.rl.role_workloads): bounded here, in the fields the user set
+    given = "rollout_batch × 2" if w.task == "dpo" else \
+        f"rollout_batch × samples_per_prompt ({w.rollout_batch:,} × {w.samples_per_prompt or 1:,})"
+    limit, key = _le("global_batch_size"), "rl_step_too_large"
+    if w.task != "dpo" and _le("batch_size") < limit:
+        limit, key = _le("batch_size"), "rl_rollout_too_large"
+    if sequences > limit:
+        raise Invalid("rollout_batch", key, given=given, sequences=sequences, limit=limit)
+    tokens = w.prompt_len + w.response_len  # type: ignore[operator]
+    if tokens > _le("seq_len"):
+        raise Invalid("response_len", "rl_sequence_too_long", tokens=tokens, limit=_le("seq_len"))
     if sequences % w.micro_batch_size:
         raise Invalid("micro_batch_size", "rl_micro_batch_divides", micro_batch_size=w.micro_batch_size,
                       sequences=sequences)
+
+
+def _le(name: str) -> int:
+    """The largest value Workload's field `name` takes (its `le`)."""
+    return next(int(m.le) for m in Workload.model_fields[name].metadata if getattr(m, "le", None) is not None)
 
 
 class ResolvedWorkload(BaseModel):

@@ -8,17 +8,40 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import unicodedata
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, HttpUrl, ValidationInfo, WithJsonSchema, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    HttpUrl,
+    ValidationInfo,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
 from pydantic import Strict as NoCoercion
 
 from ..core import ranges
 from ..core.ranges import ARCHITECTURE
+from ..core.terminal import invisible
 from ..core.units import Bandwidth, Bytes, Flops, Watts, parse_quantity
 from ..language import expr
 
 Slug = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._\-]*$", max_length=80)]
+
+
+def _visible(text: str) -> str:
+    if (c := invisible(text)) is not None:
+        raise ValueError(f"holds the invisible character U+{ord(c):04X} ({unicodedata.name(c, 'unnamed')}): "
+                         "two names that differ only by it print alike; remove it")
+    return text
+
+
+# A name or title people read and tell apart: no character that shows nothing
+Name = Annotated[str, AfterValidator(_visible)]
 Status = Literal["draft", "stable", "deprecated"]
 # Numbers are numbers: YAML's `true` is not 1, and "12" is not 12 (pydantic's lax mode would take both).
 Int = Annotated[int, NoCoercion()]
@@ -53,14 +76,14 @@ class Entry(Strict):
 
 
 class Manifest(Strict):
-    name: str
+    name: Name
     version: Annotated[str, Field(pattern=r"^\d+\.\d+\.\d+$")]
     description: str
 
 
 class Source(Entry):
-    title: str
-    publisher: str
+    title: Name
+    publisher: Name
     kind: Literal["datasheet", "paper", "documentation", "model_config", "article", "whitepaper", "spec", "price_list"]
     url: HttpUrl | None = None
     path: str | None = None
@@ -84,13 +107,13 @@ class Figure(Strict):
 
 
 class Claim(Entry):
-    section: str
-    section_en: str
+    section: Name
+    section_en: Name
     kind: Literal["quantitative", "qualitative", "recommendation"]
     quote_zh: str = Field(min_length=2)
     text_en: str
-    title: str = Field(default="", description="a short human title in English (lint requires it: L101)")
-    title_zh: str = Field(default="", description="the same title in Chinese (lint requires it: L101)")
+    title: Name = Field(default="", description="a short human title in English (lint requires it: L101)")
+    title_zh: Name = Field(default="", description="the same title in Chinese (lint requires it: L101)")
     verdict: Literal["supported", "qualified", "contradicted", "unverifiable"]
     reason: str
     reason_zh: str = Field(default="", description="the reason in Chinese (lint requires it: L101)")
@@ -103,8 +126,8 @@ class Rhetoric(Strict):
     """An article sentence that asserts nothing checkable, and why it is not a claim."""
 
     sentence: str
-    section: str = ""
-    section_en: str = ""
+    section: Name = ""
+    section_en: Name = ""
     reason: str
 
 
@@ -119,10 +142,10 @@ class CloudPrice(Strict):
     """A dated cloud on-demand list price, quoted verbatim from its source."""
 
     usd_per_gpu_hour: UsdPerHour = Field(gt=0)
-    instance: str
+    instance: Name
     gpus_per_instance: Int = Field(ge=1)
     instance_usd_per_hour: UsdPerHour = Field(gt=0)
-    region: str
+    region: Name
     as_of: dt.date
     source: Slug
     locator: str
@@ -131,17 +154,17 @@ class CloudPrice(Strict):
 
 
 class Gpu(Entry):
-    name: str
+    name: Name
     vendor: Literal["nvidia", "amd", "intel", "huawei"]
     segment: Literal["datacenter", "workstation", "consumer"]
-    architecture: str
+    architecture: Name
     form_factor: Literal["sxm", "pcie", "oam", "mezzanine"]
     memory: Bytes = Field(gt=0)
     memory_reported: Bytes | None = Field(default=None, gt=0, description=(
         "total memory the driver reports (nvidia-smi), where a source publishes it: datasheets round "
         "(an '80 GB' A100 reports 81,920 MiB); plans are made against this when it is known"))
     memory_source: Slug | None = Field(default=None, description="the source of memory_reported")
-    memory_type: str
+    memory_type: Name
     memory_bandwidth: Bandwidth = Field(gt=0)
     bf16_flops: Flops | None = Field(description="dense BF16 tensor FLOP/s; null if unsupported")
     fp16_flops: Flops | None = Field(description="dense FP16 tensor FLOP/s; null if unsupported or unpublished")
@@ -186,10 +209,10 @@ class Gpu(Entry):
 
 
 class Interconnect(Entry):
-    name: str
+    name: Name
     kind: Literal["scale_up", "host", "scale_out"]
     bandwidth: Bandwidth = Field(gt=0, description="per direction")
-    quoted: str
+    quoted: Name
     sources: list[Slug] = Field(min_length=1)
     notes: str = ""
 
@@ -222,8 +245,8 @@ class Mla(Strict):
 
 
 class Model(Entry):
-    name: str
-    family: str
+    name: Name
+    family: Name
     params: Int = Field(gt=0, le=ARCHITECTURE["params"], description="exact total parameter count")
     active_params: Int | None = Field(default=None, gt=0, le=ARCHITECTURE["params"])
     layers: Int = Field(gt=0, le=ARCHITECTURE["layers"])
@@ -277,8 +300,8 @@ class TrainingBytes(Strict):
 class Term(Entry):
     """A glossary entry: the one Chinese term every text of gpukb uses for a concept, and the ones it avoids."""
 
-    en: str
-    zh: str = Field(description="the preferred Chinese term (a product name stays as it is)")
+    en: Name
+    zh: Name = Field(description="the preferred Chinese term (a product name stays as it is)")
     avoid_zh: list[str] = Field(default_factory=list, description="terms Chinese text must not use for this concept: "
                                 "drifting synonyms, translationese, English left in a Chinese sentence")
     note: str = Field(description="why this term, and how to use it")
@@ -287,7 +310,7 @@ class Term(Entry):
 
 
 class Dtype(Entry):
-    name: str
+    name: Name
     bits: Bits = Field(gt=0, le=64, description="storage bits per parameter, quantization constants included")
     training: TrainingBytes | None = Field(description="bytes per parameter when this is the training precision")
     inference: bool
@@ -304,12 +327,12 @@ class Dtype(Entry):
 
 
 class Optimizer(Entry):
-    name: str
+    name: Name
     state_bytes: PerValueOrZero = Field(ge=0, description="optimizer state bytes per trainable parameter")
     state_bytes_16bit: PerValueOrZero | None = Field(default=None, description=(
         "state bytes per parameter in pure 16-bit training (workload master_weights: false), where the states "
         "take the 16-bit parameters' dtype; unset: the same as state_bytes (states with a dtype of their own)"))
-    states: str
+    states: Name
     sources: list[Slug] = Field(min_length=1)
     notes: str = ""
 
@@ -322,7 +345,7 @@ POLICY_QUANTITY = {"fraction": "fraction", "bytes": "bytes", "bandwidth": "bandw
 class Policy(Entry):
     """A stated engineering assumption (headroom, utilisation, network) with its reason."""
 
-    title: str
+    title: Name
     unit: Literal["fraction", "bytes", "bandwidth", "ratio", "tokens", "seconds", "count", "gCO2/kWh"]
     value: Annotated[float, NoCoercion(), WithJsonSchema({
         "anyOf": [{"type": "number", "minimum": 0}, {"type": "string"}],
@@ -375,7 +398,7 @@ TERM_QUANTITY = {
 class Framework(Entry):
     """A training or serving stack (workload field `framework`) and the memory terms that differ between stacks."""
 
-    name: str
+    name: Name
     tasks: list[FrameworkTask] = Field(min_length=1, description="the workload tasks this framework runs")
     default_for: list[FrameworkTask] = Field(default=[], description=(
         "tasks this framework is the default for (what most people run for them); each task has exactly one"))
@@ -507,9 +530,9 @@ _CANONICAL_UNIT = {"tokens_per_s": "tokens/s", "flops": "FLOP/s", "fraction": "f
 class Measurement(Entry):
     """A published measurement of a real run: what a prediction is checked against."""
 
-    title: str
+    title: Name
     quantity: Quantity
-    value: float = Field(gt=0, allow_inf_nan=False, description="exactly as published, in `unit`")
+    value: Float = Field(gt=0, allow_inf_nan=False, description="exactly as published, in `unit`")
     unit: Literal[tuple(UNITS)]
     unit_as_published: str | None = Field(default=None, description="the source's own wording, where it differs")
     workload: dict[str, object] = Field(description=(
@@ -530,7 +553,7 @@ class Measurement(Entry):
     energy_scope: Literal["gpu", "node", "facility"] | None = Field(default=None, description=(
         "for energy and emissions: what the published figure counts: 'gpu' (the GPUs' board power), 'node' (whole "
         "servers), 'facility' (with the data centre's PUE); validate compares the same part of gpukb's estimate"))
-    gpu_hours: float | None = Field(default=None, gt=0, allow_inf_nan=False, description=(
+    gpu_hours: Float | None = Field(default=None, gt=0, allow_inf_nan=False, description=(
         "for energy and emissions: the GPU-hours the source states for the same run; validate predicts the "
         "energy of these GPU-hours, so the point checks power, PUE and grid (the time to train has its own "
         "gpu_hours points)"))
