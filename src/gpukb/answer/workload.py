@@ -320,11 +320,11 @@ def _check_rl(w: Workload, given: set[str]) -> None:
     # sequence length (gpukb.estimate.rl.role_workloads): bounded here, in the fields the user set
     given = "rollout_batch × 2" if w.task == "dpo" else \
         f"rollout_batch × samples_per_prompt ({w.rollout_batch:,} × {w.samples_per_prompt or 1:,})"
-    limit, key = _le("global_batch_size"), "rl_step_too_large"
-    if w.task != "dpo" and _le("batch_size") < limit:
-        limit, key = _le("batch_size"), "rl_rollout_too_large"
-    if sequences > limit:
-        raise Invalid("rollout_batch", key, given=given, sequences=sequences, limit=limit)
+    if w.task != "dpo" and sequences > _le("batch_size"):  # the rollout engine generates them as one batch
+        raise Invalid("rollout_batch", "rl_rollout_too_large", given=given, sequences=sequences, limit=_le("batch_size"))
+    if sequences > _le("global_batch_size"):
+        raise Invalid("rollout_batch", "rl_step_too_large", given=given, sequences=sequences,
+                      limit=_le("global_batch_size"))
     tokens = w.prompt_len + w.response_len  # type: ignore[operator]
     if tokens > _le("seq_len"):
         raise Invalid("response_len", "rl_sequence_too_long", tokens=tokens, limit=_le("seq_len"))

@@ -22,7 +22,7 @@ RANGES: dict[str, tuple[float, float]] = {
     "flops": (1e9, 1e18),                # FLOP/s of one device: 1 GFLOP/s .. 1 EFLOP/s (a B200 is 4.5e15 in FP8)
     "watts": (1.0, 1e6),                 # one device or node: 1 W .. 1 MW
     "seconds": (1e-7, 1e10),             # 100 ns (below a kernel launch) .. 300 years
-    "milliseconds": (1e-4, 1e9),         # latency targets: the seconds above, in ms
+    "milliseconds": (1e-9, 1e9),         # latency targets (a time over one stays finite); 1 ps .. 11 days
     "days": (1e-3, 1e4),                 # deadlines: 86 s .. 27 years
     "hours": (1e-3, 1e12),               # GPU-hours of a run
     "tokens_per_s": (1e-3, 1e9),         # one stream's or one GPU's tokens per second

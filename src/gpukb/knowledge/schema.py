@@ -450,7 +450,8 @@ class Framework(Entry):
     @classmethod
     def _plausible(cls, term: FrameworkTerm | None, info: ValidationInfo) -> FrameworkTerm | None:
         if term is not None:
-            ranges.check(term.value, TERM_QUANTITY[str(info.field_name)], zero=True)
+            quantity = TERM_QUANTITY[str(info.field_name)]
+            ranges.check(term.value, quantity, zero=quantity != "fraction")  # a share is never 0
         return term
 
     @model_validator(mode="after")
@@ -461,10 +462,8 @@ class Framework(Entry):
             raise ValueError("default_reason: say why it is the default for " + ", ".join(self.default_for))
         if self.loss_logit_bytes is None and set(self.tasks) - {"inference"}:
             raise ValueError("loss_logit_bytes: a training framework states what its loss holds per logit")
+        # each share lies in (0, 1]: its quantity's plausible range (_plausible)
         shares = ("kv_cache_memory_fraction", "kv_cache_free_memory_fraction", "decode_bandwidth_utilisation")
-        for name in shares:
-            if (share := getattr(self, name)) is not None and not 0 < share.value <= 1:
-                raise ValueError(f"{name}: a share, in (0, 1]")
         if self.kv_cache_memory_fraction and self.kv_cache_free_memory_fraction:
             raise ValueError("kv_cache_memory_fraction, kv_cache_free_memory_fraction: an engine sizes its KV cache one way")
         serving = (*shares, "layer_launch_s", "int4_weight_bits", "int8_weight_bits")
