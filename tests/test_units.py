@@ -1,7 +1,10 @@
+import re
+
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
+from gpukb.core.ranges import RANGES
 from gpukb.core.units import parse_quantity
 
 
@@ -33,4 +36,21 @@ def test_bad_quantities_say_what_to_write(text, dimension, message):
 @given(st.floats(min_value=0, max_value=1e6, allow_nan=False), st.sampled_from(["", "K", "M", "G", "T", "P"]))
 def test_decimal_prefixes_scale_exactly(number, prefix):
     scale = {"": 1, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}[prefix]
+    low, high = RANGES["bytes"]
+    assume(number == 0 or low <= number * scale <= high)
     assert parse_quantity(f"{number!r} {prefix}B", "bytes") == pytest.approx(number * scale)
+
+
+@pytest.mark.parametrize(("value", "dimension"), [
+    ("5e-324 GB", "bytes"), (5e-324, "bytes"), ("1e-310 TB/s", "bandwidth"), ("0.5 B", "bytes"),
+    ("900 PB", "bytes"), ("1e30 TFLOPS", "flops"), ("1 KFLOPS", "flops"), ("1e9 KW", "watts"),
+])
+def test_absurd_quantities_are_refused_naming_the_range(value, dimension):
+    """Positive and finite is not enough: a subnormal divides to infinity, 900 PB is no GPU's memory."""
+    low, high = RANGES[dimension]
+    with pytest.raises(ValueError, match=re.escape(f"plausible range of {dimension}, {low:g} to {high:g}")):
+        parse_quantity(value, dimension)
+
+
+def test_zero_stays_zero():
+    assert parse_quantity(0, "bandwidth") == 0.0

@@ -145,6 +145,18 @@ CASES: list[Case] = [
     _gpu_case("boolean-version", "E010", version="true"),
     _gpu_case("confusable-id", "E010", id=_CONFUSABLE_ID),
     _gpu_case("zero-width-id", "E010", id="rtx-a5000\u200b-24gb"),
+    _gpu_case("subnormal-memory", "E010", memory="5e-324"),
+    _gpu_case("subnormal-bandwidth-with-unit", "E010", memory_bandwidth="'1e-310 TB/s'"),
+    _gpu_case("memory-of-an-exabyte", "E010", memory="'1000 PB'"),
+    _gpu_case("flops-of-a-calculator", "E010", bf16_flops="'1 KFLOPS'"),
+    _gpu_case("gigawatt-card", "E010", tdp="'1000000 KW'"),
+    _gpu_case("boolean-power", "E010", tdp="true"),
+    # names that print alike
+    _gpu_case("zero-width-space-in-name", "E010", name='"NVIDIA RTX A5000\\u200b 24GB"'),
+    _gpu_case("line-separator-in-name", "E010", name='"NVIDIA RTX A5000\\u2028 24GB"'),
+    _gpu_case("right-to-left-mark-in-name", "E010", name='"NVIDIA RTX A5000\\u200f 24GB"'),
+    _gpu_case("byte-order-mark-in-name", "E010", name='"NVIDIA RTX A5000\\ufeff 24GB"'),
+    _gpu_case("zero-width-joiner-in-architecture", "E010", architecture='"Amp\\u200dere"'),
     # text that reaches a terminal
     _gpu_case("terminal-title-escape", "E014", name='"A5000\\e]0;pwned\\a"'),
     _gpu_case("c1-control", "E014", name='"A5000\\x9b2J"'),

@@ -12,8 +12,9 @@ import re
 from decimal import Decimal
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
+from ..core import ranges
 from ..core.errors import Invalid, WorkloadError
 from ..core.messages import message, pydantic_message
 
@@ -41,7 +42,7 @@ RL_FIELDS = ("rollout_batch", "samples_per_prompt", "response_len", "mean_respon
 RL_EXCLUDED = ("seq_len", "batch_size", "output_len", "global_batch_size", "tokens", "deadline_days", "ttft_ms",
                "tpot_ms", "lora_rank", "offload", "expert_parallel", "context_parallel", "virtual_pipeline_stages",
                "optimizer_in_backward")
-MAX_PARAMS = 10**13  # 10 trillion: beyond any published dense or MoE model
+MAX_PARAMS = ranges.ARCHITECTURE["params"]  # 10 trillion: beyond any published dense or MoE model
 # A custom model's `params` must lie within this factor of the count its architecture implies
 # (gpukb.knowledge.architecture, untied embeddings assumed): wide enough for unknown biases, tied embeddings
 # and MLP widths, narrow enough to catch a dimension or a count off by an order of magnitude.
@@ -111,6 +112,29 @@ Count = Annotated[int, BeforeValidator(_count)]
 Int = Annotated[int, BeforeValidator(_integer)]
 
 
+def _number(value: Any) -> Any:
+    """`deadline_days: true` is an error, not 1.0 days."""
+    if isinstance(value, bool):
+        raise Invalid("", "not_a_number", value=str(value).lower())
+    return value
+
+
+def _plausible(quantity: str) -> AfterValidator:
+    """Inside the quantity's plausible range (core.ranges): 1e-310 days is an error naming the field, not an
+    overflow deep in a plan."""
+    low, high = ranges.RANGES[quantity]
+
+    def check(value: float | None) -> float | None:
+        if value is not None and not low <= value <= high:
+            raise Invalid("", "out_of_range", value=value, low=low, high=high)
+        return value
+    return AfterValidator(check)
+
+
+Milliseconds = Annotated[float, BeforeValidator(_number), _plausible("milliseconds")]
+Days = Annotated[float, BeforeValidator(_number), _plausible("days")]
+
+
 class Workload(BaseModel):
     """An LLM workload to place on GPUs. Unknown fields are errors."""
 
@@ -119,17 +143,17 @@ class Workload(BaseModel):
     model: str | None = Field(default=None, description="catalog model id, e.g. 'llama-3-8b', or the path to a "
                                                          "Hugging Face config.json (or its folder), or hf:ORG/NAME")
     params: Count | None = Field(default=None, gt=0, le=MAX_PARAMS)
-    layers: Int | None = Field(default=None, gt=0, le=1000)
-    hidden_size: Count | None = Field(default=None, gt=0, le=262144)
-    heads: Int | None = Field(default=None, gt=0, le=4096)
-    kv_heads: Int | None = Field(default=None, gt=0, le=4096)
-    vocab_size: Count | None = Field(default=None, gt=0, le=10_000_000)
-    intermediate_size: Count | None = Field(default=None, gt=0, le=1_048_576)
+    layers: Int | None = Field(default=None, gt=0, le=ranges.ARCHITECTURE["layers"])
+    hidden_size: Count | None = Field(default=None, gt=0, le=ranges.ARCHITECTURE["hidden_size"])
+    heads: Int | None = Field(default=None, gt=0, le=ranges.ARCHITECTURE["heads"])
+    kv_heads: Int | None = Field(default=None, gt=0, le=ranges.ARCHITECTURE["kv_heads"])
+    vocab_size: Count | None = Field(default=None, gt=0, le=ranges.ARCHITECTURE["vocab_size"])
+    intermediate_size: Count | None = Field(default=None, gt=0, le=ranges.ARCHITECTURE["intermediate_size"])
     mlp: Mlp | None = Field(default=None, description="custom models: 'gated' (SwiGLU, 3 matrices) or 'standard' (2)")
     task: Task
     precision: Precision = "bf16"
     optimizer: OptimizerId | None = Field(default=None, description="default adamw for training")
-    seq_len: Count = Field(default=4096, gt=0, le=10_000_000)
+    seq_len: Count = Field(default=4096, gt=0, le=ranges.ARCHITECTURE["context_length"])
     micro_batch_size: Count = Field(default=1, gt=0, le=65536)
     global_batch_size: Count | None = Field(default=None, gt=0, le=10_000_000,
                                           description="training: sequences per optimizer step (sets gradient accumulation)")
@@ -137,9 +161,9 @@ class Workload(BaseModel):
     prompt_len: Count | None = Field(default=None, gt=0, le=10_000_000, description="inference: prompt tokens per request")
     output_len: Count | None = Field(default=None, gt=0, le=10_000_000, description="inference: output tokens per request")
     kv_cache_precision: KvPrecision | None = Field(default=None, description="inference: KV-cache format (default 16-bit)")
-    ttft_ms: float | None = Field(default=None, gt=0, le=1e9, allow_inf_nan=False,
+    ttft_ms: Milliseconds | None = Field(default=None, gt=0, allow_inf_nan=False,
                                   description="inference: SLA target for the time to the first token, in ms")
-    tpot_ms: float | None = Field(default=None, gt=0, le=1e9, allow_inf_nan=False,
+    tpot_ms: Milliseconds | None = Field(default=None, gt=0, allow_inf_nan=False,
                                   description="inference: SLA target for the time per output token, in ms")
     objective: Objective = Field(default="speed", description=(
         "rank options by 'speed' (default: the shortest time, the most tokens/s), 'cost' (the cheapest per token) "
@@ -158,7 +182,7 @@ class Workload(BaseModel):
         "ids of the systems (kb/systems: nodes, instances, workstations) the plans may run on and rent; their GPUs "
         "are the candidates (with `gpus` too, only the GPUs both name)"))
     tokens: Count | None = Field(default=None, gt=0, le=10**16)
-    deadline_days: float | None = Field(default=None, gt=0, le=3650, allow_inf_nan=False, description=(
+    deadline_days: Days | None = Field(default=None, gt=0, le=3650, allow_inf_nan=False, description=(
         "training with tokens: days the run may take; each GPU type gets the GPUs (whole nodes past one node) "
         "that train the tokens within it; with placement 'all' the gpu_count GPUs stay, and the answer says whether "
         "and by how much they meet it"))
@@ -309,9 +333,26 @@ def _check_rl(w: Workload, given: set[str]) -> None:
     if w.critic_precision in ("int8", "int4"):
         raise Invalid("critic_precision", "rl_trained_role_quantized", precision=w.critic_precision, role="critic")
     sequences = w.rollout_batch * (2 if w.task == "dpo" else w.samples_per_prompt or 1)  # type: ignore[operator]
+    # the step's sequences are the trained roles' global batch and the rollout engine's batch, its lengths their
+    # sequence length (gpukb.estimate.rl.role_workloads): bounded here, in the fields the user set
+    given = "rollout_batch × 2" if w.task == "dpo" else \
+        f"rollout_batch × samples_per_prompt ({w.rollout_batch:,} × {w.samples_per_prompt or 1:,})"
+    if w.task != "dpo" and sequences > _le("batch_size"):  # the rollout engine generates them as one batch
+        raise Invalid("rollout_batch", "rl_rollout_too_large", given=given, sequences=sequences, limit=_le("batch_size"))
+    if sequences > _le("global_batch_size"):
+        raise Invalid("rollout_batch", "rl_step_too_large", given=given, sequences=sequences,
+                      limit=_le("global_batch_size"))
+    tokens = w.prompt_len + w.response_len  # type: ignore[operator]
+    if tokens > _le("seq_len"):
+        raise Invalid("response_len", "rl_sequence_too_long", tokens=tokens, limit=_le("seq_len"))
     if sequences % w.micro_batch_size:
         raise Invalid("micro_batch_size", "rl_micro_batch_divides", micro_batch_size=w.micro_batch_size,
                       sequences=sequences)
+
+
+def _le(name: str) -> int:
+    """The largest value Workload's field `name` takes (its `le`)."""
+    return next(int(m.le) for m in Workload.model_fields[name].metadata if getattr(m, "le", None) is not None)
 
 
 class ResolvedWorkload(BaseModel):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from enum import StrEnum
 from typing import Annotated
@@ -14,6 +13,7 @@ from rich.measure import Measurement
 from rich.table import Table
 
 from .. import load_kb
+from ..core import jsontext
 from ..core.errors import KBError
 from ..core.fmt import bandwidth as fmt_bandwidth
 from ..core.fmt import gb
@@ -46,7 +46,7 @@ def list_catalog(
         fail_kb(error)
     rows = {Catalog.gpus: gpu_rows, Catalog.models: model_rows, Catalog.systems: system_rows}[what](kb)
     if as_json:
-        sys.stdout.write(json.dumps(rows, ensure_ascii=False, indent=2) + "\n")
+        sys.stdout.write(jsontext.dumps(rows, ensure_ascii=False, indent=2) + "\n")
         return
     if what is Catalog.gpus:
         columns = {"id": "left", "name": "left", "memory": "right", "bandwidth": "right", "BF16 TFLOPS": "right",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -10,7 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from ..answer.workload import read_size
-from ..core import safepath, safewrite
+from ..core import jsontext, safepath, safewrite
 from ..core.errors import Invalid, KBError
 from ..core.terminal import clean
 from .common import BAD_INPUT, RootOption, err, fail, fail_kb, split
@@ -73,7 +72,7 @@ def sweep(
                     if item["index"] < len(places):
                         item = {**item, "at": places[item["index"]]}  # where the failed workload is
                         first_failed = first_failed or places[item["index"]]
-                sink.write(json.dumps(item, ensure_ascii=False, separators=(",", ":")) + "\n")
+                sink.write(jsontext.dumps(item, ensure_ascii=False, separators=(",", ":")) + "\n")
                 sink.flush()  # streamed: a reader sees each record as soon as it is ready
                 progress.advance(bar)
     except KBError as error:  # one process: the knowledge base under --root does not load

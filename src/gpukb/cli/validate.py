@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from enum import StrEnum
 from pathlib import Path
@@ -11,6 +10,7 @@ from typing import Annotated
 import typer
 
 from .. import load_kb
+from ..core import jsontext
 from ..core.errors import BaseRevisionError, KBError, WorkloadError
 from ..core.terminal import clean
 from .common import BAD_INPUT, FAILED, err, fail_kb
@@ -48,7 +48,7 @@ def validate(
         data = result.to_json()
         if regression is not None:
             data["base"] = regression.to_json()
-        sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+        sys.stdout.write(jsontext.dumps(data, ensure_ascii=False, indent=2) + "\n")
     else:
         sys.stdout.write(clean(v.render_text(result, regression)))
     if not result.passed or (regression is not None and regression.failed):

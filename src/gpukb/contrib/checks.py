@@ -516,13 +516,14 @@ def check_languages(kb: KnowledgeBase, allow: Allowances | None = None) -> list[
 def check_measurements(kb: KnowledgeBase, allow: Allowances | None = None) -> list[Problem]:
     """M001: a measurement's setup must be a workload gpukb can ask (fields, catalog ids, fit of the
     fields together); M002: the workload names its framework, and what its quantity needs (one GPU type;
-    tokens for GPU-hours); M003: the source's FLOP formula reads only workload fields. A point that is askable but
-    does not fit is a miss in `gpukb validate`, not a lint error."""
+    tokens for GPU-hours); M003: the source's FLOP formula reads only workload fields; M004: the value is one a run
+    can have (its quantity's plausible range, its GPU's physics). A point that is askable but does not fit is a
+    miss in `gpukb validate`, not a lint error."""
     from ..answer.workload import RL_TASKS, parse_workload
     from ..core.errors import WorkloadError
     from ..estimate.resolve import resolve
     from ..estimate.rl import check_rl
-    from ..estimate.validation import workload_of
+    from ..estimate.validation import unphysical, workload_of
     from ..language import expr
     from ..language.facts import ENGINE_KINDS
 
@@ -540,9 +541,14 @@ def check_measurements(kb: KnowledgeBase, allow: Allowances | None = None) -> li
         if m.quantity == "gpu_hours" and not m.workload.get("tokens"):
             problems.append(kb.problem("measurements", mid, ("workload",), "M002",
                                    "GPU-hours are predicted for a number of training tokens: give workload.tokens"))
+        if (wrong := m.implausible()) is not None:
+            problems.append(kb.problem("measurements", mid, (wrong[0],), "M004", wrong[1]))
         try:
             w = parse_workload(workload_of(m, kb))
-            check_rl(kb, w) if w.task in RL_TASKS else resolve(kb, w)
+            if w.task in RL_TASKS:
+                check_rl(kb, w)
+            elif wrong is None and (impossible := unphysical(kb, m, resolve(kb, w)[0])) is not None:
+                problems.append(kb.problem("measurements", mid, ("value",), "M004", impossible))
         except WorkloadError as error:
             field = error.field.split(".")[0]
             loc: Loc = ("workload", field) if field in m.workload else ("workload",)

@@ -120,6 +120,28 @@ def _capped(title: str, items: list[str]) -> list[str]:
     return [f"{title}:", *(f"  - {item}" for item in shown)]
 
 
+def _band_text(band: Any) -> str:
+    if band is None:
+        return "none"
+    if band.low is None or band.high is None:
+        return f"too few points ({band.points})"
+    return f"{band.low:.3g}–{band.high:.3g} ({band.points} points)"
+
+
+def _band_changes(a: Option, b: Option) -> list[str]:
+    """The option's error bands that moved: a band is part of the answer (what a user may expect), so a new or
+    a wrong measurement that widens or shifts it changes the answer even where no number it brackets moved."""
+    before, after = a.bands, b.bands
+    out = []
+    for name in sorted(set(before) | set(after)):
+        x, y = before.get(name), after.get(name)
+        same = (x is None) == (y is None) and (x is None or y is None or (
+            x.points == y.points and _round(x.low) == _round(y.low) and _round(x.high) == _round(y.high)))
+        if not same:
+            out.append(f"{code(name)}: {_band_text(x)} → {_band_text(y)}")
+    return out
+
+
 @dataclass
 class Comparison:
     lines: list[str]
@@ -174,6 +196,8 @@ def compare(base: Answer | str, head: Answer | str) -> Comparison:
            for g in sorted(set(h_all) - set(b_all))]
     gone = [text(g) for g in sorted(set(b_all) - set(h_all))]
     lines += _capped("GPU counts", counts) + _capped("Now rejected", now_rejected) + _capped("Now fits", now_fits)
+    lines += _capped("Error bands", [f"{text(gpu)} {change}" for gpu in sorted(set(b_fit) & set(h_fit))
+                                     for change in _band_changes(b_fit[gpu], h_fit[gpu])])
     lines += _capped("New candidates", new) + _capped("No longer candidates", gone)
     b_rank = [o.gpu for o in base.options[:RANKED]]
     h_rank = [o.gpu for o in head.options[:RANKED]]

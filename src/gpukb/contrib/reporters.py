@@ -7,9 +7,9 @@ characters from what the files said (ids, keys, values), so nothing a file holds
 from __future__ import annotations
 
 import dataclasses
-import json
 from abc import ABC, abstractmethod
 
+from ..core import jsontext
 from ..core.errors import Problem
 from ..core.terminal import clean
 
@@ -67,7 +67,7 @@ class JsonReporter(Reporter):
         # English, as the command line's JSON always is: the Chinese message stays out
         rows = [{**{k: v for k, v in dataclasses.asdict(p).items() if k != "message_zh"}, "severity": p.severity}
                 for p in problems]
-        return json.dumps(rows, ensure_ascii=False, indent=2) + "\n"
+        return jsontext.dumps(rows, ensure_ascii=False, indent=2) + "\n"
 
 
 def github_escape(text: str, *, prop: bool = False) -> str:

@@ -36,6 +36,7 @@ CODES: dict[str, Code] = {
     "E014": Code("text holding a control character (escape, bell, carriage return, C1 controls, bidirectional "
                  "overrides): tab and newline only", "loader"),
     "E020": Code("an id is defined twice (the message names the first place)", "loader"),
+    "E021": Code("a model's `hf_repo` is another model's too (the message names the other file and line)", "loader"),
     "E030": Code("a reference to an id that does not exist (sources, claims, interconnects, `superseded_by` of the same kind)",
                  "loader"),
     "E040": Code("the source article `kb/article.zh.txt` is missing or not a regular file of the checkout", "lint"),
@@ -78,6 +79,9 @@ CODES: dict[str, Code] = {
                  "node-network-bandwidth policy's network and per-GPU prices", "lint", allowable=True),
     "Y102": Code("a system's `fabric` is not a link between the GPUs of one node (an interconnect of kind `scale_up` or "
                  "`host`), or its price quote does not hold the price it states", "lint"),
+    "M004": Code("a measurement's value is outside the plausible range of its quantity, or outside what physics allows "
+                 "for its GPU and workload (decode faster than the memory bandwidth reads the weights, a time to first "
+                 "token shorter than the prompt's compute, peak memory above the GPU's or below the weights)", "lint"),
     "T001": Code("a rule's test failed: it did (not) fire, or computed another value", "lint"),
     "A101": Code("`kb/lint.yaml` is invalid, allows a code that cannot be allowed, or allows the same thing twice", "lint"),
     "L101": Code("an entry lacks one of its two languages: a claim's `title`, `title_zh` or `reason_zh`, a rule's "
@@ -122,6 +126,7 @@ SUMMARY_ZH: dict[str, str] = {
     "E013": "数值不是有限数（`.inf`、`.nan`）或大于 1e60",
     "E014": "文本中含有控制字符（转义、响铃、回车、C1 控制字符、双向覆盖符）：只允许制表符和换行",
     "E020": "同一个 id 定义了两次（详情里给出第一次出现的位置）",
+    "E021": "模型的 `hf_repo` 已被另一个模型使用（详情里给出那个文件和行）",
     "E030": "引用了不存在的 id（来源、论断、互联方式，或同类条目的 `superseded_by`）",
     "E050": "模型的 `params`（或 `active_params`）与其结构算出的参数量不符",
     "R001": "规则里同一个别名用了两次",

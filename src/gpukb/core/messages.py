@@ -17,6 +17,9 @@ from .fmt import Lang
 MESSAGES: dict[str, tuple[str, str]] = {
     # workload.py: the fields one at a time, then how they fit together
     "whole_number": ("expected a whole number, got {value}", "需要整数，收到的是 {value}"),
+    "not_a_number": ("expected a number, got {value}", "需要数值，收到的是 {value}"),
+    "out_of_range": ("{value:g} is outside the plausible range, {low:g} to {high:g}",
+                     "{value:g} 不在合理范围之内（{low:g} 到 {high:g}）"),
     "count_unreadable": ("cannot read {value!r} as a whole number: write e.g. 4096, '4k' (4,000), '4Ki' (4,096), "
                          "'7B' or '70e9'",
                          "无法把 {value!r} 读成整数：请写成 4096、'4k'（4,000）、'4Ki'（4,096）、'7B' 或 '70e9' 这样的形式"),
@@ -69,6 +72,14 @@ MESSAGES: dict[str, tuple[str, str]] = {
     "rl_critic_ppo_only": ("only ppo trains a critic; remove it", "只有 ppo 训练价值模型（critic）；请删掉"),
     "rl_mean_too_long": ("{mean} is longer than response_len {longest}, the longest a response may be",
                          "{mean} 比 response_len {longest}（回答的最大长度）还长"),
+    "rl_step_too_large": ("{given} make {sequences:,} sequences per step, more than the {limit:,} a training step "
+                          "may hold", "{given} 每步共 {sequences:,} 条序列，超过一个训练步最多容纳的 {limit:,} 条"),
+    "rl_rollout_too_large": ("{given} make {sequences:,} sequences per step, more than the {limit:,} one batch of the "
+                             "rollout engine may hold", "{given} 每步共 {sequences:,} 条序列，超过生成引擎一批最多容纳的 "
+                             "{limit:,} 条"),
+    "rl_sequence_too_long": ("prompt_len + response_len make {tokens:,} tokens per sequence, more than the {limit:,} "
+                             "a sequence may have", "prompt_len + response_len 每条序列共 {tokens:,} 个 token，"
+                             "超过序列长度上限 {limit:,}"),
     "rl_no_reference": ("reference_model is 'none'", "reference_model 为 'none'"),
     "rl_no_reward_model": ("no reward_model given (the reward is rule-based)", "没有给出 reward_model（奖励由规则计算）"),
     "rl_trained_role_quantized": ("{precision} is for inference only; the {role} is trained",

@@ -8,6 +8,7 @@ the command line also strips them from everything it prints, whatever its origin
 from __future__ import annotations
 
 import re
+import unicodedata
 
 # C0 and C1 control characters except tab and newline, and the bidirectional embeddings,
 # overrides and isolates.
@@ -17,3 +18,10 @@ CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 def clean(text: object) -> str:
     """`text` without control characters."""
     return CONTROL.sub("", str(text))
+
+
+def invisible(text: str) -> str | None:
+    """The first character of `text` that shows nothing, or None: zero-width spaces and joiners, direction marks
+    (U+200E, U+200F), the byte-order mark, soft hyphens, line and paragraph separators (U+2028, U+2029), every
+    format (Cf) and separator (Zl, Zp) character. Two names differing only by one print alike."""
+    return next((c for c in text if unicodedata.category(c) in ("Cf", "Zl", "Zp")), None)

@@ -12,6 +12,8 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, WithJsonSchema
 
+from . import ranges
+
 _PREFIX = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
 _BINARY = {"KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
 _NUMBER = r"(?P<num>[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)\s*"
@@ -26,7 +28,12 @@ _EXAMPLES = {"bytes": "80 GB", "bandwidth": "3.35 TB/s", "flops": "989 TFLOPS", 
 
 
 def parse_quantity(value: Any, dimension: str) -> float:
-    """Return the SI value of `value` ("80 GB" -> 8e10); plain numbers are taken as SI."""
+    """Return the SI value of `value` ("80 GB" -> 8e10); plain numbers are taken as SI. A value other than 0
+    lies in the dimension's plausible range (core.ranges): '5e-324 GB' is a typo, not a memory."""
+    return ranges.check(_si(value, dimension), dimension, zero=True)
+
+
+def _si(value: Any, dimension: str) -> float:
     if isinstance(value, bool):
         raise ValueError(f"expected a {dimension} quantity like '{_EXAMPLES[dimension]}', got {value!r}")
     if isinstance(value, int | float):

@@ -340,12 +340,22 @@ ROLE_ZH = {"policy": "策略模型", "reference": "参考模型", "reward": "奖
 _MODEL_FIELD = {"reference": "reference_model", "reward": "reward_model", "critic": "critic_model"}
 
 
+# (role, field of its sub-ask) -> the RL workload's field it is derived from (role_workloads); "*" any role
+_DERIVED_FROM = {("*", "global_batch_size"): "rollout_batch", ("rollout", "batch_size"): "rollout_batch",
+                 ("*", "batch_size"): "micro_batch_size", ("*", "seq_len"): "response_len",
+                 ("rollout", "prompt_len"): "prompt_len", ("*", "prompt_len"): "response_len",
+                 ("*", "output_len"): "response_len"}
+
+
 def _asked(sub: SubAsk, role: str, job: dict[str, Any]) -> Answer:
     """A role's sub-ask; an error names the RL workload's field and the role, not the sub-ask's fields."""
     try:
         return sub(job)
     except WorkloadError as err:
-        field = _MODEL_FIELD.get(role, "model") if err.field in ("model", *_MODEL_FIELDS) else err.field
+        if err.field in ("model", *_MODEL_FIELDS):
+            field = _MODEL_FIELD.get(role, "model")
+        else:  # a field role_workloads derived names the RL workload's field it came from, one the user set
+            field = _DERIVED_FROM.get((role, err.field), _DERIVED_FROM.get(("*", err.field), err.field))
         raise WorkloadError(field, message("rl_role", detail=err.message, role=role, task=job["task"])) from None
 
 

@@ -22,7 +22,7 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
-from ..core import safepath
+from ..core import jsontext, safepath
 from ..language.expr import MAX_MAGNITUDE
 from .packaged import load_kb
 
@@ -409,9 +409,9 @@ def _worker_main(argv: list[str]) -> None:
         index, _, text = line.partition("\t")
         result = _answer(int(index), json.loads(text))
         try:
-            reply = json.dumps(result)
+            reply = jsontext.dumps(result)
         except (TypeError, ValueError) as error:
-            reply = json.dumps(error_record(int(index), result["workload"], error))
+            reply = jsontext.dumps(error_record(int(index), result["workload"], error))
         out.write(reply + "\n")
         out.flush()
 

@@ -21,7 +21,9 @@ from typing import Any
 
 from ..answer import bands
 from ..answer.answer import Answer, Option
-from ..core.errors import ASK_ERRORS
+from ..answer.workload import ResolvedWorkload
+from ..core import ranges
+from ..core.errors import ASK_ERRORS, WorkloadError
 from ..knowledge.kb import KnowledgeBase
 from ..knowledge.sandbox import sandboxed
 from ..knowledge.schema import ENERGY_QUANTITIES, Measurement
@@ -66,6 +68,7 @@ class Point:
     reason: str = ""  # why there is no prediction
     framework: str = ""  # the run's stack (its workload's framework)
     regime: str = ""  # gpukb.answer.bands.regime: multi-node / single-node training, batch-1 / batched decode
+    invalid: bool = False  # the measurement itself is wrong (a value no run has, a workload gpukb refuses): a defect
 
     @property
     def log_error(self) -> float:
@@ -113,7 +116,14 @@ class Validation:
         return self.footprints.within_25 >= self.thresholds.get("footprint_within_25", 0.0)
 
     @property
+    def invalid(self) -> list[Point]:
+        """Points whose measurement is wrong: lint reports each, and validation fails while any is left."""
+        return [p for p in self.points if p.invalid]
+
+    @property
     def passed(self) -> bool:
+        if self.invalid:
+            return False
         calibrated = self.bands is None or self.bands.calibration.share >= self.thresholds.get("band_calibration", 0.0)
         return (self.overall.median_error <= self.thresholds.get("median_error", math.inf)
                 and self.overall.within_25 >= self.thresholds.get("within_25", 0.0) and calibrated
@@ -134,6 +144,7 @@ class Validation:
                            "within_25": self.footprints.within_25, "passed": self.footprints_passed},
             "thresholds": self.thresholds,
             **(_bands_json(self.bands) if self.bands else {}),
+            "invalid": [p.id for p in self.invalid],
             "passed": self.passed,
         }
 
@@ -247,18 +258,79 @@ def _rules(option: Option, kind: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(s.rule for s in option.trace if any(v["name"] in names for v in s.values)))
 
 
+def unphysical(kb: KnowledgeBase, m: Measurement, w: ResolvedWorkload) -> str | None:
+    """Why the measured value cannot be a run of its workload on its GPU, where it is beyond the simplest physical
+    bound by more than core.ranges' slack: one stream decoding faster than the GPUs' memory bandwidth reads the
+    weights it needs per token; all streams decoding faster than that times the batch, or than the fastest
+    datasheet FLOP/s allow at 2 FLOP per parameter per token; a first token sooner than the prompt's FLOPs take;
+    peak memory above the GPU's or below its share of the weights. None where it may be a run."""
+    gpu = kb.gpus.get(w.gpus[0]) if len(w.gpus) == 1 else None
+    if gpu is None:
+        return None  # lint's M001/M002 say what is wrong with the workload
+    count, devices = w.gpu_count or 1, gpu.devices
+    bandwidth = gpu.memory_bandwidth / devices
+    peak = max(f for f in (gpu.bf16_flops, gpu.fp16_flops, gpu.fp8_flops, gpu.fp32_flops, 0.0) if f is not None) / devices
+    weight_bytes = kb.dtypes["nf4" if w.task == "qlora" and "nf4" in kb.dtypes else w.precision].bytes
+    read = w.active_params * weight_bytes  # the bytes of weights one decode step reads
+    value, slack, where = m.canonical, ranges.PHYSICS_SLACK, f"{count} × {gpu.id}"
+    if m.quantity == "decode_tokens_per_s" and value > slack * (bound := count * bandwidth / read):
+        return (f"{value:g} tokens/s for one stream is more than {slack:g}× the {bound:.4g} tokens/s that {where}'s "
+                f"memory bandwidth ({count * bandwidth:.4g} B/s) allows, reading {read:.4g} bytes of weights per token")
+    if m.quantity == "decode_tokens_per_s_total":
+        bound = min(max(w.batch_size, 1) * count * bandwidth / read, count * peak / (2 * w.active_params))
+        if m.unit == "tokens/s/GPU":
+            bound /= count
+        if value > slack * bound:
+            return (f"{value:g} {m.unit} is more than {slack:g}× the {bound:.4g} that {where} can decode (memory "
+                    f"bandwidth for {max(w.batch_size, 1)} streams, or 2 FLOP per parameter at {peak:.4g} FLOP/s)")
+    if m.quantity == "ttft_s" and peak:
+        prompt = w.prompt_len or w.seq_len
+        floor = 2 * w.active_params * prompt / (count * peak)
+        if value < floor / slack:
+            return (f"{value:g} s to the first token is less than 1/{slack:g} of the {floor:.4g} s that {where} take "
+                    f"for the {prompt:,}-token prompt's 2 FLOP per parameter per token at {peak:.4g} FLOP/s")
+    if m.quantity == "peak_memory_per_gpu":
+        memory = max(gpu.memory, gpu.memory_reported or 0.0) / devices
+        if value > ranges.MEMORY_SLACK * memory:
+            return f"{value:.4g} bytes is more than {gpu.id}'s memory ({memory:.4g} bytes) holds"
+        floor = w.params * weight_bytes / count  # the weights, sharded over every GPU at most
+        if w.offload != "optimizer+params" and value < floor / slack:
+            return (f"{value:.4g} bytes is less than 1/{slack:g} of the {floor:.4g} bytes of weights each of "
+                    f"{where} holds at least")
+    return None
+
+
 def check_point(kb: KnowledgeBase, m: Measurement) -> Point:
-    gpu = ",".join(m.workload.get("gpus", []) or [])  # type: ignore[arg-type]
+    """The point's prediction, or why there is none. Never raises for a wrong measurement: every answer derives
+    its bands from these points, and an answer must not depend on a measurement it does not use."""
+    gpus = m.workload.get("gpus")
+    gpu = ",".join(map(str, gpus)) if isinstance(gpus, list) else ""
     measured = m.canonical
     framework = str(m.workload.get("framework", ""))
+    if (wrong := m.implausible()) is not None:
+        return Point(m.id, m.quantity, measured, None, None, m.source, gpu, reason=f"{wrong[0]}: {wrong[1]}",
+                     framework=framework, invalid=True)
     try:
         answer = kb.ask(workload_of(m, kb), bands=False)  # the bands are made of these points
-        predicted, option = predict(m, answer, kb)
-    except (*ASK_ERRORS, LookupError, ZeroDivisionError, expr.ExpressionError) as err:
+    except WorkloadError as err:  # lint reports it too (M001)
+        return Point(m.id, m.quantity, measured, None, None, m.source, gpu, reason=f"workload: {err}",
+                     framework=framework, invalid=True)
+    except ASK_ERRORS as err:
         return Point(m.id, m.quantity, measured, None, None, m.source, gpu, reason=str(err), framework=framework)
+    if (impossible := unphysical(kb, m, answer.workload)) is not None:  # lint reports it too (M004)
+        return Point(m.id, m.quantity, measured, None, None, m.source, gpu, reason=f"value: {impossible}",
+                     framework=framework, invalid=True)
+    try:
+        predicted, option = predict(m, answer, kb)
+    except (LookupError, ArithmeticError, expr.ExpressionError) as err:
+        return Point(m.id, m.quantity, measured, None, None, m.source, gpu, reason=str(err), framework=framework)
+    ratio = predicted / measured
+    if not (math.isfinite(ratio) and ratio > 0):  # in-range values make a finite ratio; a zero prediction does not
+        return Point(m.id, m.quantity, measured, predicted, None, m.source, gpu, reason=f"predicted {predicted:g}",
+                     framework=framework)
     kind = KIND_OF[m.quantity]
     group = {"training": "training", "decode": "inference"}.get(kind, "")
-    return Point(m.id, m.quantity, measured, predicted, predicted / measured, m.source, gpu, _rules(option, kind),
+    return Point(m.id, m.quantity, measured, predicted, ratio, m.source, gpu, _rules(option, kind),
                  framework=framework, regime=bands.regime(group, option.strategy.nodes, answer.workload.batch_size))
 
 
@@ -398,8 +470,8 @@ def render_text(v: Validation, regression: Regression | None = None) -> str:
     for p in v.points:
         table.add_row(p.id, p.quantity, f"{p.measured:,.4g}",
                       "—" if p.predicted is None else f"{p.predicted:,.4g}",
-                      "miss" if p.ratio is None else f"{p.ratio:.2f}" + ("" if p.within else " !"),
-                      ", ".join(p.rules) if p.predicted is not None else p.reason)
+                      ("wrong" if p.invalid else "miss") if p.ratio is None else f"{p.ratio:.2f}" + ("" if p.within else " !"),
+                      ", ".join(p.rules) if p.ratio is not None else p.reason)
     console = Console(width=200, record=True, file=__import__("io").StringIO())
     console.print(table)
     # bias: the median predicted / measured of the quantity's points (below 1: gpukb predicts too little)
@@ -428,6 +500,9 @@ def render_text(v: Validation, regression: Regression | None = None) -> str:
                  + (f", bands' held-out coverage ≥ {t['band_calibration']:.0%}" if "band_calibration" in t else "")
                  + (f"; footprints within ±25% ≥ {t['footprint_within_25']:.0%}" if "footprint_within_25" in t else "")
                  + f": {'passed' if v.passed else 'FAILED'}")
+    if v.invalid:
+        lines.append(f"{len(v.invalid)} measurement(s) are wrong, left out of the bands, and fail validation "
+                     f"(gpukb lint says where): {', '.join(p.id for p in v.invalid)}")
     if regression is not None:
         lines.append(f"against {regression.rev}: median error {_pct(regression.base_median)} → "
                      f"{_pct(regression.head_median)} (allowed step {regression.allowed_step:.1%}): "

@@ -161,6 +161,17 @@ def _check_models(r: _Reader) -> None:
         if model.active_params is not None and model.active_params != active:
             r.problem_at("models", model_id, ("active_params",), "E050",
                          f"{model.active_params:,} does not match the architecture's {active:,}")
+    # `--model ORG/NAME` resolves a Hugging Face id to the one model that names it (case as the Hub ignores it)
+    first: dict[str, str] = {}
+    for model_id, model in sorted(r.entries["models"].items(), key=lambda kv: r.where[("models", kv[0])]):
+        if model.hf_repo is None or model.status == "deprecated":
+            continue
+        other = first.setdefault(model.hf_repo.lower(), model_id)
+        if other != model_id:
+            file, line = r.where[("models", other)]
+            r.problem_at("models", model_id, ("hf_repo",), "E021",
+                         f"'{model.hf_repo}' is already the hf_repo of model '{other}' ({file}:{line}): "
+                         "each Hugging Face repository names one model")
 
 
 def _check_joins(r: _Reader, compiled: list[CompiledRule]) -> None:

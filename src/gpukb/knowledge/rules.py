@@ -18,7 +18,7 @@ from ..language import expr as ex
 from ..language.facts import ALL_KINDS, FINDING_KINDS, RULE_KINDS, SEVERITIES, fields_of
 from ..language.template import TemplateError, needs, placeholders
 from .citations import CitedClaim
-from .schema import Entry, Slug, Strict
+from .schema import Entry, Float, Name, Slug, Strict
 
 Stage = Literal["requirements", "bottlenecks", "remedies", "recommendations"]
 STAGES: tuple[str, ...] = ("requirements", "bottlenecks", "remedies", "recommendations")
@@ -49,7 +49,7 @@ class Output(Strict):
 
 class Expect(Strict):
     fires: bool
-    values: dict[str, float | str] = Field(
+    values: dict[str, Float | str] = Field(
         default={}, description="computed values of the first firing: numbers within ±0.5%, strings exactly")
 
 
@@ -61,8 +61,8 @@ class RuleTest(Strict):
 
 class Rule(Entry):
     stage: Stage
-    title: str
-    title_zh: str = Field(default="", description="the title in Chinese (lint requires it: L101)")
+    title: Name
+    title_zh: Name = Field(default="", description="the title in Chinese (lint requires it: L101)")
     claims: list[Slug] = []
     sources: list[Slug] = []
     when: list[Pattern] = Field(min_length=1)

@@ -7,19 +7,57 @@ generated from them (`gpukb schema`). Quantities accept human units in YAML and 
 from __future__ import annotations
 
 import datetime as dt
+import math
+import unicodedata
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, HttpUrl, ValidationInfo, WithJsonSchema, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    HttpUrl,
+    ValidationInfo,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
 from pydantic import Strict as NoCoercion
 
+from ..core import ranges
+from ..core.ranges import ARCHITECTURE
+from ..core.terminal import invisible
 from ..core.units import Bandwidth, Bytes, Flops, Watts, parse_quantity
 from ..language import expr
 
 Slug = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._\-]*$", max_length=80)]
+
+
+def _visible(text: str) -> str:
+    if (c := invisible(text)) is not None:
+        raise ValueError(f"holds the invisible character U+{ord(c):04X} ({unicodedata.name(c, 'unnamed')}): "
+                         "two names that differ only by it print alike; remove it")
+    return text
+
+
+# A name or title people read and tell apart: no character that shows nothing
+Name = Annotated[str, AfterValidator(_visible)]
 Status = Literal["draft", "stable", "deprecated"]
 # Numbers are numbers: YAML's `true` is not 1, and "12" is not 12 (pydantic's lax mode would take both).
 Int = Annotated[int, NoCoercion()]
 Float = Annotated[float, NoCoercion()]
+
+
+def Plausible(quantity: str, zero: bool = False) -> Any:
+    """A strict float inside the plausible range of `quantity` (core.ranges), 0 too where `zero` allows it."""
+    return Annotated[float, NoCoercion(), ranges.bounded(quantity, zero)]
+
+
+Usd = Plausible("usd")
+UsdPerHour = Plausible("usd_per_hour")
+Bits = Plausible("bits")
+PerValue = Plausible("bytes_per_value")  # bytes held per parameter, logit or activation unit
+PerValueOrZero = Annotated[float, NoCoercion(), Field(ge=0), ranges.bounded("bytes_per_value", zero=True)]
 
 
 class Strict(BaseModel):
@@ -38,14 +76,14 @@ class Entry(Strict):
 
 
 class Manifest(Strict):
-    name: str
+    name: Name
     version: Annotated[str, Field(pattern=r"^\d+\.\d+\.\d+$")]
     description: str
 
 
 class Source(Entry):
-    title: str
-    publisher: str
+    title: Name
+    publisher: Name
     kind: Literal["datasheet", "paper", "documentation", "model_config", "article", "whitepaper", "spec", "price_list"]
     url: HttpUrl | None = None
     path: str | None = None
@@ -69,13 +107,13 @@ class Figure(Strict):
 
 
 class Claim(Entry):
-    section: str
-    section_en: str
+    section: Name
+    section_en: Name
     kind: Literal["quantitative", "qualitative", "recommendation"]
     quote_zh: str = Field(min_length=2)
     text_en: str
-    title: str = Field(default="", description="a short human title in English (lint requires it: L101)")
-    title_zh: str = Field(default="", description="the same title in Chinese (lint requires it: L101)")
+    title: Name = Field(default="", description="a short human title in English (lint requires it: L101)")
+    title_zh: Name = Field(default="", description="the same title in Chinese (lint requires it: L101)")
     verdict: Literal["supported", "qualified", "contradicted", "unverifiable"]
     reason: str
     reason_zh: str = Field(default="", description="the reason in Chinese (lint requires it: L101)")
@@ -88,13 +126,13 @@ class Rhetoric(Strict):
     """An article sentence that asserts nothing checkable, and why it is not a claim."""
 
     sentence: str
-    section: str = ""
-    section_en: str = ""
+    section: Name = ""
+    section_en: Name = ""
     reason: str
 
 
 class Price(Strict):
-    usd: Float = Field(gt=0)
+    usd: Usd = Field(gt=0)
     as_of: dt.date
     source: Slug
     kind: Literal["launch_msrp", "list_price"]
@@ -103,11 +141,11 @@ class Price(Strict):
 class CloudPrice(Strict):
     """A dated cloud on-demand list price, quoted verbatim from its source."""
 
-    usd_per_gpu_hour: Float = Field(gt=0)
-    instance: str
+    usd_per_gpu_hour: UsdPerHour = Field(gt=0)
+    instance: Name
     gpus_per_instance: Int = Field(ge=1)
-    instance_usd_per_hour: Float = Field(gt=0)
-    region: str
+    instance_usd_per_hour: UsdPerHour = Field(gt=0)
+    region: Name
     as_of: dt.date
     source: Slug
     locator: str
@@ -116,17 +154,17 @@ class CloudPrice(Strict):
 
 
 class Gpu(Entry):
-    name: str
+    name: Name
     vendor: Literal["nvidia", "amd", "intel", "huawei"]
     segment: Literal["datacenter", "workstation", "consumer"]
-    architecture: str
+    architecture: Name
     form_factor: Literal["sxm", "pcie", "oam", "mezzanine"]
     memory: Bytes = Field(gt=0)
     memory_reported: Bytes | None = Field(default=None, gt=0, description=(
         "total memory the driver reports (nvidia-smi), where a source publishes it: datasheets round "
         "(an '80 GB' A100 reports 81,920 MiB); plans are made against this when it is known"))
     memory_source: Slug | None = Field(default=None, description="the source of memory_reported")
-    memory_type: str
+    memory_type: Name
     memory_bandwidth: Bandwidth = Field(gt=0)
     bf16_flops: Flops | None = Field(description="dense BF16 tensor FLOP/s; null if unsupported")
     fp16_flops: Flops | None = Field(description="dense FP16 tensor FLOP/s; null if unsupported or unpublished")
@@ -173,7 +211,7 @@ class Gpu(Entry):
 class NodePrice(Strict):
     """A dated on-demand price of one whole node (instance) per hour, quoted verbatim from its source."""
 
-    usd_per_node_hour: Float = Field(gt=0)
+    usd_per_node_hour: UsdPerHour = Field(gt=0)
     region: str
     as_of: dt.date
     source: Slug
@@ -186,7 +224,7 @@ class System(Entry):
     """A machine people rent or buy: a node of GPUs with the fabric inside it, the network between nodes,
     its host memory and its prices. Plans are laid out on systems: their GPUs come in whole nodes."""
 
-    name: str
+    name: Name
     kind: Literal["cloud", "server", "workstation"]
     provider: Slug
     gpu: Slug = Field(description="the GPU id every device of the node is")
@@ -221,19 +259,20 @@ class System(Entry):
 
 
 class Interconnect(Entry):
-    name: str
+    name: Name
     kind: Literal["scale_up", "host", "scale_out"]
     bandwidth: Bandwidth = Field(gt=0, description="per direction")
-    quoted: str
+    quoted: Name
     sources: list[Slug] = Field(min_length=1)
     notes: str = ""
 
 
 class Moe(Strict):
-    experts: Int = Field(ge=2, description="routed experts per MoE layer")
+    experts: Int = Field(ge=2, le=ARCHITECTURE["experts"], description="routed experts per MoE layer")
     experts_per_token: Int = Field(ge=1, description="routed experts each token runs through")
     expert_intermediate_size: Int | None = Field(
-        default=None, gt=0, description="width of one expert's MLP; null = intermediate_size")
+        default=None, gt=0, le=ARCHITECTURE["intermediate_size"],
+        description="width of one expert's MLP; null = intermediate_size")
     shared_experts: Int = Field(default=0, ge=0, description="experts every token runs through (DeepSeekMoE)")
     dense_layers: Int = Field(default=0, ge=0, description="first layers with a dense MLP of intermediate_size")
     router_bias: bool = Field(default=False, description="the router has a per-expert bias (DeepSeek-V3)")
@@ -256,18 +295,18 @@ class Mla(Strict):
 
 
 class Model(Entry):
-    name: str
-    family: str
-    params: Int = Field(gt=0, description="exact total parameter count")
-    active_params: Int | None = Field(default=None, gt=0)
-    layers: Int = Field(gt=0)
-    hidden_size: Int = Field(gt=0)
-    heads: Int = Field(gt=0)
-    kv_heads: Int = Field(gt=0)
-    head_dim: Int = Field(gt=0)
-    intermediate_size: Int = Field(gt=0)
-    vocab_size: Int = Field(gt=0)
-    context_length: Int = Field(gt=0)
+    name: Name
+    family: Name
+    params: Int = Field(gt=0, le=ARCHITECTURE["params"], description="exact total parameter count")
+    active_params: Int | None = Field(default=None, gt=0, le=ARCHITECTURE["params"])
+    layers: Int = Field(gt=0, le=ARCHITECTURE["layers"])
+    hidden_size: Int = Field(gt=0, le=ARCHITECTURE["hidden_size"])
+    heads: Int = Field(gt=0, le=ARCHITECTURE["heads"])
+    kv_heads: Int = Field(gt=0, le=ARCHITECTURE["kv_heads"])
+    head_dim: Int = Field(gt=0, le=ARCHITECTURE["head_dim"])
+    intermediate_size: Int = Field(gt=0, le=ARCHITECTURE["intermediate_size"])
+    vocab_size: Int = Field(gt=0, le=ARCHITECTURE["vocab_size"])
+    context_length: Int = Field(gt=0, le=ARCHITECTURE["context_length"])
     mlp: Literal["gated", "standard"]
     norm: Literal["rmsnorm", "layernorm"]
     tied_embeddings: bool
@@ -278,7 +317,8 @@ class Model(Entry):
     mla: Mla | None = Field(default=None, description="multi-head latent attention; null = grouped-query attention")
     qk_norm: bool = Field(default=False, description="RMSNorm over each query and key head (Qwen3)")
     norms_per_layer: Int = Field(default=2, ge=1, le=8, description="4 in Gemma 2 (before and after each block)")
-    sliding_window: Int | None = Field(default=None, gt=0, description="tokens a sliding-window layer attends to")
+    sliding_window: Int | None = Field(default=None, gt=0, le=ARCHITECTURE["context_length"],
+                                       description="tokens a sliding-window layer attends to")
     sliding_window_layers: Int = Field(default=0, ge=0, description="how many layers use the sliding window")
     hf_repo: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$",
                                 max_length=200, description="Hugging Face repository id, e.g. meta-llama/Llama-2-7b-hf "
@@ -302,16 +342,16 @@ class Model(Entry):
 
 
 class TrainingBytes(Strict):
-    weight_bytes: Float = Field(gt=0)
-    grad_bytes: Float = Field(gt=0)
-    master_bytes: Float = Field(ge=0)
+    weight_bytes: PerValue = Field(gt=0)
+    grad_bytes: PerValue = Field(gt=0)
+    master_bytes: PerValueOrZero = Field(ge=0)
 
 
 class Term(Entry):
     """A glossary entry: the one Chinese term every text of gpukb uses for a concept, and the ones it avoids."""
 
-    en: str
-    zh: str = Field(description="the preferred Chinese term (a product name stays as it is)")
+    en: Name
+    zh: Name = Field(description="the preferred Chinese term (a product name stays as it is)")
     avoid_zh: list[str] = Field(default_factory=list, description="terms Chinese text must not use for this concept: "
                                 "drifting synonyms, translationese, English left in a Chinese sentence")
     note: str = Field(description="why this term, and how to use it")
@@ -320,8 +360,8 @@ class Term(Entry):
 
 
 class Dtype(Entry):
-    name: str
-    bits: Float = Field(gt=0, le=64, description="storage bits per parameter, quantization constants included")
+    name: Name
+    bits: Bits = Field(gt=0, le=64, description="storage bits per parameter, quantization constants included")
     training: TrainingBytes | None = Field(description="bytes per parameter when this is the training precision")
     inference: bool
     flops_field: Literal["bf16_flops", "fp16_flops", "fp8_flops", "fp32_flops"]
@@ -337,24 +377,29 @@ class Dtype(Entry):
 
 
 class Optimizer(Entry):
-    name: str
-    state_bytes: Float = Field(ge=0, description="optimizer state bytes per trainable parameter")
-    state_bytes_16bit: Float | None = Field(default=None, ge=0, description=(
+    name: Name
+    state_bytes: PerValueOrZero = Field(ge=0, description="optimizer state bytes per trainable parameter")
+    state_bytes_16bit: PerValueOrZero | None = Field(default=None, description=(
         "state bytes per parameter in pure 16-bit training (workload master_weights: false), where the states "
         "take the 16-bit parameters' dtype; unset: the same as state_bytes (states with a dtype of their own)"))
-    states: str
+    states: Name
     sources: list[Slug] = Field(min_length=1)
     notes: str = ""
+
+
+# a policy's unit -> the quantity whose plausible range (core.ranges) its value lies in
+POLICY_QUANTITY = {"fraction": "fraction", "bytes": "bytes", "bandwidth": "bandwidth", "ratio": "ratio", "tokens": "tokens",
+                   "seconds": "seconds", "count": "count", "gCO2/kWh": "gco2_per_kwh"}
 
 
 class Policy(Entry):
     """A stated engineering assumption (headroom, utilisation, network) with its reason."""
 
-    title: str
+    title: Name
+    unit: Literal["fraction", "bytes", "bandwidth", "ratio", "tokens", "seconds", "count", "gCO2/kWh"]
     value: Annotated[float, NoCoercion(), WithJsonSchema({
         "anyOf": [{"type": "number", "minimum": 0}, {"type": "string"}],
         "description": "a number, or a quantity with a unit matching `unit` ('2 GB', '50 GB/s')"})] = Field(ge=0)
-    unit: Literal["fraction", "bytes", "bandwidth", "ratio", "tokens", "seconds", "count", "gCO2/kWh"]
     architectures: list[str] = Field(default=[], description=(
         "GPU architectures (as in kb/gpus) this value is for; a policy with the same id prefix and no "
         "architectures is the default for the others"))
@@ -372,6 +417,12 @@ class Policy(Entry):
             data = {**data, "value": parse_quantity(data["value"], data["unit"])}
         return data
 
+    @field_validator("value")
+    @classmethod
+    def _plausible(cls, value: float, info: ValidationInfo) -> float:
+        unit = info.data.get("unit")  # None: the unit itself is wrong, and says so
+        return value if unit is None else ranges.check(value, POLICY_QUANTITY[unit], zero=True)
+
 
 # --- frameworks: the stacks people train and serve with, and what each holds in memory -------------
 
@@ -386,10 +437,21 @@ class FrameworkTerm(Strict):
     sources: list[Slug] = Field(min_length=1)
 
 
+# each framework term -> the quantity whose plausible range (core.ranges) its value lies in
+TERM_QUANTITY = {
+    "loss_logit_bytes": "bytes_per_value", "layer_activation_bytes": "bytes_per_value",
+    "layer_activation_bytes_fp32_residual": "bytes_per_value", "qlora_unquantized_param_bytes": "bytes_per_value",
+    "checkpoint_layers_on_gpu": "count", "comm_buffer_bytes": "bytes", "zero3_live_params": "count",
+    "kv_cache_memory_fraction": "fraction", "kv_cache_free_memory_fraction": "fraction",
+    "decode_bandwidth_utilisation": "fraction", "layer_launch_s": "seconds", "int4_weight_bits": "bits",
+    "int8_weight_bits": "bits",
+}
+
+
 class Framework(Entry):
     """A training or serving stack (workload field `framework`) and the memory terms that differ between stacks."""
 
-    name: str
+    name: Name
     tasks: list[FrameworkTask] = Field(min_length=1, description="the workload tasks this framework runs")
     default_for: list[FrameworkTask] = Field(default=[], description=(
         "tasks this framework is the default for (what most people run for them); each task has exactly one"))
@@ -437,6 +499,14 @@ class Framework(Entry):
     sources: list[Slug] = Field(min_length=1)
     notes: str = ""
 
+    @field_validator(*TERM_QUANTITY)
+    @classmethod
+    def _plausible(cls, term: FrameworkTerm | None, info: ValidationInfo) -> FrameworkTerm | None:
+        if term is not None:
+            quantity = TERM_QUANTITY[str(info.field_name)]
+            ranges.check(term.value, quantity, zero=quantity != "fraction")  # a share is never 0
+        return term
+
     @model_validator(mode="after")
     def _consistent(self) -> Framework:
         if not set(self.default_for) <= set(self.tasks):
@@ -445,10 +515,8 @@ class Framework(Entry):
             raise ValueError("default_reason: say why it is the default for " + ", ".join(self.default_for))
         if self.loss_logit_bytes is None and set(self.tasks) - {"inference"}:
             raise ValueError("loss_logit_bytes: a training framework states what its loss holds per logit")
+        # each share lies in (0, 1]: its quantity's plausible range (_plausible)
         shares = ("kv_cache_memory_fraction", "kv_cache_free_memory_fraction", "decode_bandwidth_utilisation")
-        for name in shares:
-            if (share := getattr(self, name)) is not None and not 0 < share.value <= 1:
-                raise ValueError(f"{name}: a share, in (0, 1]")
         if self.kv_cache_memory_fraction and self.kv_cache_free_memory_fraction:
             raise ValueError("kv_cache_memory_fraction, kv_cache_free_memory_fraction: an engine sizes its KV cache one way")
         serving = (*shares, "layer_launch_s", "int4_weight_bits", "int8_weight_bits")
@@ -500,15 +568,24 @@ UNITS: dict[str, tuple[frozenset[str], float, bool]] = {
     "t CO2eq": (frozenset({"training_co2_kg"}), 1000, False),
 }
 ENERGY_QUANTITIES = ("training_energy_kwh", "training_co2_kg")
+# each quantity -> the range (core.ranges) its canonical value lies in, and the canonical unit's name
+MEASURED_RANGE: dict[str, str] = {
+    "training_tokens_per_s_per_gpu": "tokens_per_s", "model_tflops_per_gpu": "flops", "hardware_tflops_per_gpu": "flops",
+    "mfu": "fraction", "gpu_hours": "hours", "decode_tokens_per_s": "tokens_per_s",
+    "decode_tokens_per_s_total": "tokens_per_s", "ttft_s": "seconds", "peak_memory_per_gpu": "bytes",
+    "fewest_gpus": "gpus", "rl_step_time_s": "seconds", "training_energy_kwh": "kwh", "training_co2_kg": "kg_co2",
+}
+_CANONICAL_UNIT = {"tokens_per_s": "tokens/s", "flops": "FLOP/s", "fraction": "fraction", "hours": "GPU hours",
+                   "seconds": "s", "bytes": "bytes", "gpus": "GPUs", "kwh": "kWh", "kg_co2": "kg CO2eq"}
 
 
 class Measurement(Entry):
     """A published measurement of a real run: what a prediction is checked against."""
 
-    title: str
+    title: Name
     quantity: Quantity
-    value: float = Field(gt=0, allow_inf_nan=False, description="exactly as published, in `unit`")
-    unit: Literal[tuple(UNITS)]  # type: ignore[valid-type]
+    value: Float = Field(gt=0, allow_inf_nan=False, description="exactly as published, in `unit`")
+    unit: Literal[tuple(UNITS)]
     unit_as_published: str | None = Field(default=None, description="the source's own wording, where it differs")
     workload: dict[str, object] = Field(description=(
         "the run as a gpukb workload (checked by lint), naming its `framework` (kb/frameworks; lint M002): what the "
@@ -528,7 +605,7 @@ class Measurement(Entry):
     energy_scope: Literal["gpu", "node", "facility"] | None = Field(default=None, description=(
         "for energy and emissions: what the published figure counts: 'gpu' (the GPUs' board power), 'node' (whole "
         "servers), 'facility' (with the data centre's PUE); validate compares the same part of gpukb's estimate"))
-    gpu_hours: float | None = Field(default=None, gt=0, allow_inf_nan=False, description=(
+    gpu_hours: Float | None = Field(default=None, gt=0, allow_inf_nan=False, description=(
         "for energy and emissions: the GPU-hours the source states for the same run; validate predicts the "
         "energy of these GPU-hours, so the point checks power, PUE and grid (the time to train has its own "
         "gpu_hours points)"))
@@ -572,6 +649,27 @@ class Measurement(Entry):
 
     @property
     def canonical(self) -> float:
-        """The value in the canonical unit of its quantity (tokens/s, FLOP/s, fraction, hours, s, bytes, GPUs)."""
+        """The value in the canonical unit of its quantity (tokens/s, FLOP/s, fraction, hours, s, bytes, GPUs);
+        infinite where an implausible value underflows (see `implausible`)."""
         _, factor, inverted = UNITS[self.unit]
-        return 1 / (self.value * factor) if inverted else self.value * factor
+        scaled = self.value * factor
+        if inverted:
+            return 1 / scaled if scaled else math.inf
+        return scaled
+
+    def implausible(self) -> tuple[str, str] | None:
+        """(field, why) where the value (or gpu_hours) lies outside its quantity's plausible range (core.ranges).
+        Not a load error: only validation and the bands use a measurement, so a bad one fails lint and validate
+        and is left out of the bands, while every answer stands."""
+        try:
+            ranges.check(self.canonical, MEASURED_RANGE[self.quantity])
+        except ranges.OutOfRange:
+            low, high = ranges.RANGES[MEASURED_RANGE[self.quantity]]
+            return "value", (f"{self.value:g} {self.unit} is outside the plausible range of {self.quantity}, "
+                             f"{low:g} to {high:g} {_CANONICAL_UNIT[MEASURED_RANGE[self.quantity]]}")
+        if self.gpu_hours is not None:
+            try:
+                ranges.check(self.gpu_hours, "hours")
+            except ranges.OutOfRange as out:
+                return "gpu_hours", str(out)
+        return None

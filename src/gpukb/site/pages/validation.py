@@ -19,9 +19,11 @@ COLOURS = {"training": "#1f77b4", "decode": "#d62728", "memory": "#2ca02c", "rl"
 
 
 def _scaled(points: list[Point]) -> list[tuple[float, float, Point]]:
-    medians = {q: median(p.measured for p in points if p.quantity == q) for q in {p.quantity for p in points}}
-    return [(p.measured / medians[p.quantity], p.predicted / medians[p.quantity], p)
-            for p in points if p.predicted is not None]
+    # only points with a ratio: a wrong measurement (validation marks it invalid) has no logarithm to plot
+    shown = [p for p in points if p.ratio is not None and p.predicted is not None]
+    medians = {q: median(p.measured for p in shown if p.quantity == q) for q in {p.quantity for p in shown}}
+    scaled = [(p.measured / medians[p.quantity], p.predicted / medians[p.quantity], p) for p in shown]
+    return [(x, y, p) for x, y, p in scaled if all(math.isfinite(v) and v > 0 for v in (x, y))]
 
 
 def accuracy_svg(v: Validation, *, title: str, x_label: str, y_label: str) -> str:
