@@ -81,8 +81,12 @@ def _answer(kb: KnowledgeBase, w: Workload, bands: BandSource | None) -> Answer:
 
     # latency targets: the fewest GPUs that meet them, by raising tensor parallelism where they are missed
     if has_targets(resolved):
-        return fewest_meeting(resolved, run, {g: kb.gpus[g].scale_up_domain * kb.gpus[g].devices
-                                                for g in resolved.gpus})
+        facts = {g: gpu_fact(kb, kb.gpus[g], resolved.precision, resolved.kv_cache_precision, resolved.systems)
+                 for g in resolved.gpus}
+        # the widest tensor-parallel group each GPU type's system allows: a node, or its scale-up domain where
+        # that spans nodes; a system without a network between nodes holds no more than one node
+        return fewest_meeting(resolved, run, {g: max(f["gpus_per_node"], kb.gpus[g].scale_up_domain * kb.gpus[g].devices)
+                                                 if f["scales_out"] else f["gpus_per_node"] for g, f in facts.items()})
     # a deadline (or the pre-training horizon): per GPU type, the cluster that trains the tokens in time; with
     # placement 'all' the user's gpu_count is the plan, and the deadline only says whether it is met
     if resolved.task != "inference" and resolved.deadline_days and resolved.tokens and resolved.placement != "all":

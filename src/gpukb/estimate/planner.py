@@ -303,13 +303,13 @@ def _inference_candidate(w: ResolvedWorkload, a: float, b: float, usable: float,
     return Candidate(Layout(tp, pp, 0, False, "none"), 1, count, True) if count <= limit else None
 
 
-def next_tensor_parallel(w: ResolvedWorkload, tp: int, scale_up_domain: int, node: int = NODE_SIZE) -> int | None:
-    """The next larger tensor-parallel size for inference that divides the attention heads, stays inside
-    one node (or the scale-up domain, if that is larger) and within gpu_count; None when there is none
+def next_tensor_parallel(w: ResolvedWorkload, tp: int, widest: int) -> int | None:
+    """The next larger tensor-parallel size for inference that divides the attention heads, stays within `widest`
+    (the GPU type's node, or its scale-up domain where that spans nodes) and gpu_count; None when there is none
     or the size is pinned."""
     if w.tensor_parallel:
         return None
-    most = min(max(node, scale_up_domain), (w.gpu_count or NO_LIMIT) // (w.pipeline_parallel or 1))
+    most = min(widest, (w.gpu_count or NO_LIMIT) // (w.pipeline_parallel or 1))
     return next((t for t in TP_SIZES if tp < t <= most and w.heads % t == 0), None)
 
 

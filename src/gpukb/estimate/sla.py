@@ -77,7 +77,7 @@ def _raise(w: ResolvedWorkload, tp: int, tried: list[Reached], closest: bool) ->
                  f"为达到 {_targets_text(w)}，张量并行提高到 {tp}：{zh}。")
 
 
-def fewest_meeting(w: ResolvedWorkload, run: Run, scale_up_domain: dict[str, int]) -> Answer:
+def fewest_meeting(w: ResolvedWorkload, run: Run, widest: dict[str, int]) -> Answer:
     """Ask with the memory plan, then raise the tensor-parallel size of each GPU type that misses the
     targets, one size at a time, until it meets them or has no larger size."""
     raised: dict[str, Raise] = {}
@@ -91,7 +91,9 @@ def fewest_meeting(w: ResolvedWorkload, run: Run, scale_up_domain: dict[str, int
             assert option.ttft_s is not None and option.tpot_s is not None
             tp = option.strategy.tensor_parallel
             tried.setdefault(option.gpu, []).append(Reached(tp, option.count, option.ttft_s, option.tpot_s))
-            if (bigger := next_tensor_parallel(w, tp, scale_up_domain[option.gpu])) is not None:
+            bigger = next_tensor_parallel(w, tp, widest[option.gpu])
+            # a size already tried (its plan did not take it) is not tried again: the search always ends
+            if bigger is not None and bigger not in {r.tp for r in tried[option.gpu]}:
                 more[option.gpu] = bigger
         if not more:
             break
