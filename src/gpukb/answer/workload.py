@@ -370,6 +370,9 @@ class ResolvedWorkload(BaseModel):
     moe_layers: int = Field(default=0, exclude_if=lambda v: v == 0, description="the layers with routed experts")
     config_file: str | None = Field(default=None, exclude_if=lambda v: v is None,
                                     description="the config.json the architecture was read from")
+    checkpoint_precision: Precision | None = Field(
+        default=None, exclude_if=lambda v: v is None,
+        description="the weights' precision the config.json's quantization_config declares")
     attention: Literal["gqa", "mla"] = Field(default="gqa", exclude_if=lambda v: v == "gqa")
     kv_lora_rank: int = Field(default=0, exclude_if=lambda v: v == 0)
     qk_rope_head_dim: int = Field(default=0, exclude_if=lambda v: v == 0)
