@@ -304,6 +304,7 @@ def resolve(kb: KnowledgeBase, w: Workload) -> tuple[ResolvedWorkload, dict[str,
         global_batch_size=w.global_batch_size, prompt_len=w.prompt_len, output_len=w.output_len,
         kv_cache_precision=w.kv_cache_precision, ttft_ms=w.ttft_ms, tpot_ms=w.tpot_ms, objective=w.objective,
         deadline_days=deadline_days, placement=w.placement, region=grid(kb, w.region)[0] if training or w.region else None,
+        energy_scope=w.energy_scope, pue=w.pue,
         activation_checkpointing=w.activation_checkpointing, flash_attention=w.flash_attention,
         lora_rank=w.lora_rank if w.task in ("lora", "qlora") else None,
         gpu_count=w.gpu_count, gpus=list(gpus), systems=systems, tokens=w.tokens, zero_stage=w.zero_stage,
@@ -461,6 +462,8 @@ def workload_fact(kb: KnowledgeBase, w: ResolvedWorkload) -> dict[str, Any]:
         "rollout_batch": w.rollout_batch or 0, "samples_per_prompt": w.samples_per_prompt or 0,
         "response_len": w.response_len or 0,
         **_grid_fields(kb, w),
+        # what energy_kwh counts (rec.energy.training), and the PUE asked for (0: the policy datacenter-pue)
+        "energy_scope": w.energy_scope, "pue": w.pue or 0.0,
     }
 
 

@@ -23,7 +23,7 @@ ENGINE_KINDS: dict[str, frozenset[str]] = {
         "context_length", "framework", "framework_defaults", "loss_logit_bytes", "layer_activation_bytes",
         "checkpoint_layers_on_gpu", "comm_buffer_bytes", "kv_cache_memory_fraction", "kv_cache_free_memory_fraction",
         "decode_bandwidth_utilisation", "decode_bandwidth_from", "layer_launch_s",
-        "gathered_layers", "region", "grid_policy", "grid_intensity",
+        "gathered_layers", "region", "grid_policy", "grid_intensity", "energy_scope", "pue",
         "rollout_batch", "samples_per_prompt", "response_len",
     }),
     "policy": frozenset({"reserve_fraction", "runtime_overhead", "prefill_chunk", "scaling_efficiency_floor",
