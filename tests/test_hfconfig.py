@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from gpukb.cli import app
 from gpukb.core.errors import WorkloadError
-from gpukb.knowledge.hfconfig import MAX_BYTES, ConfigError, load_model
+from gpukb.knowledge.hfconfig import MAX_BYTES, ConfigError, checkpoint_quantization, load_model
 
 HF = Path(__file__).parent / "fixtures" / "hf"
 
@@ -41,6 +41,8 @@ ROUNDED = {
     # DeepSeek-V3 technical report: 671B total. The Hub's 685B also counts the 14B multi-token
     # prediction module (num_nextn_predict_layers), which next-token inference does not run.
     "deepseek-v3": (671_026_419_200, 671e9, 1e9),
+    # Qwen3-4B model card: "Number of Parameters: 4.0B" (tied embeddings); the AWQ checkpoint's architecture
+    "qwen3-4b-awq": (4_022_468_096, 4.0e9, 1e8),
 }
 
 
@@ -230,3 +232,84 @@ def test_lora_of_a_latent_attention_model_is_refused_not_mis_sized(kb):
         kb.ask({"model": str(HF / "deepseek-v2-lite"), "task": "lora"})
     answer = kb.ask({"model": str(HF / "deepseek-v2-lite"), "task": "full_finetune", "gpus": ["h200-sxm-141gb"]})
     assert answer.memory.weights == 2 * 15_706_484_224
+
+
+def test_a_checkpoint_s_fp8_weights_size_the_served_model(kb):
+    """DeepSeek-V3 publishes FP8 weights only (quantization_config quant_method fp8): served without a precision in
+    the ask, its 671,026,419,200 parameters take a byte each, not two, and the answer says why."""
+    fp8 = kb.ask({"model": str(HF / "deepseek-v3"), "task": "inference", "gpus": ["h200-sxm-141gb"]})
+    assert fp8.workload.precision == "fp8" and fp8.workload.checkpoint_precision == "fp8"
+    assert fp8.memory.weights == 671_026_419_200
+    assert any(a.startswith("precision not given: fp8, as config.json declares FP8 e4m3 weights in 128 x 128 blocks")
+               for a in fp8.workload.assumptions)
+    (option,) = fp8.options
+    assert option.count == 8  # one HGX H200 node, as DeepSeek-V3 is served in FP8
+    assert "--quantization" not in option.launch["vllm"]  # the engine reads the checkpoint's own format
+    asked = kb.ask({"model": str(HF / "deepseek-v3"), "task": "inference", "precision": "bf16", "gpus": ["h200-sxm-141gb"]})
+    assert asked.workload.precision == "bf16" and asked.memory.weights == 2 * 671_026_419_200
+    assert any("sized at precision bf16 (as asked)" in a for a in asked.workload.assumptions)
+    assert asked.options[0].count == 16
+
+
+def test_an_awq_checkpoint_is_sized_at_four_bits_with_its_embeddings_in_16(kb):
+    answer = kb.ask({"model": str(HF / "qwen3-4b-awq"), "task": "inference", "gpus": ["l4-24gb"]})
+    embedding = 151_936 * 2560  # tied: one matrix, left in 16 bits as AWQ leaves it
+    assert answer.workload.precision == "int4"
+    assert answer.memory.weights == (4_022_468_096 - embedding) * 4.25 / 8 + embedding * 2  # kb/dtypes int4: 4.25 bits
+    assert any("AWQ int4 weights, a scale per 128 weights" in a for a in answer.workload.assumptions)
+
+
+def test_training_a_quantized_checkpoint_says_which_precision_it_sized(kb):
+    answer = kb.ask({"model": str(HF / "deepseek-v3"), "task": "full_finetune", "gpus": ["h100-sxm-80gb"]})
+    assert answer.workload.precision == "bf16"
+    assert any("sized at precision bf16 (the default for training), the weights loaded dequantized" in a
+               for a in answer.workload.assumptions)
+    plain = kb.ask({"model": str(HF / "llama-3.1-8b"), "task": "inference", "gpus": ["h100-sxm-80gb"]})
+    assert plain.workload.precision == "bf16" and plain.workload.checkpoint_precision is None
+    assert "checkpoint_precision" not in plain.model_dump_json()
+
+
+@pytest.mark.parametrize(("quantization", "precision"), [
+    # transformers' quantization config classes, as they serialize into config.json
+    ({"quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic", "weight_block_size": [128, 128]}, "fp8"),
+    ({"quant_method": "fbgemm_fp8", "activation_scale_ub": 1200.0, "modules_to_not_convert": ["lm_head"]}, "fp8"),
+    ({"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True, "version": "gemm"}, "int4"),
+    ({"quant_method": "gptq", "bits": 4, "group_size": 128, "desc_act": False, "sym": True}, "int4"),
+    ({"quant_method": "gptq", "bits": 8, "group_size": 128, "desc_act": False, "sym": True}, "int8"),
+    ({"quant_method": "bitsandbytes", "_load_in_4bit": True, "_load_in_8bit": False, "load_in_4bit": True,
+      "load_in_8bit": False, "bnb_4bit_quant_type": "nf4", "bnb_4bit_use_double_quant": True}, "int4"),
+    ({"quant_method": "bitsandbytes", "load_in_8bit": True, "llm_int8_threshold": 6.0}, "int8"),
+    ({"quant_method": "compressed-tensors", "format": "float-quantized", "config_groups": {"group_0": {
+        "targets": ["Linear"], "weights": {"num_bits": 8, "type": "float", "strategy": "channel"}}}}, "fp8"),
+    ({"quant_method": "compressed-tensors", "format": "pack-quantized", "config_groups": {"group_0": {
+        "targets": ["Linear"], "weights": {"num_bits": 4, "type": "int", "strategy": "group", "group_size": 128}}}},
+     "int4"),
+    ({"quant_method": "compressed-tensors", "format": "int-quantized", "config_groups": {"group_0": {
+        "targets": ["Linear"], "weights": {"num_bits": 8, "type": "int", "strategy": "channel"}}}}, "int8"),
+])
+def test_each_quantization_method_names_its_weights_precision(kb, tmp_path, quantization, precision):
+    path = write(tmp_path, quantization_config=quantization)
+    assert checkpoint_quantization(json.loads(path.read_text()), str(path)).precision == precision
+    answer = kb.ask({"model": str(path), "task": "inference", "gpus": ["h100-sxm-80gb"]})
+    assert answer.workload.precision == precision
+
+
+@pytest.mark.parametrize(("quantization", "key", "says"), [
+    ({"quant_method": "exl3", "bits": 4.5}, "quantization_config.quant_method", "'exl3' is not a weight format"),
+    ({"quant_method": "gptq", "bits": 3, "group_size": 128}, "quantization_config.bits", "3-bit weights"),
+    ({"quant_method": "bitsandbytes"}, "quantization_config.load_in_4bit", "bitsandbytes"),
+    ({"quant_method": "compressed-tensors", "config_groups": {"group_0": {"weights": {"num_bits": 4, "type": "float"}}}},
+     "quantization_config.config_groups.group_0.weights.num_bits", "compressed-tensors float"),
+    ("fp8", "quantization_config", "must be an object"),
+])
+def test_a_quantization_config_gpukb_cannot_size_is_an_error_naming_the_key(kb, tmp_path, quantization, key, says):
+    path = write(tmp_path, quantization_config=quantization)
+    with pytest.raises(ConfigError) as caught:
+        kb.ask({"model": str(path), "task": "inference"})
+    assert caught.value.key == key and says in str(caught.value) and str(path) in str(caught.value)
+
+
+def test_a_format_gpukb_cannot_size_is_sized_at_the_precision_the_ask_gives(kb, tmp_path):
+    path = write(tmp_path, quantization_config={"quant_method": "exl3", "bits": 4.5})
+    answer = kb.ask({"model": str(path), "task": "inference", "precision": "int4", "gpus": ["h100-sxm-80gb"]})
+    assert answer.workload.precision == "int4" and answer.workload.checkpoint_precision is None

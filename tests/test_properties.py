@@ -139,3 +139,45 @@ def test_context_and_pipeline_pins_divide_the_work_as_their_formulas_say(tp, cp,
         assert abs(plan["optimizer"] - replica["optimizer"] / (tp * pp) / shards) <= 1e-6 * plan["optimizer"]
     else:
         assert cp == 1
+
+
+SERVING = ["vllm", "sglang", "tensorrt-llm", "llama.cpp", "hf"]
+
+
+@st.composite
+def served(draw):
+    w = {"model": draw(st.sampled_from(sorted(KB.models))), "task": "inference",
+         "gpus": draw(st.lists(st.sampled_from(sorted(KB.gpus)), min_size=1, max_size=3, unique=True)),
+         "precision": draw(st.sampled_from(["bf16", "fp16", "fp8", "int8", "int4"])),
+         "batch_size": draw(st.sampled_from([1, 2, 3, 5, 8, 16, 33, 64, 256])),
+         "seq_len": draw(st.sampled_from([512, 2048, 8192])),
+         "framework": draw(st.sampled_from(SERVING))}
+    if draw(st.booleans()):
+        w["prompt_len"] = draw(st.sampled_from([16, 128, 1024]))
+        w["output_len"] = draw(st.sampled_from([1, 128, 1024]))
+        w["seq_len"] = w["prompt_len"] + w["output_len"]
+    if draw(st.booleans()):
+        w["gpu_count"] = draw(st.sampled_from([1, 2, 4, 8, 16]))
+        w["placement"] = draw(st.sampled_from(["fewest", "all"]))
+    return w
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(served())
+def test_serving_throughput_never_exceeds_the_requests_over_the_time_per_token(w):
+    """However many replicas a plan has, the sequences in flight are the batch: no option decodes more than
+    batch_size tokens per time per output token, and the replicas share the batch rather than each running it."""
+    try:
+        answer = KB.ask(w)
+    except WorkloadError as err:
+        assert err.field in w or err.field == "workload"
+        return
+    for option in answer.options:
+        if option.tokens_per_s is None:
+            continue
+        assert option.tokens_per_s <= w["batch_size"] / option.tpot_s * (1 + 1e-9), option.gpu
+        estimate = next({v["name"]: v["value"] for v in s.values} for s in option.trace
+                        if s.rule.startswith("rec.throughput.decode@"))
+        dp = option.strategy.data_parallel
+        assert estimate["concurrency"] <= -(-w["batch_size"] // dp)  # a replica decodes its share at most
+        assert estimate["in_flight"] <= min(w["batch_size"], dp * estimate["concurrency"])

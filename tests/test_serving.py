@@ -444,9 +444,28 @@ def test_an_engine_that_preallocates_its_kv_cache_queues_what_it_cannot_hold(kb,
     assert f"holds {held} of the 64 sequences at once" in queue.message and queue.severity == "warning"
     # the decode steps run the sequences held, not the batch asked for
     decode = next(s for s in option.trace if s.rule.startswith("rec.throughput.decode"))
-    assert f"({held} sequences at once per replica" in decode.sentence
+    assert f"({held} sequences at once, {held} per replica of 1," in decode.sentence
     assert {v["name"]: v["value"] for v in decode.values}["flops_per_step"] == pytest.approx(
         held * {v["name"]: v["value"] for v in decode.values}["flop_per_token"])
     # a stack that allocates per request (eager Transformers) has no pool to queue in: the batch does not fit
     assert not kb.ask({"model": "llama-2-7b", "task": "inference", "batch_size": 64, "gpus": ["h100-sxm-80gb"],
                        "gpu_count": 1, "framework": "hf"}).options
+
+
+def test_replicas_share_the_requests_in_flight(kb):
+    """Data-parallel replicas (placement all) split the batch: one request on four GPUs is one stream, as fast as
+    on one GPU; 64 requests on four replicas are 16 each, each holding 16 sequences' KV cache."""
+    base = {"model": "llama-3-8b", "task": "inference", "prompt_len": 128, "output_len": 128,
+            "gpus": ["h100-sxm-80gb"]}
+    (one,) = kb.ask({**base, "batch_size": 1, "gpu_count": 1}).options
+    (four,) = kb.ask({**base, "batch_size": 1, "gpu_count": 4, "placement": "all"}).options
+    assert four.strategy.data_parallel == 4 and four.strategy.tensor_parallel == 1
+    assert four.tokens_per_s == pytest.approx(one.tokens_per_s, rel=1e-12)
+    assert four.tokens_per_s <= 1 / four.tpot_s
+    (alone,) = kb.ask({**base, "batch_size": 16, "gpu_count": 1}).options
+    (shared,) = kb.ask({**base, "batch_size": 64, "gpu_count": 4, "placement": "all"}).options
+    assert shared.strategy.data_parallel == 4
+    assert shared.memory.kv_cache == alone.memory.kv_cache  # 16 sequences' cache per replica, not 64
+    assert shared.tpot_s == pytest.approx(alone.tpot_s, rel=1e-12)
+    assert shared.tokens_per_s == pytest.approx(4 * alone.tokens_per_s, rel=1e-12)
+    assert shared.tokens_per_s <= 64 / shared.tpot_s

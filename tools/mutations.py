@@ -79,6 +79,14 @@ MUTATIONS = [
     Mutation("eager-launches-ignored", "rules/recommendations/throughput-decode.yaml",
              "launch_s: w.layers * w.layer_launch_s", "launch_s: 0",
              ("tests/test_rule_tests.py", "tests/test_framework_speed.py")),
+    # a served checkpoint's quantization_config sets the weights' precision (DeepSeek-V3's FP8)
+    Mutation("checkpoint-precision-ignored", "src/gpukb/estimate/resolve.py",
+             'return quantized.precision, (f"precision not given', 'return w.precision, (f"precision not given',
+             ("tests/test_hfconfig.py",)),
+    # serving replicas share the requests in flight: each decodes its share, not the whole batch
+    Mutation("replicas-each-run-the-batch", "src/gpukb/estimate/planner.py",
+             "share = -(-w.batch_size // chosen.dp) if inference else 0", "share = w.batch_size if inference else 0",
+             ("tests/test_serving.py", "-k", "replicas_share")),
     # a serving engine's own decode share replaces the policy's where kb/frameworks states one
     Mutation("engine-share-ignored", "rules/recommendations/throughput-decode.yaml",
              "read_rate: p.tp * g.memory_bandwidth * w.decode_bandwidth_utilisation",

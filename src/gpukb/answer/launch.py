@@ -16,7 +16,8 @@ ENGINES = ("vllm", "sglang")
 # vLLM's --dtype for the 16/32-bit formats; quantized weights keep 16-bit activations (vLLM's default)
 VLLM_DTYPE = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 # fp8 weights: vLLM's online dynamic FP8 quantization; int8/int4: bitsandbytes in-flight quantization
-# (a pre-quantized AWQ/GPTQ checkpoint names its own method and needs no flag)
+# (a pre-quantized checkpoint names its own method in its config.json's quantization_config and gets no flag:
+# the engines read it from there)
 VLLM_QUANTIZATION = {"fp8": "fp8", "int8": "bitsandbytes", "int4": "bitsandbytes"}
 # vLLM stores a 1-byte KV cache as fp8 (it has no int8 KV cache): the same bytes the memory model counts
 VLLM_KV_DTYPE = {"fp8": "fp8", "int8": "fp8"}
@@ -81,7 +82,7 @@ def vllm_command(model: str, w: ResolvedWorkload, strategy: Any, reserve_fractio
              "--kv-cache-dtype", VLLM_KV_DTYPE.get(w.kv_cache_precision or "", "auto")]
     if w.precision in VLLM_DTYPE:
         args += ["--dtype", VLLM_DTYPE[w.precision]]
-    if w.precision in VLLM_QUANTIZATION:
+    if w.precision in VLLM_QUANTIZATION and w.checkpoint_precision != w.precision:
         args += ["--quantization", VLLM_QUANTIZATION[w.precision]]
     return shlex.join(args)
 
@@ -104,7 +105,7 @@ def sglang_command(model: str, w: ResolvedWorkload, strategy: Any, reserve_fract
              "--kv-cache-dtype", SGLANG_KV_DTYPE.get(w.kv_cache_precision or "", "auto")]
     if w.precision in SGLANG_DTYPE:
         args += ["--dtype", SGLANG_DTYPE[w.precision]]
-    if w.precision in SGLANG_QUANTIZATION:
+    if w.precision in SGLANG_QUANTIZATION and w.checkpoint_precision != w.precision:
         args += ["--quantization", SGLANG_QUANTIZATION[w.precision]]
     return shlex.join(args)
 

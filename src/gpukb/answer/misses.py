@@ -23,13 +23,14 @@ LOWER = {"fp32": "bf16", "bf16": "int8", "fp16": "int8", "fp8": "int8", "int8": 
 SHORTEST = 256  # tokens: shorter sequences are no longer the workload asked about
 
 
-def _changes(w: Workload) -> Iterator[tuple[dict[str, Any], str, str]]:
-    """(fields to change, in words, in Chinese), least change first."""
+def _changes(w: Workload, answered: str | None = None) -> Iterator[tuple[dict[str, Any], str, str]]:
+    """(fields to change, in words, in Chinese), least change first; `answered`: the weights' precision the answer
+    sized (a checkpoint's own where its config.json declares one)."""
     inference = w.task == "inference"
     if w.gpu_count is not None:
         yield {"gpu_count": None}, "more GPUs than gpu_count {gpu_count}", "超出 gpu_count {gpu_count} 的上限"
     if inference:
-        precision = w.precision
+        precision = answered or w.precision
         while precision in LOWER:
             precision = LOWER[precision]
             yield {"precision": precision}, f"weights in {precision}", f"权重使用 {precision}"
@@ -59,7 +60,7 @@ def nearest_misses(w: Workload, answer: Answer, ask: Ask) -> list[Miss]:
     open_gpus = {o.gpu: o for o in answer.rejected}
     found: dict[str, tuple[dict[str, Any], str, str]] = {}
     rank: dict[str, tuple[int, int]] = {}  # the change's place in the order, then the GPUs it then needs
-    for order, (change, words, words_zh) in enumerate(_changes(w)):
+    for order, (change, words, words_zh) in enumerate(_changes(w, answer.workload.precision)):
         if len(found) == len(open_gpus):
             break
         todo = [g for g in open_gpus if g not in found]

@@ -26,6 +26,7 @@ Placement = Literal["fewest", "all"]
 Mlp = Literal["gated", "standard"]
 KvPrecision = Literal["bf16", "fp16", "fp8", "int8"]
 Objective = Literal["speed", "cost", "gpus"]
+EnergyScope = Literal["gpu", "node", "facility"]  # what a training option's energy_kwh and co2_kg count
 RlPlacement = Literal["colocated", "split"]
 # The stacks a workload may name (kb/frameworks holds what each keeps in memory and which task defaults to it)
 FrameworkId = Literal["hf", "torchtune", "fsdp", "deepspeed", "megatron", "unsloth", "vllm", "sglang", "tensorrt-llm",
@@ -41,7 +42,7 @@ RL_FIELDS = ("rollout_batch", "samples_per_prompt", "response_len", "mean_respon
 # step is the rollout batch) or that its planner does not combine with several models on the same GPUs
 RL_EXCLUDED = ("seq_len", "batch_size", "output_len", "global_batch_size", "tokens", "deadline_days", "ttft_ms",
                "tpot_ms", "lora_rank", "offload", "expert_parallel", "context_parallel", "virtual_pipeline_stages",
-               "optimizer_in_backward")
+                "optimizer_in_backward", "energy_scope", "pue")
 MAX_PARAMS = ranges.ARCHITECTURE["params"]  # 10 trillion: beyond any published dense or MoE model
 # A custom model's `params` must lie within this factor of the count its architecture implies
 # (gpukb.knowledge.architecture, untied embeddings assumed): wide enough for unknown biases, tied embeddings
@@ -171,6 +172,13 @@ class Workload(BaseModel):
     region: str | None = Field(default=None, pattern=r"^[a-z]{2}$", description=(
         "training: where the run draws its electricity, a lower-case ISO 3166 country code ('us', 'fr', 'de'); "
         "sets the grid intensity of co2_kg (policies grid-intensity-<code>); default 'us'"))
+    energy_scope: EnergyScope = Field(default="facility", description=(
+        "training: what energy_kwh and co2_kg count: 'gpu' (the GPU boards, as model cards count), 'node' (the "
+        "servers) or 'facility' (default: the servers times the data centre's PUE)"))
+    pue: Annotated[float, BeforeValidator(_number)] | None = Field(
+        default=None, ge=1.0, le=5.0, allow_inf_nan=False, description=(
+        "training: the data centre's power usage effectiveness (facility over IT power) for energy_scope "
+        "facility; default the policy datacenter-pue"))
     activation_checkpointing: bool | None = None
     flash_attention: bool = Field(default=True, description=(
         "training: fused (flash) attention keeps the s×s attention scores out of GPU memory; false for stacks "
@@ -252,7 +260,7 @@ class Workload(BaseModel):
             for name in ("optimizer", "activation_checkpointing", "flash_attention", "zero_stage", "offload",
                          "micro_batch_size", "tokens", "deadline_days", "lora_rank", "global_batch_size",
                          "tp_comm_overlap", "master_weights", "optimizer_in_backward", "virtual_pipeline_stages",
-                         "context_parallel"):
+                         "context_parallel", "energy_scope", "pue"):
                 if name in given:
                     raise Invalid(name, "not_for_inference")
         else:
@@ -419,6 +427,9 @@ class ResolvedWorkload(BaseModel):
     deadline_days: float | None = Field(default=None, exclude_if=lambda v: v is None)
     # training: the region whose grid intensity co2_kg uses (the default named when none was given)
     region: str | None = Field(default=None, exclude_if=lambda v: v is None)
+    # training: what energy_kwh and co2_kg count, and the PUE asked for (None: the policy's)
+    energy_scope: EnergyScope = Field(default="facility", exclude_if=lambda v: v == "facility")
+    pue: float | None = Field(default=None, exclude_if=lambda v: v is None)
     flash_attention: bool = Field(default=True, exclude_if=lambda v: v)
     # Only some architectures have these; left out of the JSON where they do not apply.
     expert_params: int = Field(default=0, exclude_if=lambda v: v == 0,
@@ -426,6 +437,9 @@ class ResolvedWorkload(BaseModel):
     moe_layers: int = Field(default=0, exclude_if=lambda v: v == 0, description="the layers with routed experts")
     config_file: str | None = Field(default=None, exclude_if=lambda v: v is None,
                                     description="the config.json the architecture was read from")
+    checkpoint_precision: Precision | None = Field(
+        default=None, exclude_if=lambda v: v is None,
+        description="the weights' precision the config.json's quantization_config declares")
     attention: Literal["gqa", "mla"] = Field(default="gqa", exclude_if=lambda v: v == "gqa")
     kv_lora_rank: int = Field(default=0, exclude_if=lambda v: v == 0)
     qk_rope_head_dim: int = Field(default=0, exclude_if=lambda v: v == 0)

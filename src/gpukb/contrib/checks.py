@@ -23,7 +23,7 @@ from typing import Any, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..answer.workload import KvPrecision, Offload, OptimizerId, Precision, Task
+from ..answer.workload import EnergyScope, KvPrecision, Offload, OptimizerId, Precision, Task
 from ..core.codes import CODES
 from ..core.errors import Problem
 from ..knowledge.kb import KnowledgeBase
@@ -146,6 +146,7 @@ def engine_domains(kb: KnowledgeBase) -> dict[tuple[str, str], frozenset[Any]]:
         ("workload", "task"): frozenset(get_args(Task)),
         ("workload", "precision"): frozenset(get_args(Precision)),
         ("workload", "kv_cache_precision"): frozenset(get_args(KvPrecision)) | {""},  # "" when not given
+        ("workload", "energy_scope"): frozenset(get_args(EnergyScope)),
         ("gpu", "architecture"): frozenset(g.architecture for g in kb.gpus.values()),
         ("workload", "optimizer"): frozenset(get_args(OptimizerId)) | {""},  # "" for inference
         ("workload", "activation_checkpointing"): frozenset({"auto", "on", "off"}),

@@ -222,6 +222,10 @@ MESSAGES: dict[str, tuple[str, str]] = {
     "config_not_json": ("not valid JSON ({detail})", "不是有效的 JSON（{detail}）"),
     "config_not_object": ("must hold a JSON object", "内容必须是一个 JSON 对象"),
     "config_type_missing": ("missing", "缺失"),
+    "config_quant_method": ("'{method}' is not a weight format gpukb can size; known: {known}; give precision to size it "
+                            "anyway", "无法确定 '{method}' 的权重格式；已知的有：{known}；可用 precision 指定精度"),
+    "config_quant_bits": ("{method} with {bits!r}-bit weights has no gpukb precision (4 or 8 bits)",
+                          "{method} 的 {bits!r} 位权重没有对应的 gpukb 精度（4 位或 8 位）"),
     "config_type": ("'{model_type}' is not supported", "不支持 '{model_type}'"),
     "config_supported": ("{got}; supported: {families}", "{got}；支持的有：{families}"),
     "config_params": ("the architecture has {total:,} parameters, beyond any published model",

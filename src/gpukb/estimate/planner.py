@@ -406,13 +406,22 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
     # a serving engine that pre-allocates its KV cache in the memory left (kb/frameworks kv_cache_memory_fraction,
     # kv_cache_free_memory_fraction) does not fail a batch it cannot hold: it runs the sequences its pool holds and
     # queues the rest. Its pool, not the allocator reserve, bounds it.
-    concurrency, pool = (w.batch_size, 0.0) if inference else (0, 0.0)
-    if inference and not fits and w.batch_size:
+    # Data-parallel serving replicas (placement 'all') share the requests in flight: each decodes its share of the
+    # batch, ceil(batch / dp), and holds that share's KV cache; a replica beyond the batch stands idle.
+    share = -(-w.batch_size // chosen.dp) if inference else 0
+    if inference and share < w.batch_size and parts["kv_cache"] > 0:
+        parts = {**parts, "kv_cache": parts["kv_cache"] * share / w.batch_size}
+        per_gpu = float(PER_GPU.evaluate(parts))
+        fits = chosen.fits and per_gpu <= usable and host <= host_usable
+    concurrency, pool = (share, 0.0) if inference else (0, 0.0)
+    if inference and not fits and share:
         pool = _kv_pool(wfact, per_gpu - parts["kv_cache"], gpu["memory_bytes"], policy["runtime_overhead"])
-        held = min(w.batch_size, int(pool * w.batch_size // parts["kv_cache"])) if parts["kv_cache"] > 0 else 0
+        held = min(share, int(pool * share // parts["kv_cache"])) if parts["kv_cache"] > 0 else 0
         if held >= 1:
-            parts = {**parts, "kv_cache": parts["kv_cache"] * held / w.batch_size}
+            parts = {**parts, "kv_cache": parts["kv_cache"] * held / share}
             per_gpu, concurrency, fits = float(PER_GPU.evaluate(parts)), held, True
+    # the sequences decoding at once over all replicas: never more than the requests in flight
+    in_flight = min(w.batch_size, chosen.dp * concurrency) if inference else 0
     fields = {
         "gpu": gpu["gpu"], "count": chosen.count, "dp": chosen.dp, "tp": s.tp, "pp": s.pp, "ep": s.ep, "cp": s.cp,
         "zero_stage": s.zero_stage if chosen.dp > 1 or s.offload != "none" or w.zero_stage is not None else 0,
@@ -421,7 +430,7 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
         "capacity_bytes": gpu["memory_bytes"], "fits": fits, "fill": per_gpu / gpu["memory_bytes"],
         "nodes": math.ceil(chosen.count / node), "tp_over_pcie": s.tp > 1 and gpu["scale_up_domain"] < s.tp,
         "limit": limit if w.gpu_count or boxed else 0, "host_bytes": host, "box_limit": box if boxed else 0,
-        "devices": gpu["devices"], "concurrency": concurrency,
+        "devices": gpu["devices"], "concurrency": concurrency, "in_flight": in_flight,
         # what a plan that does not fit is short of: GPU memory, or CPU memory for its offloaded state
         "short_of": "" if fits else ("host" if per_gpu <= usable and host > host_usable else "gpu"),
         "gpus_per_node": node, "host_memory_per_gpu": host_usable,
@@ -454,9 +463,13 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
                 f"need {per_gpu / 1e9:,.1f} GB per GPU against {usable / 1e9:,.1f} GB usable "
                 f"({gpu['memory_bytes'] / 1e9:,.1f} GB less the {policy['reserve_fraction']:.0%} reserve, which holds "
                 f"the runtime overhead){offloaded()}: {verdict}.")
+        if inference and dp > 1:
+            text += (f" The {dp} replicas share the {w.batch_size} sequence(s) in flight: {share} per replica, each "
+                     f"holding its share's KV cache" + (f"; {dp - in_flight} replica(s) stand idle." if dp > in_flight
+                                                        else "."))
         if pool:
             text += (f" {w.framework} pre-allocates its KV cache in what is left ({pool / 1e9:,.1f} GB per GPU): it holds "
-                     f"{concurrency} of the {w.batch_size} sequences at once and queues the rest.")
+                     f"{concurrency} of the {share} sequences at once and queues the rest.")
         if not fits:
             text += (f" This is the closest of {strategies} strategies within {_within(limit, boxed, gpu)}."
                      if w.gpu_count or boxed else
@@ -480,9 +493,12 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
                 f"（{gpu['memory_bytes'] / 1e9:,.1f} GB 减去 {policy['reserve_fraction']:.0%} 的预留，"
                 f"运行时开销计入预留之内）{offloaded(zh=True)}："
                 f"{'放得下' if fits else '放不下'}。")
+        if inference and dp > 1:
+            text += (f"{dp} 个副本分担在途的 {w.batch_size} 条序列：每个副本 {share} 条，各自只存放其份额的 KV 缓存"
+                     + (f"；{dp - in_flight} 个副本空闲。" if dp > in_flight else "。"))
         if pool:
             text += (f"{w.framework} 在剩余显存中预先分配 KV 缓存（每块 GPU {pool / 1e9:,.1f} GB）："
-                     f"{w.batch_size} 条序列中同时容纳 {concurrency} 条，其余排队等待。")
+                     f"{share} 条序列中同时容纳 {concurrency} 条，其余排队等待。")
         if raised is not None and inference:
             text += raised.because_zh
         if size is not None and not inference:

@@ -11,7 +11,7 @@ from ..core.errors import KBDefectError, WorkloadError
 from ..core.ids import catalog_id, near_hint, near_ids
 from ..core.messages import message
 from ..knowledge.architecture import count_parameters
-from ..knowledge.hfconfig import load_model
+from ..knowledge.hfconfig import ConfigError, Quantized, checkpoint_quantization, model_from_config, read_config
 from ..knowledge.hub import REPO_ID
 from ..knowledge.schema import FrameworkTerm, Gpu, Model, System
 from .energy import grid
@@ -69,10 +69,17 @@ def _architecture(kb: KnowledgeBase, w: Workload) -> dict[str, Any]:
         for name in ARCHITECTURE:
             if getattr(w, name) is not None:
                 raise WorkloadError(name, message("from_the_model", model=w.model))
-        model, config = _model(kb, w.model)
+        model, config, declared = _model(kb, w.model)
         if w.task in ("lora", "qlora") and not _adapters_modelled(model):
             raise WorkloadError("task", message("adapters_not_sized", task=w.task, model=model.name))
-        return _from_model(model, config)
+        quantized = None
+        if declared is not None:
+            try:
+                quantized = checkpoint_quantization(*declared)
+            except ConfigError:
+                if "precision" not in w.model_fields_set:  # a format gpukb cannot size needs the ask's precision
+                    raise
+        return {**_from_model(model, config), "checkpoint": quantized}
     missing = [n for n in ("layers", "hidden_size", "heads", "vocab_size") if getattr(w, n) is None]
     if missing:
         raise WorkloadError(missing[0], message("custom_needs", missing=missing))
@@ -114,36 +121,48 @@ def _check_custom_params(w: Workload, kv_heads: int) -> None:
                                               derived=derived))
 
 
-def _model(kb: KnowledgeBase, ref: str) -> tuple[Model, str | None]:
-    """The model a workload names, and the config file it was read from (None for the catalog): a catalog
-    id in any case, a config.json or its folder, a catalog model's Hugging Face repository (offline), or
-    hf:ORG/NAME (downloaded)."""
+Declared = tuple[dict[str, Any], str]  # a config.json's contents and how errors name it
+
+
+def _load(path: Path, shown: str, name: str | None = None) -> tuple[Model, str, Declared]:
+    """A config.json's model, how errors name it, and the file's contents (for its quantization_config)."""
+    config, shown = read_config(path, shown)
+    return model_from_config(config, shown, name=name), shown, (config, shown)
+
+
+def _model(kb: KnowledgeBase, ref: str) -> tuple[Model, str | None, Declared | None]:
+    """The model a workload names, the config file it was read from (None for the catalog) and that file's
+    contents (None for the catalog): a catalog id in any case, a config.json or its folder, a catalog model's
+    Hugging Face repository (offline), or hf:ORG/NAME (downloaded)."""
     if ref.startswith("hf:"):
         from ..knowledge.hub import download_config  # huggingface_hub is optional: imported only when asked for
 
         repo = ref.removeprefix("hf:")
-        return load_model(download_config(repo), shown=ref, name=repo), ref
+        model, _, declared = _load(download_config(repo), ref, name=repo)
+        return model, ref, declared
     model_id = catalog_id(ref, kb.models)
     if model_id is not None:
         model = kb.models[model_id]
         if model.status == "deprecated":
             instead = message("use_instead", model=model.superseded_by) if model.superseded_by else ""
             raise WorkloadError("model", message("model_deprecated", model=model_id, instead=instead))
-        return model, None
+        return model, None, None
     if len(ref) > MAX_REF:
         raise WorkloadError("model", message("model_ref_too_long", limit=MAX_REF, length=len(ref)))
     path = _expanded(ref)
     if _exists(path):  # a file or folder here wins, as it does for transformers' from_pretrained
-        return load_model(path, shown=ref), ref
+        model, _, declared = _load(path, ref)
+        return model, ref, declared
     repos = {m.hf_repo.lower(): m for m in kb.models.values() if m.hf_repo and m.status != "deprecated"}
     if ref.lower() in repos:
-        return repos[ref.lower()], None
+        return repos[ref.lower()], None, None
     if REPO_ID.match(ref) and not ref.endswith(".json"):
         near = near_ids(ref, [m.hf_repo for m in repos.values() if m.hf_repo], limit=3)
         hint = message("did_you_mean", ids=[f"{r} ({repos[r.lower()].id})" for r in near]) if near else ""
         raise WorkloadError("model", message("not_a_repository", ref=ref, hint=hint))
     if "/" in ref or "\\" in ref or ref.endswith(".json"):
-        return load_model(path, shown=ref), ref
+        model, _, declared = _load(path, ref)
+        return model, ref, declared
     raise WorkloadError("model", message("unknown_model", ref=ref, hint=near_hint(ref, _listed(kb.models))))
 
 
@@ -195,8 +214,30 @@ def _adapters_modelled(model: Model) -> bool:
                                                    and moe.expert_intermediate_size is None))
 
 
+def _precision(w: Workload, quantized: Quantized | None) -> tuple[str, str]:
+    """The weights' precision, and the assumption the answer states about it: a checkpoint's quantization_config
+    sets it for serving unless the ask gives precision; training sizes the ask's precision (the weights loaded
+    dequantized, as fine-tuning stacks load them) and says so."""
+    if quantized is None:
+        return w.precision, ""
+    declared = f"config.json declares {quantized.format} (quantization_config quant_method {quantized.method})"
+    asked = "precision" in w.model_fields_set
+    if w.task == "inference" and not asked:
+        return quantized.precision, (f"precision not given: {quantized.precision}, as {declared}; give precision "
+                                     "to size another")
+    if w.precision == quantized.precision:
+        return w.precision, f"{declared}: precision {w.precision}, as asked"
+    how = "as asked" if asked else "the default for training"
+    return w.precision, (f"{declared}, precision {quantized.precision}; sized at precision {w.precision} ({how})"
+                         + ("" if w.task == "inference" else ", the weights loaded dequantized for training"))
+
+
 def resolve(kb: KnowledgeBase, w: Workload) -> tuple[ResolvedWorkload, dict[str, Any]]:
     arch = _architecture(kb, w)
+    quantized = arch.pop("checkpoint", None)
+    precision, stated = _precision(w, quantized)
+    if stated:
+        arch["assumptions"] = [*arch["assumptions"], stated]
     training = w.task in TRAINING_TASKS
     # ids in any case name the catalog's (lowercase) ids
     gpus = ([catalog_id(g, kb.gpus) or g for g in w.gpus] if w.gpus
@@ -232,10 +273,10 @@ def resolve(kb: KnowledgeBase, w: Workload) -> tuple[ResolvedWorkload, dict[str,
     if w.expert_parallel and (arch["experts"] < 2 or arch["experts"] % w.expert_parallel):
         raise WorkloadError("expert_parallel", message("ep_experts", ep=w.expert_parallel, experts=arch["experts"])
                             if arch["experts"] > 1 else message("ep_dense"))
-    dtype = kb.dtypes[w.precision]
+    dtype = kb.dtypes[precision]
     optimizer = (w.optimizer or "adamw") if training else None
     if training and dtype.training is None:
-        raise WorkloadError("precision", message("not_training_precision", precision=w.precision))
+        raise WorkloadError("precision", message("not_training_precision", precision=precision))
     seq_len = w.seq_len
     if not training and "seq_len" not in w.model_fields_set and (w.prompt_len or w.output_len):
         seq_len = (w.prompt_len or 0) + (w.output_len or 0)  # the context a request reaches
@@ -258,11 +299,12 @@ def resolve(kb: KnowledgeBase, w: Workload) -> tuple[ResolvedWorkload, dict[str,
                         f"{deadline_days:g} days, as published runs do (policy {HORIZON}); give deadline_days "
                         "to choose another",)
     resolved = ResolvedWorkload(
-        framework=framework, task=w.task, precision=w.precision, optimizer=optimizer, seq_len=seq_len,
+        framework=framework, task=w.task, precision=precision, optimizer=optimizer, seq_len=seq_len,
         micro_batch_size=w.micro_batch_size if training else 0, batch_size=w.batch_size if not training else 0,
         global_batch_size=w.global_batch_size, prompt_len=w.prompt_len, output_len=w.output_len,
         kv_cache_precision=w.kv_cache_precision, ttft_ms=w.ttft_ms, tpot_ms=w.tpot_ms, objective=w.objective,
         deadline_days=deadline_days, placement=w.placement, region=grid(kb, w.region)[0] if training or w.region else None,
+        energy_scope=w.energy_scope, pue=w.pue,
         activation_checkpointing=w.activation_checkpointing, flash_attention=w.flash_attention,
         lora_rank=w.lora_rank if w.task in ("lora", "qlora") else None,
         gpu_count=w.gpu_count, gpus=list(gpus), systems=systems, tokens=w.tokens, zero_stage=w.zero_stage,
@@ -270,6 +312,7 @@ def resolve(kb: KnowledgeBase, w: Workload) -> tuple[ResolvedWorkload, dict[str,
         expert_parallel=w.expert_parallel, tp_comm_overlap=w.tp_comm_overlap,
         master_weights=w.master_weights, optimizer_in_backward=w.optimizer_in_backward,
         virtual_pipeline_stages=w.virtual_pipeline_stages, context_parallel=w.context_parallel,
+        checkpoint_precision=quantized.precision if quantized else None,
         **{**arch, "assumptions": assumptions},
     )
     return resolved, workload_fact(kb, resolved)
@@ -419,6 +462,8 @@ def workload_fact(kb: KnowledgeBase, w: ResolvedWorkload) -> dict[str, Any]:
         "rollout_batch": w.rollout_batch or 0, "samples_per_prompt": w.samples_per_prompt or 0,
         "response_len": w.response_len or 0,
         **_grid_fields(kb, w),
+        # what energy_kwh counts (rec.energy.training), and the PUE asked for (0: the policy datacenter-pue)
+        "energy_scope": w.energy_scope, "pue": w.pue or 0.0,
     }
 
 

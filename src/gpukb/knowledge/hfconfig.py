@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -264,6 +265,90 @@ FAMILIES: dict[str, tuple[str, Callable[[_Reader], dict[str, Any]]]] = {
     "deepseek_v3": ("deepseek", _deepseek),
     "gpt_neox": ("gpt-neox", _gpt_neox),
 }
+
+
+@dataclass(frozen=True)
+class Quantized:
+    """The precision a checkpoint stores its weights in, as its config.json's `quantization_config` declares
+    it: a gpukb precision id, the method as written, and the format in words for the answer's assumptions."""
+
+    precision: str
+    method: str
+    format: str
+
+
+def _bits(r: _Reader, q: dict[str, Any], key: str, method: str) -> str:
+    bits = q.get(key, 4)
+    precision = {4: "int4", 8: "int8"}.get(bits) if isinstance(bits, int) and not isinstance(bits, bool) else None
+    if precision is None:
+        raise r.error(f"quantization_config.{key}", message("config_quant_bits", method=method, bits=bits))
+    return precision
+
+
+def _compressed_tensors(r: _Reader, q: dict[str, Any]) -> Quantized:
+    """llm-compressor's compressed-tensors format: each of `config_groups` states its weights' `num_bits` and
+    `type` (int or float); 8-bit floats are FP8 (W8A8-FP8), 8- and 4-bit integers INT8 and INT4 (W8A8, W4A16)."""
+    groups = q.get("config_groups")
+    if not isinstance(groups, dict) or not groups:
+        raise r.error("quantization_config.config_groups", message("config_object", value=groups))
+    found = set()
+    for name, group in groups.items():
+        weights = group.get("weights") if isinstance(group, dict) else None
+        if not isinstance(weights, dict):
+            raise r.error(f"quantization_config.config_groups.{name}.weights", message("config_object", value=weights))
+        bits, kind = weights.get("num_bits"), weights.get("type", "int")
+        if bits == 8 and kind == "float":
+            found.add("fp8")
+        elif kind == "int":
+            found.add(_bits(r, weights, "num_bits", "compressed-tensors"))
+        else:
+            raise r.error(f"quantization_config.config_groups.{name}.weights.num_bits",
+                          message("config_quant_bits", method=f"compressed-tensors {kind}", bits=bits))
+    if len(found) != 1:  # groups in different formats: no one precision sizes the weights
+        raise r.error("quantization_config.config_groups",
+                      message("config_quant_bits", method="compressed-tensors", bits=sorted(found)))
+    (precision,) = found
+    return Quantized(precision, "compressed-tensors", f"compressed-tensors {precision} weights")
+
+
+# quant_method (transformers' QuantizationMethod) → how the weights are stored. fp8: block-wise E4M3 weights with
+# a scale per 128 x 128 block (DeepSeek-V3; FineGrainedFP8Config); fbgemm_fp8: E4M3 with a scale per output row
+# (Meta's Llama 3.1 405B FP8; FbgemmFp8Config); awq and gptq: 4- or 8-bit integers with a 16-bit scale per group
+# (AwqConfig, GPTQConfig `bits`); bitsandbytes: LLM.int8() or 4-bit NF4/FP4 (BitsAndBytesConfig load_in_8bit /
+# load_in_4bit, serialized with or without a leading underscore).
+def checkpoint_quantization(config: dict[str, Any], path: str) -> Quantized | None:
+    """The weights' precision a config.json's `quantization_config` declares; None when it declares none.
+    Errors name the file and the key."""
+    q = config.get("quantization_config")
+    if q is None:
+        return None
+    r = _Reader(path, config)
+    if not isinstance(q, dict):
+        raise r.error("quantization_config", message("config_object", value=q))
+    method = q.get("quant_method")
+    if method in ("fp8", "fbgemm_fp8"):
+        blocks = q.get("weight_block_size")
+        shape = " x ".join(str(b) for b in blocks) if isinstance(blocks, list) and blocks else ""
+        return Quantized("fp8", method, f"FP8 {q.get('fmt', 'e4m3')} weights" + (f" in {shape} blocks" if shape else ""))
+    if method in ("awq", "gptq"):
+        precision = _bits(r, q, "bits", method)
+        group = q.get("group_size")
+        return Quantized(precision, method, f"{method.upper()} {precision} weights" + (
+            f", a scale per {group} weights" if isinstance(group, int) and group > 0 else ""))
+    if method == "bitsandbytes":
+        if q.get("load_in_4bit") or q.get("_load_in_4bit"):
+            kind = q.get("bnb_4bit_quant_type", "nf4")
+            return Quantized("int4", method, f"bitsandbytes 4-bit {kind} weights")
+        if q.get("load_in_8bit") or q.get("_load_in_8bit"):
+            return Quantized("int8", method, "bitsandbytes LLM.int8() weights")
+        raise r.error("quantization_config.load_in_4bit", message("config_quant_bits", method=method, bits=None))
+    if method == "compressed-tensors":
+        return _compressed_tensors(r, q)
+    raise r.error("quantization_config.quant_method",
+                  message("config_quant_method", method=method, known=list(QUANT_METHODS)))
+
+
+QUANT_METHODS = ("fp8", "fbgemm_fp8", "awq", "gptq", "bitsandbytes", "compressed-tensors")
 
 
 def read_config(path: Path, shown: str | None = None) -> tuple[dict[str, Any], str]:

@@ -23,7 +23,7 @@ ENGINE_KINDS: dict[str, frozenset[str]] = {
         "context_length", "framework", "framework_defaults", "loss_logit_bytes", "layer_activation_bytes",
         "checkpoint_layers_on_gpu", "comm_buffer_bytes", "kv_cache_memory_fraction", "kv_cache_free_memory_fraction",
         "decode_bandwidth_utilisation", "decode_bandwidth_from", "layer_launch_s",
-        "gathered_layers", "region", "grid_policy", "grid_intensity",
+        "gathered_layers", "region", "grid_policy", "grid_intensity", "energy_scope", "pue",
         "rollout_batch", "samples_per_prompt", "response_len",
     }),
     "policy": frozenset({"reserve_fraction", "runtime_overhead", "prefill_chunk", "scaling_efficiency_floor",
@@ -48,6 +48,8 @@ ENGINE_KINDS: dict[str, frozenset[str]] = {
         "gradients", "optimizer", "activations", "kv_cache", "overhead", "per_gpu_bytes",
         "usable_bytes", "capacity_bytes", "fits", "fill", "nodes", "tp_over_pcie", "limit", "host_bytes", "short_of",
         "box_limit", "devices", "concurrency",
+        # inference: the sequences decoding at once over all data-parallel replicas (concurrency is per replica)
+        "in_flight",
         # the nodes it rents (gpukb.estimate.systems.rental): 0 and "" where no system holds the GPU
         "system", "system_name", "gpus_per_node", "gpus_rented", "nodes_rented", "idle_gpus", "host_memory_per_gpu",
         "usd_per_node_hour", "price_source", "price_as_of", "price_region",
@@ -106,7 +108,7 @@ RULE_KINDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
                  frozenset({"gpu", "tokens_per_s", "step_time_s", "time_to_train_s", "score", "bound",
                             "intensity", "ridge", "flop_per_token", "model_flop_per_token", "utilisation",
                             "ttft_s", "tpot_s", "bytes_per_step", "tp_latency_s", "attention_bytes", "prefill_share",
-                            "optimizer_s", "concurrency"})),
+                            "optimizer_s", "concurrency", "in_flight"})),
 }
 
 FINDING_KINDS = ("memory_capacity", "memory_bandwidth", "interconnect", "compute", "thermal", "precision")
