@@ -215,7 +215,7 @@ allow:
 """, encoding="utf-8")
     result = lint(checkout)
     found = _messages(p for p in result.problems if p.file == "kb/lint.yaml")
-    assert "kb/lint.yaml:4:5: A101 allow.2.code: R102 cannot be allowed (only D102, S102, W101): fix it" in found
+    assert "kb/lint.yaml:4:5: A101 allow.2.code: R102 cannot be allowed (only D102, S102, W101, Y101): fix it" in found
     assert "kb/lint.yaml:5:5: A101 allow.3: S102 for 'article' is allowed twice" in found
     assert "kb/lint.yaml:3:5: W102 allow: allowance S102 for 'nvidia-h100-datasheet' matches no problem: remove it" in found
     bad = checkout / "kb" / "lint.yaml"

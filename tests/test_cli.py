@@ -11,7 +11,7 @@ runner = CliRunner()
 def test_ask_prints_tables_for_the_readme_example():
     result = runner.invoke(app, ["ask", "--model", "llama-2-7b", "--task", "full_finetune"])
     assert result.exit_code == 0, result.output
-    for text in ("One replica, before sharding", "Options, fastest first", "h100-sxm-80gb", "141.3 GB"):
+    for text in ("One replica, before sharding", "Options, most tokens/s per GPU first", "h100-sxm-80gb", "141.3 GB"):
         assert text in result.output
     result = runner.invoke(app, ["ask", "--model", "llama-2-13b", "--task", "full_finetune", "--gpu", "rtx-4090-24gb",
                                  "--gpu-count", "1", "--seq-len", "32768"])

@@ -46,11 +46,31 @@ notes: A made-up GPU, faster than any in the catalog, to show that one YAML file
 WORKLOAD = {"model": "llama-2-7b", "task": "inference"}
 
 
+NEW_SYSTEM = """\
+id: x9000-node
+version: 1
+status: draft
+name: Hypothetical X9000 node
+kind: server
+provider: generic
+gpu: x9000-sxm-512gb
+gpus_per_node: 8
+fabric: nvlink-5
+peer_to_peer: true
+network_bandwidth: 3200 Gb/s
+host_memory: 4 TB
+as_of: 2026-01-01
+sources: [nvidia-h100-datasheet]
+"""
+
+
 def test_a_new_gpu_is_one_yaml_file_and_becomes_the_best_option(checkout: Path):
     before = gpukb.load_kb(checkout).ask(WORKLOAD)
     assert before.best is not None and before.best.gpu != "x9000-sxm-512gb"
 
     (checkout / "kb" / "gpus" / "x9000-sxm-512gb.yaml").write_text(NEW_GPU, encoding="utf-8")
+    # and the machine it comes in: plans are laid out on systems (lint Y101 without one)
+    (checkout / "kb" / "systems" / "x9000-node.yaml").write_text(NEW_SYSTEM, encoding="utf-8")
     kb = gpukb.load_kb(checkout)
     assert kb.gpus["x9000-sxm-512gb"].memory_bytes == 512e9
     answer = kb.ask(WORKLOAD)  # the whole catalog, the new GPU included

@@ -44,8 +44,8 @@ def test_rules_that_chain_without_end_stop_at_the_firing_bound(checkout: Path):
 def test_an_action_that_fails_is_reported_with_its_rule(checkout: Path):
     path = checkout / "rules/recommendations/rank-training.yaml"
     text = path.read_text(encoding="utf-8")
-    path.write_text(text.replace("score: tokens_per_s", "score: tokens_per_s / (w.tokens - w.tokens)"),
-                    encoding="utf-8")
+    path.write_text(text.replace("      score: \"tokens_per_s if w.tokens > 0 else tokens_per_s / p.count\"",
+                                 "      score: tokens_per_s / (w.tokens - w.tokens)"), encoding="utf-8")
     kb = gpukb.load_kb(checkout)
     with pytest.raises(EngineError, match=rf"rec.rank.training@{kb.rules['rec.rank.training'].version}: .*division by zero"):
         kb.ask({"model": "llama-2-7b", "task": "full_finetune"})

@@ -140,7 +140,7 @@ def test_chinese_answers_meet_no_english_outside_ids_units_and_names(monkeypatch
 
     monkeypatch.setattr(cli.out, "width", 200)  # no id folded over two lines
     kb = gpukb.load_kb()
-    ids = set(kb.gpus) | set(kb.models) | set(kb.rules) | set(kb.claims) | set(kb.policies)
+    ids = set(kb.gpus) | set(kb.models) | set(kb.rules) | set(kb.claims) | set(kb.policies) | set(kb.systems)
     runner = CliRunner()
     for args in (["--model", "qwen2.5-7b", "--task", "lora"],
                  ["--model", "llama-2-70b", "--task", "inference", "--batch-size", "32"],

@@ -334,14 +334,19 @@ def test_inference_cost_by_hand(kb):
     assert option.usd_per_million_tokens == pytest.approx(1.09 / (option.tokens_per_s * 3600) * 1e6, rel=1e-12)
     assert option.cost_usd is None
     step = next(s for s in option.trace if s.rule.split("@")[0] == "rec.cost.inference")
-    assert "$1.09 per GPU-hour" in step.sentence and "2026-09-25" in step.sentence
+    # a one-GPU RunPod L40S pod: one node, no GPU idle
+    assert "rent 1 x" in step.sentence and "(1 GPUs, 0 idle) at $1.09 per node-hour" in step.sentence
+    assert "2026-09-25" in step.sentence and option.system == "runpod-1x-l40s"
 
 
 def test_training_cost_by_hand(kb):
     (option,) = kb.ask({"model": "llama-2-7b", "task": "pretrain", "tokens": "2T", "gpus": ["h100-sxm-80gb"]}).options
-    # sized to the 30-day pre-training horizon (policy pretrain-horizon): 80 GPUs, not the 2 memory needs
-    assert option.count == 80 and option.usd_per_hour == pytest.approx(80 * 3.49)
-    assert option.cost_usd == pytest.approx(80 * 3.49 * option.time_to_train_s / 3600, rel=1e-12)
+    # sized to the 30-day pre-training horizon (policy pretrain-horizon): 80 GPUs, not the 2 memory needs, in 10
+    # nodes of the cheapest H100 system with a network between nodes (CoreWeave HGX H100, $49.24 a node-hour)
+    node = kb.systems[option.system]
+    assert option.count == 80 and option.strategy.nodes == 10 and node.network_bandwidth
+    assert option.usd_per_hour == pytest.approx(10 * node.price.usd_per_node_hour) == pytest.approx(492.4)
+    assert option.cost_usd == pytest.approx(option.usd_per_hour * option.time_to_train_s / 3600, rel=1e-12)
     assert option.usd_per_million_tokens is None
     assert kb.ask({"model": "llama-2-7b", "task": "pretrain", "gpus": ["h100-sxm-80gb"]}).options[0].cost_usd is None
 
@@ -372,12 +377,12 @@ def test_gpukb_ask_objective_cost_shows_the_cost_columns_in_80_columns():
                                 env={"COLUMNS": "80"})
     assert result.exit_code == 0, result.output
     table = result.stdout[result.stdout.index("Options"):result.stdout.index("Findings")]
-    # each type sized to the 30-day pre-training horizon: 80 H100s at $279.20 an hour, $186,946 for 2T tokens
-    # (669.6 hours at 99.65% goodput: the hours a run restarts are billed too)
-    assert "$186,946" in table and "279.20" in table and "h100-sxm-80gb" in table
+    # each type sized to the 30-day pre-training horizon: 80 H100s in 10 nodes at $492.40 an hour, $329,700 for 2T
+    # tokens (669.6 hours at 99.65% goodput: the hours a run restarts are billed too)
+    assert "$329,700" in table and "492.40" in table and "h100-sxm-80gb" in table
     assert all(len(line) <= 80 for line in table.splitlines())
     lines = [line for line in table.splitlines() if "-80gb" in line]
-    # (* marks the article's pick) cheaper to train the 2T tokens despite the higher hourly price
+    # (* marks the article's pick) cheaper by the hour and for the 2T tokens
     assert lines[0].split()[0] == "h100-sxm-80gb*"
 
 

@@ -108,6 +108,9 @@ def test_the_bump_each_change_calls_for(checkout, tmp_path):
     added = [c for c in changes().changes if c.change == "added"]
     assert [(c.label, c.level) for c in added] == [("gpus:l4-copy", "minor")]
     remove_entry(head_root, "l4-24gb")
+    for path in (head_root / "kb/systems").glob("*.yaml"):  # the machines that hold it leave with it
+        if "gpu: l4-24gb\n" in path.read_text(encoding="utf-8"):
+            path.unlink()
     l4 = base.gpus["l4-24gb"].version
     assert changes().level == "major" and f"gpus:l4-24gb removed (was v{l4})" in changes().reasons("major")
 

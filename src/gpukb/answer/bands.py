@@ -214,8 +214,7 @@ def calibrate(points: list[Point], coverage: float, min_points: int) -> Calibrat
         if n < max(min_points, 1):
             return n, None
         low, high = _ranks(n, coverage)
-        # widened to hold 1 as a band's ratios are (Band.ratios): the check reads the band an answer prints
-        return n, (min(_kth(everything, removed, low), 1.0), max(_kth(everything, removed, high), 1.0))
+        return n, (_kth(everything, removed, low), _kth(everything, removed, high))
 
     def band(field: str, task: str, reg: str, source: str) -> tuple[float, float] | None:
         """As pick() reads the held-out table: a regime's own band, else the pooled one, per task group."""

@@ -234,7 +234,7 @@ def summarize(answer: Answer, misses: Sequence[Miss] = (), horizon: bool = False
     if not reason:  # ranked first by a figure no line below names (e.g. the fewest GPUs among unpriced options)
         headline += f" — {speed_line(first).why}"
         headline_zh += f"——{speed_line(first).why_zh}"
-    if met is False:  # every option is late: the headline says so, with the time the first option takes
+    if met is False and sized:  # every option is late: the headline says so, with the time the first option takes
         which, which_zh = _deadline_words(deadline, horizon)
         headline += f"; no option meets {which} (this one takes {duration(first.time_to_train_s or 0)})"
         headline_zh += f"；没有方案能在{which_zh}内完成（此方案需 {duration(first.time_to_train_s or 0, 'zh')}）"

@@ -131,7 +131,8 @@ def print_answer(answer: Any, lang: Lang) -> None:
     columns = [c for c in columns if any(c[2])]  # a column that carries nothing is left out
     ranking = ranked_by(w, options[0] if options else None)  # the order the headline names
     days = f"{w.deadline_days:g}" if w.deadline_days else ""
-    order = label(lang, {"speed": "fastest first", "cost": "cheapest first", "gpus": "fewest GPUs first",
+    order = label(lang, {"speed": "fastest first", "per_gpu": "most tokens/s per GPU first",
+                         "cost": "cheapest first", "gpus": "fewest GPUs first",
                          "latency": "fewest GPUs that meet the latency targets first",
                          "deadline": "within {days} days, fewest GPU-hours first"}[ranking], days=days)
     if ranking == "speed" and w.deadline_days and w.task != "inference":

@@ -102,6 +102,7 @@ LABELS_ZH: dict[str, str] = {
     "ms/tok": "每 token 毫秒", "pick": "文章之选", "$/h": "美元/小时", "$/Mtok": "美元/百万 token", "cost": "费用",
     "fastest first": "最快的在前", "fewest GPUs that meet the latency targets first": "满足延迟目标、卡数最少的在前",
     "cheapest first": "最便宜的在前", "fewest GPUs first": "卡数最少的在前",
+    "most tokens/s per GPU first": "每块 GPU 吞吐最高的在前",
     "Options, {order}": "可选方案，{order}", "within {days} days, fewest GPU-hours first": "{days} 天内完成，GPU 小时最少的在前",
     "within {days} days, fastest first": "{days} 天内完成，最快的在前",
     "none within {days} days: fastest first": "没有方案能在 {days} 天内完成：最快的在前",

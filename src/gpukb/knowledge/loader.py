@@ -63,6 +63,10 @@ class _Reader:
         self.rhetoric: list[Rhetoric] = []
         self.where: dict[tuple[str, str], tuple[str, int]] = {}  # (kind, id) -> (file, line)
         self.docs: dict[tuple[str, str], tuple[Located, Loc]] = {}
+        # ids of entries already reported as invalid, and kinds whose folder was refused: a reference to them
+        # is not a second problem (a broken GPU entry is one error, not one more per system that holds it)
+        self.reported: dict[str, set[str]] = {k.name: set() for k in KEYED}
+        self.unread: set[str] = set()
 
     def display(self, path: Path) -> str:
         return path.relative_to(self.root).as_posix()
@@ -89,6 +93,8 @@ class _Reader:
                 entry = kind.model.model_validate(raw)
             except ValidationError as err:
                 self.problems += _pydantic_problems(err, doc, prefix)
+                if kind.keyed and isinstance(raw.get("id"), str):
+                    self.reported[kind.name].add(raw["id"])
                 continue
             if not kind.keyed:
                 self.rhetoric.append(entry)
@@ -146,6 +152,8 @@ def _check_references(r: _Reader) -> None:
         for entry_id, entry in r.entries[kind.name].items():
             for ref in kind.refs:
                 for loc, target in ref.values(entry):
+                    if target in r.reported[ref.target] or ref.target in r.unread:
+                        continue  # its own problem is reported already
                     if target not in r.entries[ref.target]:
                         r.problem_at(kind.name, entry_id, loc, "E030",
                                      f"unknown {BY_NAME[ref.target].singular} id '{target}'")
@@ -200,10 +208,14 @@ def read_checkout(root: Path) -> KnowledgeBase:
     for kind in KINDS:
         if kind.name == "rules":
             continue
+        if not safepath.inside(root / kind.folder, root):
+            r.unread.add(kind.name)
         for path in _yaml_files(r, root / kind.folder):
             doc = r.read(path)
             if doc is not None:
                 r.add(kind, doc)
+            elif kind.keyed:  # an unreadable file: one entry per file is named after its id (kb/gpus/<id>.yaml)
+                r.reported[kind.name].add(path.stem)
     rules = r.entries["rules"]
     for stage in STAGES:
         for path in _yaml_files(r, root / "rules" / stage):
