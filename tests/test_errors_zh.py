@@ -169,7 +169,7 @@ def test_nothing_fits_says_the_nearest_misses_in_chinese(glossary):
     assert result.exit_code == 3
     head = result.stdout.splitlines()[1:4]
     text = "".join(head)
-    assert text.startswith("放不下：1 种 GPU 都无法运行 llama-3-8b（全量微调，最多 gpu_count 1 块）")
+    assert text.startswith("放不下：1 种 GPU 都无法运行 llama-3-8b（全量微调，最多 1 块 GPU）")
     assert "rtx-4090-24gb（最接近的方案：1 块 GPU，每块占用" in text and "gpu_count 改为" in text
     assert "full_finetune" not in text  # the task in words, not its value
     assert not [a for t in glossary.values() for a in t.avoid_zh if avoided_in(text, a)]

@@ -273,6 +273,6 @@ def _nothing_fits(answer: Answer, misses: Sequence[Miss]) -> Summary:
     return Summary(
         headline=f"nothing fits: none of the {len(answer.rejected)} GPU type(s) can run {w.model} ({w.task}){within}{hint}",
         headline_zh=f"放不下：{len(answer.rejected)} 种 GPU 都无法运行 {w.model}（{term('zh', w.task)}"
-                    f"{f'，最多 gpu_count {w.gpu_count} 块' if w.gpu_count else ''}）{hint_zh}",
+                    f"{f'，最多 {w.gpu_count} 块 GPU' if w.gpu_count else ''}）{hint_zh}",
         objective=w.objective, nothing_fits=True, nearest_misses=tuple(misses),
         deadline_days=w.deadline_days if w.task != "inference" else None)

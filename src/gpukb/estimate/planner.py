@@ -597,6 +597,7 @@ def _closest_miss(w: ResolvedWorkload, base: dict[str, Any], tried: list[Layout]
         cand = Candidate(layout, dp, dp * layout.group, False)
         if best is None or per_gpu < best[0]:
             best = (per_gpu, cand)
-    if best is None:
-        return Candidate(Layout(1, 1, 0, True, "none"), 1, 1, False)
+    if best is None:  # nothing within the limit: one expert-parallel group (whole groups, as every plan has)
+        ep = w.expert_parallel or 1
+        return Candidate(Layout(1, 1, 0, True, "none", ep), ep, ep, False)
     return best[1]

@@ -396,8 +396,8 @@ def scenario(ctx: Context, run: Run) -> str:
             name = stage_name(ctx, stage)
             out += _folded(_details_title(t(f"{name} ({len(steps)} steps)", f"{name}（{len(steps)} 步）")), body,
                            kind="abstract")
-    out += _folded(_details_title(t("As text: what answer.explain() prints", "纯文本：answer.explain() 的输出")),
-                   '<pre class="gpukb-explain"><code>' + esc_pre(a.explain()) + "</code></pre>", kind="quote")
+    out += _folded(_details_title(t("As text: what answer.explain() prints", "纯文本：answer.explain(lang=\"zh\") 的输出")),
+                   '<pre class="gpukb-explain"><code>' + esc_pre(a.explain(lang=ctx.lang)) + "</code></pre>", kind="quote")
     return "\n".join(out)
 
 
