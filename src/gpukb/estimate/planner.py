@@ -566,7 +566,7 @@ def _use_all(chosen: Candidate, gpu_count: int) -> Candidate:
 
 def _closest_miss(w: ResolvedWorkload, base: dict[str, Any], tried: list[Layout], limit: int,
                   inference: bool, cache: PlanCache, node: int = NODE_SIZE) -> Candidate:
-    best: tuple[float, Candidate] | None = None
+    best: tuple[float, Layout, int] | None = None  # the Candidate is made for the best alone
     for layout in tried:
         if inference:
             tp = max([t for t in (1, 2, 4, 8) if t <= min(limit, node) and w.heads % t == 0] or [1])
@@ -578,9 +578,9 @@ def _closest_miss(w: ResolvedWorkload, base: dict[str, Any], tried: list[Layout]
         if dp * layout.group > limit and (w.gpu_count or layout.ep == 1):
             continue
         per_gpu = sum(cache.parts_of(layout, dp, base).values())
-        cand = Candidate(layout, dp, dp * layout.group, False)
         if best is None or per_gpu < best[0]:
-            best = (per_gpu, cand)
+            best = (per_gpu, layout, dp)
     if best is None:
         return Candidate(Layout(1, 1, 0, True, "none"), 1, 1, False)
-    return best[1]
+    _, layout, dp = best
+    return Candidate(layout, dp, dp * layout.group, False)
