@@ -90,7 +90,13 @@ def fewest_meeting(w: ResolvedWorkload, run: Run, scale_up_domain: dict[str, int
                 continue
             assert option.ttft_s is not None and option.tpot_s is not None
             tp = option.strategy.tensor_parallel
-            tried.setdefault(option.gpu, []).append(Reached(tp, option.count, option.ttft_s, option.tpot_s))
+            reached = tried.setdefault(option.gpu, [])
+            if any(r.tp == tp for r in reached):
+                # the plan kept a size it had already: it could not take the larger one (a system without a
+                # network boxes it in a node of fewer GPUs), so no larger size is tried either. Raising it
+                # again re-ran the whole ask for ever, each time naming one more try in its sentences.
+                continue
+            reached.append(Reached(tp, option.count, option.ttft_s, option.tpot_s))
             if (bigger := next_tensor_parallel(w, tp, scale_up_domain[option.gpu])) is not None:
                 more[option.gpu] = bigger
         if not more:
