@@ -143,6 +143,39 @@ def test_latency_targets_get_the_fewest_gpus_that_meet_them(kb):
     assert not pinned.options and pinned.rejected[0].strategy.tensor_parallel == 2
 
 
+def test_latency_targets_stop_at_the_node_of_a_system_without_a_network(kb, monkeypatch):
+    """RTX A6000s are planned on lambda-4x-a6000, whose four GPUs no network joins: tp=2 misses the targets,
+    tp=4 too, and tp=8 is wider than the node, so it is never tried and the plan is rejected at tp=4 as the
+    closest. The search used to raise it to 8 again after every try, re-running the ask for ever."""
+    from gpukb.estimate import pipeline
+
+    runs: list[dict] = []
+    search = pipeline.fewest_meeting
+
+    def counted(w, run, domains):
+        runs.clear()  # this search's runs alone
+
+        def one_run(raised, extra):
+            runs.append(dict(raised))
+            assert len(runs) <= 10, "the search for a tensor-parallel size does not end"
+            return run(raised, extra)
+        return search(w, one_run, domains)
+
+    monkeypatch.setattr(pipeline, "fewest_meeting", counted)
+    answer = kb.ask({**LLAMA3_70B_FP8, "prompt_len": 2000, "output_len": 500, "ttft_ms": 300, "tpot_ms": 30,
+                     "gpus": ["rtx-a6000-48gb"]})
+    # the memory plan (tp=2), raised to 4 (the widest the node holds), the closest (4), and that once more to
+    # record the finding that no option meets the targets
+    assert [r["rtx-a6000-48gb"].tp if r else None for r in runs] == [None, 4, 4, 4]
+    assert not answer.options
+    (option,) = answer.rejected
+    assert (option.count, option.strategy.tensor_parallel) == (4, 4)
+    plan = next(step for step in option.trace if step.rule == "planner.fewest-gpus@1")
+    assert plan.sentence.endswith("No tensor-parallel size meets ttft_ms 300, tpot_ms 30: tp=4 is the closest "
+                                  "(tp=2 (2 GPUs) reaches ttft 2,083.7 ms, tpot 73.34 ms).")
+    assert "At most 4 GPUs: one node of lambda-4x-a6000" in plan.sentence
+
+
 def test_with_latency_targets_the_fewest_gpus_rank_first(kb):
     """Mixtral from its config.json: eight A100s meet a 60 ms time to first token and decode faster in
     aggregate, but two H100s meet it too (one takes 79 ms: 20 of them reading the 47 GB of FP8 weights once):

@@ -344,33 +344,42 @@ class Sized:
         return f"Sized to {self.count} GPUs to train {self.tokens:,} tokens within {days} days ({shown})."
 
 
-def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], policy: dict[str, Any],
-             memory: dict[str, Any], gpu: dict[str, Any], cache: PlanCache, raised: Raise | None = None,
-             size: Sized | None = None) -> dict[str, Any]:
-    """Choose the plan for one GPU type, record it as a trace step, and return the plan fact.
+class _Box(NamedTuple):
+    """What bounds a plan's GPU count: `box`, the GPUs of one node (a system with no network between nodes)
+    or one box of consumer cards, 0 for none; `boxed` when that is tighter than gpu_count; `limit`, the most
+    GPUs a plan may use; `every`, the count a plan must use (placement 'all', or a deadline's count), or None."""
 
-    `cache` is shared by the GPU types of one ask (same workload and replica); `raised` sets the
-    smallest tensor-parallel size for an inference plan that latency targets require; `size` (training)
-    the GPUs a deadline needs (gpukb.estimate.deadline): the least intrusive layout on that many, as placement 'all'.
-    """
-    inference = w.task == "inference"
-    node = gpu["gpus_per_node"]
+    box: int
+    boxed: bool
+    limit: int
+    every: int | None
+
+
+def _box(w: ResolvedWorkload, gpu: dict[str, Any], policy: dict[str, Any], size: Sized | None) -> _Box:
     # a plan stays inside one node of a system with no network between nodes (kb/systems network_bandwidth
     # null: workstations, single instances); where no system holds the GPU, consumer cards stay inside one box
     # (policy consumer-nodes: their driver licence excludes data-centre deployment): a tighter limit than
     # gpu_count, or the only one
     if gpu["system"]:
-        box = 0 if gpu["scales_out"] else node
+        box = 0 if gpu["scales_out"] else gpu["gpus_per_node"]
     else:
         box = NODE_SIZE * int(policy["consumer_nodes"]) if gpu["consumer"] else 0
     boxed = bool(box) and box < (w.gpu_count or NO_LIMIT)
     limit = box if boxed else (w.gpu_count or NO_LIMIT)
-    every = size.count if size is not None and not inference else (limit if w.placement == "all" else None)
+    every = size.count if size is not None and w.task != "inference" else (limit if w.placement == "all" else None)
     if every and boxed:  # a deadline's cluster of consumer cards is still one box
         every = min(every, box)
-    base = {"m": memory, "w": wfact}
-    usable = float(USABLE.evaluate({"g": gpu, "p": policy}))
+    return _Box(box, boxed, limit, every)
+
+
+def _search(w: ResolvedWorkload, gpu: dict[str, Any], cache: PlanCache, base: dict[str, Any], usable: float,
+            bounds: _Box, raised: Raise | None) -> tuple[Candidate, int]:
+    """The chosen layout and GPU count (the closest miss when none fits), and how many strategies were tried:
+    without offload first, then offloading (unless the workload pins it)."""
+    inference = w.task == "inference"
+    node = gpu["gpus_per_node"]
     host_usable = gpu["host_memory_per_gpu"]
+    limit, every = bounds.limit, bounds.every
     offload_sets = [(w.offload,)] if w.offload else [("none",), ("optimizer", "optimizer+params")]
     chosen: Candidate | None = None
     tried: list[Layout] = []
@@ -397,22 +406,36 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
         chosen = _use_all(chosen, every)
     if chosen is None:  # the closest miss: the layout with the least memory per GPU at the limit
         # with no gpu_count limit only the unshardable part can fail to fit: show it at one node
-        chosen = _closest_miss(w, base, tried, limit if w.gpu_count or boxed else node, inference, cache, node)
-    parts = cache.parts_of(chosen.layout, chosen.dp, base)
-    per_gpu = float(PER_GPU.evaluate(parts))
-    s = chosen.layout
-    host = float(HOST.evaluate({**base, **s.env(chosen.dp)}))
-    fits = chosen.fits and per_gpu <= usable and host <= host_usable
+        chosen = _closest_miss(w, base, tried, limit if w.gpu_count or bounds.boxed else node, inference, cache, node)
+    return chosen, len(tried)
+
+
+class _Pool(NamedTuple):
+    """An inference plan's memory once its serving engine's KV-cache pool is applied: the parts (the KV cache
+    cut to the sequences the pool holds), bytes per GPU, sequences at once, the pool (0: none applied), fits."""
+
+    parts: dict[str, float]
+    per_gpu: float
+    concurrency: int
+    pool: float
+    fits: bool
+    share: int  # the requests in flight each data-parallel replica serves
+    in_flight: int  # the sequences decoding at once over all replicas
+
+
+def _pooled(w: ResolvedWorkload, wfact: dict[str, Any], policy: dict[str, Any], gpu: dict[str, Any], chosen: Candidate,
+            parts: dict[str, float], per_gpu: float, fits: bool, usable: float, host: float) -> _Pool:
     # a serving engine that pre-allocates its KV cache in the memory left (kb/frameworks kv_cache_memory_fraction,
     # kv_cache_free_memory_fraction) does not fail a batch it cannot hold: it runs the sequences its pool holds and
     # queues the rest. Its pool, not the allocator reserve, bounds it.
     # Data-parallel serving replicas (placement 'all') share the requests in flight: each decodes its share of the
     # batch, ceil(batch / dp), and holds that share's KV cache; a replica beyond the batch stands idle.
+    inference = w.task == "inference"
     share = -(-w.batch_size // chosen.dp) if inference else 0
     if inference and share < w.batch_size and parts["kv_cache"] > 0:
         parts = {**parts, "kv_cache": parts["kv_cache"] * share / w.batch_size}
         per_gpu = float(PER_GPU.evaluate(parts))
-        fits = chosen.fits and per_gpu <= usable and host <= host_usable
+        fits = chosen.fits and per_gpu <= usable and host <= gpu["host_memory_per_gpu"]
     concurrency, pool = (share, 0.0) if inference else (0, 0.0)
     if inference and not fits and share:
         pool = _kv_pool(wfact, per_gpu - parts["kv_cache"], gpu["memory_bytes"], policy["runtime_overhead"])
@@ -422,104 +445,164 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
             per_gpu, concurrency, fits = float(PER_GPU.evaluate(parts)), held, True
     # the sequences decoding at once over all replicas: never more than the requests in flight
     in_flight = min(w.batch_size, chosen.dp * concurrency) if inference else 0
-    fields = {
+    return _Pool(parts, per_gpu, concurrency, pool, fits, share, in_flight)
+
+
+def _plan_fields(collector: Collector, w: ResolvedWorkload, gpu: dict[str, Any], chosen: Candidate, bounds: _Box,
+                 memory: _Pool, usable: float, host: float) -> dict[str, Any]:
+    """The plan fact's fields."""
+    s, node, per_gpu, fits = chosen.layout, gpu["gpus_per_node"], memory.per_gpu, memory.fits
+    return {
         "gpu": gpu["gpu"], "count": chosen.count, "dp": chosen.dp, "tp": s.tp, "pp": s.pp, "ep": s.ep, "cp": s.cp,
         "zero_stage": s.zero_stage if chosen.dp > 1 or s.offload != "none" or w.zero_stage is not None else 0,
         "checkpointing": s.checkpointing,
-        "offload": s.offload, **parts, "per_gpu_bytes": per_gpu, "usable_bytes": usable,
+        "offload": s.offload, **memory.parts, "per_gpu_bytes": per_gpu, "usable_bytes": usable,
         "capacity_bytes": gpu["memory_bytes"], "fits": fits, "fill": per_gpu / gpu["memory_bytes"],
         "nodes": math.ceil(chosen.count / node), "tp_over_pcie": s.tp > 1 and gpu["scale_up_domain"] < s.tp,
-        "limit": limit if w.gpu_count or boxed else 0, "host_bytes": host, "box_limit": box if boxed else 0,
-        "devices": gpu["devices"], "concurrency": concurrency, "in_flight": in_flight,
+        "limit": bounds.limit if w.gpu_count or bounds.boxed else 0, "host_bytes": host,
+        "box_limit": bounds.box if bounds.boxed else 0, "devices": gpu["devices"], "concurrency": memory.concurrency,
+        "in_flight": memory.in_flight,
         # what a plan that does not fit is short of: GPU memory, or CPU memory for its offloaded state
-        "short_of": "" if fits else ("host" if per_gpu <= usable and host > host_usable else "gpu"),
-        "gpus_per_node": node, "host_memory_per_gpu": host_usable,
+        "short_of": "" if fits else ("host" if per_gpu <= usable and host > gpu["host_memory_per_gpu"] else "gpu"),
+        "gpus_per_node": node, "host_memory_per_gpu": gpu["host_memory_per_gpu"],
         **_rented(collector.kb, gpu, chosen.count, host, w.systems),
     }
-    def values() -> list[Value]:  # written when the trace is read (trace._Deferred), as the sentences are
-        listed = [Value(name="usable_bytes", value=usable, expr=USABLE.text)]
-        listed += [Value(name=n, value=v, expr=PARTS[n].text) for n, v in parts.items()]
-        listed.append(Value(name="per_gpu_bytes", value=per_gpu, expr=PER_GPU.text))
+
+
+@dataclass(frozen=True)
+class _PlanText:
+    """A plan step's values and sentences, written when the trace is read (trace._Deferred)."""
+
+    w: ResolvedWorkload
+    gpu: dict[str, Any]
+    policy: dict[str, Any]
+    chosen: Candidate
+    zero: int
+    bounds: _Box
+    memory: _Pool
+    usable: float
+    host: float
+    strategies: int
+    raised: Raise | None
+    size: Sized | None
+
+    def values(self) -> list[Value]:
+        s, host_usable = self.chosen.layout, self.gpu["host_memory_per_gpu"]
+        listed = [Value(name="usable_bytes", value=self.usable, expr=USABLE.text)]
+        listed += [Value(name=n, value=v, expr=PARTS[n].text) for n, v in self.memory.parts.items()]
+        listed.append(Value(name="per_gpu_bytes", value=self.memory.per_gpu, expr=PER_GPU.text))
         if s.offload != "none":
-            listed.append(Value(name="host_bytes", value=host, expr=HOST.text))
+            listed.append(Value(name="host_bytes", value=self.host, expr=HOST.text))
             listed.append(Value(name="host_usable", value=host_usable, expr="g.host_memory_per_gpu"))
-        return listed + [Value(name=k, value=v, expr=None) for k, v in s.env(chosen.dp).items()]
+        return listed + [Value(name=k, value=v, expr=None) for k, v in s.env(self.chosen.dp).items()]
 
-    zero, count, dp, strategies = fields["zero_stage"], chosen.count, chosen.dp, len(tried)
-
-    def offloaded(zh: bool = False) -> str:
-        if s.offload == "none":
+    def offloaded(self, zh: bool = False) -> str:
+        if self.chosen.layout.offload == "none":
             return ""
+        host_usable = self.gpu["host_memory_per_gpu"]
         if zh:
-            return f"；卸载到 CPU 内存的状态每块 GPU {host / 1e9:,.1f} GB，服务器每块 GPU 配有 {host_usable / 1e9:,.0f} GB"
-        return (f"; the offloaded state takes {host / 1e9:,.1f} GB of CPU memory per GPU, of the "
+            return f"；卸载到 CPU 内存的状态每块 GPU {self.host / 1e9:,.1f} GB，服务器每块 GPU 配有 {host_usable / 1e9:,.0f} GB"
+        return (f"; the offloaded state takes {self.host / 1e9:,.1f} GB of CPU memory per GPU, of the "
                 f"{host_usable / 1e9:,.0f} GB a server has per GPU")
 
-    def sentence() -> str:  # written when the trace is read (trace._Deferred)
+    def sentence(self) -> str:
+        w, gpu, s, memory, bounds = self.w, self.gpu, self.chosen.layout, self.memory, self.bounds
+        inference, fits, per_gpu, usable = w.task == "inference", memory.fits, memory.per_gpu, self.usable
         verdict = "fits" if fits else "does not fit"
-        text = (f"{gpu['gpu']}: {count} GPU(s) (dp={dp}, tp={s.tp}, pp={s.pp}, {f'ep={s.ep}, ' if s.ep > 1 else ''}"
+        text = (f"{gpu['gpu']}: {self.chosen.count} GPU(s) (dp={self.chosen.dp}, tp={s.tp}, pp={s.pp}, "
+                f"{f'ep={s.ep}, ' if s.ep > 1 else ''}"
                 f"{f'cp={s.cp}, ' if s.cp > 1 else ''}"
-                f"ZeRO-{zero}, checkpointing {'on' if s.checkpointing else 'off'}, offload {s.offload}) "
+                f"ZeRO-{self.zero}, checkpointing {'on' if s.checkpointing else 'off'}, offload {s.offload}) "
                 f"need {per_gpu / 1e9:,.1f} GB per GPU against {usable / 1e9:,.1f} GB usable "
-                f"({gpu['memory_bytes'] / 1e9:,.1f} GB less the {policy['reserve_fraction']:.0%} reserve, which holds "
-                f"the runtime overhead){offloaded()}: {verdict}.")
+                f"({gpu['memory_bytes'] / 1e9:,.1f} GB less the {self.policy['reserve_fraction']:.0%} reserve, which holds "
+                f"the runtime overhead){self.offloaded()}: {verdict}.")
+        dp, share, in_flight = self.chosen.dp, memory.share, memory.in_flight
         if inference and dp > 1:
             text += (f" The {dp} replicas share the {w.batch_size} sequence(s) in flight: {share} per replica, each "
                      f"holding its share's KV cache" + (f"; {dp - in_flight} replica(s) stand idle." if dp > in_flight
                                                         else "."))
-        if pool:
-            text += (f" {w.framework} pre-allocates its KV cache in what is left ({pool / 1e9:,.1f} GB per GPU): it holds "
-                     f"{concurrency} of the {share} sequences at once and queues the rest.")
+        if memory.pool:
+            text += (f" {w.framework} pre-allocates its KV cache in what is left ({memory.pool / 1e9:,.1f} GB per GPU): "
+                     f"it holds {memory.concurrency} of the {share} sequences at once and queues the rest.")
         if not fits:
-            text += (f" This is the closest of {strategies} strategies within {_within(limit, boxed, gpu)}."
-                     if w.gpu_count or boxed else
+            text += (f" This is the closest of {self.strategies} strategies within "
+                     f"{_within(bounds.limit, bounds.boxed, gpu)}."
+                     if w.gpu_count or bounds.boxed else
                      " Memory that no sharding divides (activations of one micro-batch, runtime overhead) alone exceeds it.")
-        elif boxed:
-            text += f" At most {box} GPUs: {_box(gpu)}."
+        elif bounds.boxed:
+            text += f" At most {bounds.box} GPUs: {_box_words(gpu)}."
         if gpu["devices"] > 1:
             text += (f" {gpu['name']} is {gpu['devices']} devices to the framework, planned as such: GPU counts are "
                      f"devices of {gpu['memory_bytes'] / 1e9:,.1f} GB, {gpu['devices']} per package.")
-        if raised is not None and inference:
-            text += f" {raised.because}"
-        if size is not None and not inference:
-            text += f" {size.because()}"
+        if self.raised is not None and inference:
+            text += f" {self.raised.because}"
+        if self.size is not None and not inference:
+            text += f" {self.size.because()}"
         return text
 
-    def sentence_zh() -> str:
-        text = (f"{gpu['gpu']}：{count} 块 GPU（dp={dp}、tp={s.tp}、pp={s.pp}、{f'ep={s.ep}、' if s.ep > 1 else ''}"
+    def sentence_zh(self) -> str:
+        w, gpu, s, memory, bounds = self.w, self.gpu, self.chosen.layout, self.memory, self.bounds
+        inference, fits = w.task == "inference", memory.fits
+        text = (f"{gpu['gpu']}：{self.chosen.count} 块 GPU（dp={self.chosen.dp}、tp={s.tp}、pp={s.pp}、"
+                f"{f'ep={s.ep}、' if s.ep > 1 else ''}"
                 f"{f'cp={s.cp}、' if s.cp > 1 else ''}"
-                f"ZeRO-{zero}、激活重计算{'开' if s.checkpointing else '关'}、{offload('zh', s.offload)}），"
-                f"每块 GPU 需要 {per_gpu / 1e9:,.1f} GB，可用 {usable / 1e9:,.1f} GB"
-                f"（{gpu['memory_bytes'] / 1e9:,.1f} GB 减去 {policy['reserve_fraction']:.0%} 的预留，"
-                f"运行时开销计入预留之内）{offloaded(zh=True)}："
+                f"ZeRO-{self.zero}、激活重计算{'开' if s.checkpointing else '关'}、{offload('zh', s.offload)}），"
+                f"每块 GPU 需要 {memory.per_gpu / 1e9:,.1f} GB，可用 {self.usable / 1e9:,.1f} GB"
+                f"（{gpu['memory_bytes'] / 1e9:,.1f} GB 减去 {self.policy['reserve_fraction']:.0%} 的预留，"
+                f"运行时开销计入预留之内）{self.offloaded(zh=True)}："
                 f"{'放得下' if fits else '放不下'}。")
+        dp, share, in_flight = self.chosen.dp, memory.share, memory.in_flight
         if inference and dp > 1:
             text += (f"{dp} 个副本分担在途的 {w.batch_size} 条序列：每个副本 {share} 条，各自只存放其份额的 KV 缓存"
                      + (f"；{dp - in_flight} 个副本空闲。" if dp > in_flight else "。"))
-        if pool:
-            text += (f"{w.framework} 在剩余显存中预先分配 KV 缓存（每块 GPU {pool / 1e9:,.1f} GB）："
-                     f"{share} 条序列中同时容纳 {concurrency} 条，其余排队等待。")
-        if raised is not None and inference:
-            text += raised.because_zh
-        if size is not None and not inference:
-            text += size.because(zh=True)
+        if memory.pool:
+            text += (f"{w.framework} 在剩余显存中预先分配 KV 缓存（每块 GPU {memory.pool / 1e9:,.1f} GB）："
+                     f"{share} 条序列中同时容纳 {memory.concurrency} 条，其余排队等待。")
+        if self.raised is not None and inference:
+            text += self.raised.because_zh
+        if self.size is not None and not inference:
+            text += self.size.because(zh=True)
         if not fits:
-            text += (f"这是{_within(limit, boxed, gpu, zh=True)}以内 {strategies} 种策略中最接近的一种。"
-                     if w.gpu_count or boxed else
+            text += (f"这是{_within(bounds.limit, bounds.boxed, gpu, zh=True)}以内 {self.strategies} 种策略中最接近的一种。"
+                     if w.gpu_count or bounds.boxed else
                      "任何切分都分不掉的显存（一个微批次的激活值、运行时开销）本身就已超出。")
-        elif boxed:
-            text += f"最多 {box} 块 GPU：{_box(gpu, zh=True)}。"
+        elif bounds.boxed:
+            text += f"最多 {bounds.box} 块 GPU：{_box_words(gpu, zh=True)}。"
         if gpu["devices"] > 1:
             text += (f"{gpu['name']} 对框架而言是 {gpu['devices']} 个设备，按设备规划：GPU 数指每个 "
                      f"{gpu['memory_bytes'] / 1e9:,.1f} GB 的设备，每个封装 {gpu['devices']} 个。")
         return text
 
+
+def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], policy: dict[str, Any],
+             memory: dict[str, Any], gpu: dict[str, Any], cache: PlanCache, raised: Raise | None = None,
+             size: Sized | None = None) -> dict[str, Any]:
+    """Choose the plan for one GPU type, record it as a trace step, and return the plan fact.
+
+    `cache` is shared by the GPU types of one ask (same workload and replica); `raised` sets the
+    smallest tensor-parallel size for an inference plan that latency targets require; `size` (training)
+    the GPUs a deadline needs (gpukb.estimate.deadline): the least intrusive layout on that many, as placement 'all'.
+    In parts: what bounds the count (_box), the search (_search), the memory of the choice with a serving
+    engine's KV-cache pool (_pooled), the fields (_plan_fields) and the values and sentences (_PlanText).
+    """
+    bounds = _box(w, gpu, policy, size)
+    base = {"m": memory, "w": wfact}
+    usable = float(USABLE.evaluate({"g": gpu, "p": policy}))
+    chosen, strategies = _search(w, gpu, cache, base, usable, bounds, raised)
+    parts = cache.parts_of(chosen.layout, chosen.dp, base)
+    per_gpu = float(PER_GPU.evaluate(parts))
+    host = float(HOST.evaluate({**base, **chosen.layout.env(chosen.dp)}))
+    fits = chosen.fits and per_gpu <= usable and host <= gpu["host_memory_per_gpu"]
+    pooled = _pooled(w, wfact, policy, gpu, chosen, parts, per_gpu, fits, usable, host)
+    fields = _plan_fields(collector, w, gpu, chosen, bounds, pooled, usable, host)
+    text = _PlanText(w, gpu, policy, chosen, fields["zero_stage"], bounds, pooled, usable, host, strategies, raised, size)
     (plan,) = collector.record(
         rule="planner.fewest-gpus@1", stage="requirements",
         title="Fewest GPUs that hold one replica, least intrusive strategy first",
-        inputs={"m": memory, "g": gpu, "w": wfact, "p": policy}, values=values, claims=cited(collector.kb, CLAIMS),
-        sources=[*SOURCES, *BOX_SOURCES] if boxed and gpu["consumer"] else SOURCES, sentence=sentence, outputs=[("plan", fields)],
-        title_zh="能放下一个副本的最少 GPU 数，先试侵入性最小的策略", sentence_zh=sentence_zh)
+        inputs={"m": memory, "g": gpu, "w": wfact, "p": policy}, values=text.values, claims=cited(collector.kb, CLAIMS),
+        sources=[*SOURCES, *BOX_SOURCES] if bounds.boxed and gpu["consumer"] else SOURCES, sentence=text.sentence,
+        outputs=[("plan", fields)], title_zh="能放下一个副本的最少 GPU 数，先试侵入性最小的策略",
+        sentence_zh=text.sentence_zh)
     return plan
 
 
@@ -557,7 +640,7 @@ _BOXED_ZH = "策略 consumer-nodes：GeForce 驱动许可不允许数据中心�
 BOX_SOURCES = ["nvidia-geforce-driver-license"]
 
 
-def _box(gpu: dict[str, Any], zh: bool = False) -> str:
+def _box_words(gpu: dict[str, Any], zh: bool = False) -> str:
     """Why a plan stays in one node: its system has no network between nodes, or (no system) consumer cards."""
     if gpu["system"]:
         if zh:
@@ -569,7 +652,7 @@ def _box(gpu: dict[str, Any], zh: bool = False) -> str:
 def _within(limit: int, boxed: bool, gpu: dict[str, Any], zh: bool = False) -> str:
     """What bounded the search: one node of a system without a network (one box of consumer cards), or gpu_count."""
     if boxed:
-        return f" {limit} 块 GPU，{_box(gpu, zh=True)}" if zh else f"{limit} GPUs, {_box(gpu)}"
+        return f" {limit} 块 GPU，{_box_words(gpu, zh=True)}" if zh else f"{limit} GPUs, {_box_words(gpu)}"
     return f" gpu_count {limit} " if zh else f"gpu_count {limit}"
 
 
@@ -582,7 +665,7 @@ def _use_all(chosen: Candidate, gpu_count: int) -> Candidate:
 
 def _closest_miss(w: ResolvedWorkload, base: dict[str, Any], tried: list[Layout], limit: int,
                   inference: bool, cache: PlanCache, node: int = NODE_SIZE) -> Candidate:
-    best: tuple[float, Candidate] | None = None
+    best: tuple[float, Layout, int] | None = None  # the Candidate is made for the best alone
     for layout in tried:
         if inference:
             tp = max([t for t in (1, 2, 4, 8) if t <= min(limit, node) and w.heads % t == 0] or [1])
@@ -594,10 +677,10 @@ def _closest_miss(w: ResolvedWorkload, base: dict[str, Any], tried: list[Layout]
         if dp * layout.group > limit and (w.gpu_count or layout.ep == 1):
             continue
         per_gpu = sum(cache.parts_of(layout, dp, base).values())
-        cand = Candidate(layout, dp, dp * layout.group, False)
         if best is None or per_gpu < best[0]:
-            best = (per_gpu, cand)
+            best = (per_gpu, layout, dp)
     if best is None:  # nothing within the limit: one expert-parallel group (whole groups, as every plan has)
         ep = w.expert_parallel or 1
         return Candidate(Layout(1, 1, 0, True, "none", ep), ep, ep, False)
-    return best[1]
+    _, layout, dp = best
+    return Candidate(layout, dp, dp * layout.group, False)

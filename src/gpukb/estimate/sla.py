@@ -90,10 +90,14 @@ def fewest_meeting(w: ResolvedWorkload, run: Run, widest: dict[str, int]) -> Ans
                 continue
             assert option.ttft_s is not None and option.tpot_s is not None
             tp = option.strategy.tensor_parallel
-            tried.setdefault(option.gpu, []).append(Reached(tp, option.count, option.ttft_s, option.tpot_s))
-            bigger = next_tensor_parallel(w, tp, widest[option.gpu])
-            # a size already tried (its plan did not take it) is not tried again: the search always ends
-            if bigger is not None and bigger not in {r.tp for r in tried[option.gpu]}:
+            reached = tried.setdefault(option.gpu, [])
+            if any(r.tp == tp for r in reached):
+                # the plan kept a size it had already: it could not take the larger one (a system without a
+                # network boxes it in a node of fewer GPUs), so no larger size is tried either. Raising it
+                # again re-ran the whole ask for ever, each time naming one more try in its sentences.
+                continue
+            reached.append(Reached(tp, option.count, option.ttft_s, option.tpot_s))
+            if (bigger := next_tensor_parallel(w, tp, widest[option.gpu])) is not None:
                 more[option.gpu] = bigger
         if not more:
             break

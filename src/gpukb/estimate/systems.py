@@ -17,16 +17,34 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+from weakref import WeakKeyDictionary
 
 if TYPE_CHECKING:
     from ..knowledge.kb import KnowledgeBase
-    from ..knowledge.schema import System
+    from ..knowledge.schema import NodePrice, System
+
+# Per knowledge base and (GPU type, systems allowed): its systems by id, each with its lowest price. Sorting
+# the catalog's 86 systems and taking each one's lowest price again for every plan was a fifth of a
+# single-GPU ask's planner and grew with the catalog; the systems never change once loaded.
+_HELD: WeakKeyDictionary[KnowledgeBase, dict[tuple[str, tuple[str, ...]], tuple[tuple[System, NodePrice | None], ...]]] = (
+    WeakKeyDictionary())
+
+
+def _held(kb: KnowledgeBase, gpu: str, allowed: tuple[str, ...]) -> tuple[tuple[System, NodePrice | None], ...]:
+    known = _HELD.get(kb)
+    if known is None:
+        known = _HELD.setdefault(kb, {})
+    key = (gpu, allowed)
+    found = known.get(key)
+    if found is None:
+        found = known[key] = tuple((s, s.price) for sid, s in sorted(kb.systems.items())
+                                   if s.gpu == gpu and s.status != "deprecated" and (not allowed or sid in allowed))
+    return found
 
 
 def systems_of(kb: KnowledgeBase, gpu: str, allowed: tuple[str, ...] = ()) -> list[System]:
     """The systems that hold this GPU type (only those allowed, when the workload names systems), by id."""
-    return [s for sid, s in sorted(kb.systems.items())
-            if s.gpu == gpu and s.status != "deprecated" and (not allowed or sid in allowed)]
+    return [s for s, _ in _held(kb, gpu, allowed)]
 
 
 def reference_system(kb: KnowledgeBase, gpu: str, allowed: tuple[str, ...] = ()) -> System | None:
@@ -66,6 +84,11 @@ def rental(kb: KnowledgeBase, reference: System, count: int, host_bytes_per_gpu:
         return (s.gpus_per_node == reference.gpus_per_node and s.fabric == reference.fabric
                 and (s.network_bandwidth or 0.0) >= (reference.network_bandwidth or 0.0))
 
-    priced = [Rental(s, math.ceil(count / s.gpus_per_node)) for s in systems_of(kb, reference.gpu, allowed)
-              if s.price is not None and runs_it(s)]
-    return min(priced, key=lambda r: (r.usd_per_hour, r.system.id), default=Rental(reference, nodes))
+    best: tuple[float, System, int] | None = None
+    for s, price in _held(kb, reference.gpu, allowed):  # by id, so the first of equal prices has the least id
+        if price is not None and runs_it(s):
+            need = math.ceil(count / s.gpus_per_node)
+            usd = need * price.usd_per_node_hour  # Rental.usd_per_hour
+            if best is None or usd < best[0]:
+                best = (usd, s, need)
+    return Rental(reference, nodes) if best is None else Rental(best[1], best[2])
