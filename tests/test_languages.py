@@ -136,9 +136,8 @@ ENGLISH_IN_CHINESE = {
 
 
 def test_chinese_answers_meet_no_english_outside_ids_units_and_names(monkeypatch):
-    import gpukb.cli.common as cli
-
-    monkeypatch.setattr(cli.out, "width", 200)  # no id folded over two lines
+    # no id folded over two lines (setting the console's width would outlive the test: it keeps a width it is given)
+    monkeypatch.setenv("COLUMNS", "200")
     kb = gpukb.load_kb()
     ids = set(kb.gpus) | set(kb.models) | set(kb.rules) | set(kb.claims) | set(kb.policies) | set(kb.systems)
     runner = CliRunner()

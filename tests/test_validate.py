@@ -102,7 +102,7 @@ def test_a_runs_footprint_is_its_own_gate_outside_the_overall_median(shipped, kb
     assert data["footprints"]["points"] == len(footprints) and data["footprints"]["passed"] is True
     assert data["median_error"] == pytest.approx(Summary.of(performance).median_error)
     text = runner.invoke(app, ["validate"]).output
-    assert f"all (performance)                  {len(performance):6d}" in text
+    assert f"all (performance)            {len(performance):6d}" in text
     assert "footprints (a run's energy and CO₂" in text and "footprints within ±25% ≥ 100%" in text
 
 

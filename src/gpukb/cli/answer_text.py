@@ -9,7 +9,6 @@ from typing import Any
 
 from rich import box
 from rich.cells import cell_len
-from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
@@ -18,7 +17,7 @@ from ..core.fmt import Lang, duration, gb
 from ..core.messages import message
 from ..core.terminal import clean
 from ..core.words import label, say, term
-from .common import BAD_INPUT, NOTHING_FITS, cell, fail, out
+from .common import BAD_INPUT, NOTHING_FITS, cell, fail, out, page, wrap
 
 
 def print_launch(answer: Any, engine: str, kb: Any, lang: Lang = "en") -> None:
@@ -80,9 +79,9 @@ def print_answer(answer: Any, lang: Lang) -> None:
         + f"   (kb {answer.kb_version})")))
     if answer.summary is not None:  # the decision first, then the figures behind it
         head, *rest = answer.summary.lines(lang, shown=8)
-        out.print(Text(clean(head), style="bold"), soft_wrap=False)  # wrapped to the terminal, at spaces
-        for line in rest:
-            out.print(Padding(Text(clean(line)), (0, 0, 0, 2)), soft_wrap=False)
+        for part in wrap(clean(head), out.width):
+            out.print(Text(part, style="bold"), soft_wrap=True)
+        page("\n".join(f"  {line}" for line in rest))
     parts = ("weights", "gradients", "optimizer", "activations", "kv_cache", "overhead", "total")
     memory = Table(title=label(lang, "One replica, before sharding (GB = 1e9 bytes)"), box=box.SIMPLE_HEAD, padding=(0, 1))
     headers = ("weights", "grads", "optimizer", "activations", "KV cache", "overhead", "total")
@@ -159,11 +158,10 @@ def print_answer(answer: Any, lang: Lang) -> None:
     if energy:  # beside the time to train: what the run draws at the data centre and emits on the workload's grid
         head = (f"能耗与 CO₂（数据中心总用电，电网 {w.region}；rec.energy.training）：" if lang == "zh" else
                 f"Energy and CO₂ (facility, grid {w.region}; rec.energy.training): ")
-        out.print(clean(head + ("；" if lang == "zh" else "; ").join(energy)), markup=False, highlight=False,
-                  soft_wrap=False)
+        page(head + ("；" if lang == "zh" else "; ").join(energy))
     if picked:
-        out.print(label(lang, "* the article's pick: its decision tree ({branches}) prefers these GPUs; they are marked, "
-                            "not ranked up", branches=", ".join(picked)), markup=False, highlight=False, soft_wrap=False)
+        page(label(lang, "* the article's pick: its decision tree ({branches}) prefers these GPUs; they are marked, "
+                         "not ranked up", branches=", ".join(picked)))
     if answer.rejected:
         rejected = Table(title=label(lang, "Rejected"), box=box.SIMPLE_HEAD, padding=(0, 1))
         rejected.add_column("GPU", no_wrap=True)
@@ -176,21 +174,16 @@ def print_answer(answer: Any, lang: Lang) -> None:
     if best is not None and best.bands:
         from ..answer.bandtext import lines as band_lines
 
-        out.print(clean(f"{best.gpu} 的误差范围（来自 gpukb validate 核对的已发表实测运行）：" if lang == "zh" else
-                        f"Error bands of {best.gpu}, from the published runs `gpukb validate` measures:"),
-                  markup=False, highlight=False, soft_wrap=False)
-        for line in band_lines(best, lang):
-            out.print(clean(f"  {line}"), markup=False, highlight=False, soft_wrap=False)
+        page(f"{best.gpu} 的误差范围（来自 gpukb validate 核对的已发表实测运行）：" if lang == "zh" else
+             f"Error bands of {best.gpu}, from the published runs `gpukb validate` measures:")
+        page("\n".join(f"  {line}" for line in band_lines(best, lang)))
     shown = [f for f in answer.findings if f.gpu is None or (best and f.gpu == best.gpu)]
     if shown:
         out.print(f"[bold]{label(lang, 'Findings')}[/]")
-        for f in shown:
-            out.print(clean(f"  {term(lang, f.severity)}{say(lang, 'colon')}{f.text(lang)} [{f.rule}]"), markup=False,
-                      highlight=False)
+        page("\n".join(f"  {term(lang, f.severity)}{say(lang, 'colon')}{f.text(lang)} [{f.rule}]" for f in shown))
     if answer.remedies:
         out.print(f"[bold]{label(lang, 'Remedies')}[/]")
-        for r in answer.remedies:
-            out.print(clean(f"  {r.heading(lang)}{say(lang, 'colon')}{r.effect_text(lang)} [{r.rule}]"), markup=False,
-                      highlight=False)
-    out.print(label(lang, "Run with --explain for the full trace, --json for everything."), markup=False, highlight=False)
+        page("\n".join(f"  {r.heading(lang)}{say(lang, 'colon')}{r.effect_text(lang)} [{r.rule}]"
+                        for r in answer.remedies))
+    page(label(lang, "Run with --explain for the full trace, --json for everything."))
 

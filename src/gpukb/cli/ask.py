@@ -14,7 +14,7 @@ from ..core.errors import ASK_ERRORS, KBError
 from ..core.messages import message
 from ..core.terminal import clean
 from .answer_text import print_answer, print_launch
-from .common import BAD_INPUT, NOTHING_FITS, Language, Offload, Optim, Precision, RootOption, Task, err, fail, fail_kb, out
+from .common import BAD_INPUT, NOTHING_FITS, Language, Offload, Optim, Precision, RootOption, Task, err, fail, fail_kb, page
 
 # `--json` without `--trace`: the steps of the reasoning (nine tenths of the bytes) stay out, everything else is there
 WITHOUT_TRACE: dict[str, Any] = {"trace": True, "options": {"__all__": {"trace"}}, "rejected": {"__all__": {"trace"}}}
@@ -149,12 +149,11 @@ def ask(
     if as_json:
         sys.stdout.write(answer.model_dump_json(indent=2, exclude=None if trace else WITHOUT_TRACE) + "\n")
     elif explain:
-        out.print(clean(answer.explain(lang.value)), markup=False, highlight=False)
+        page(answer.explain(lang.value))
     else:
         print_answer(answer, lang.value)
     late = deadline_days is not None and answer.summary is not None and answer.summary.deadline_met is False
     if not answer.options or late:  # nothing fits, or nothing in time: a script must not read the table as an answer
         if as_json or explain:  # the headline on stderr too, where the output itself is for a program or a reader
-            err.print(clean(answer.summary.lines(lang.value)[0] if answer.summary else "nothing fits"), markup=False,
-                      highlight=False)
+            page(clean(answer.summary.lines(lang.value)[0] if answer.summary else "nothing fits"), err)
         raise typer.Exit(NOTHING_FITS)
