@@ -385,18 +385,18 @@ def test_training_cost_by_hand(kb):
 
 
 def test_a_gpu_without_a_dated_price_has_no_cost(kb):
-    (option,) = kb.ask({"model": "llama-3-8b", "task": "inference", "gpus": ["l4-24gb"]}).options
+    (option,) = kb.ask({"model": "llama-3-8b", "task": "inference", "gpus": ["h20-96gb"]}).options  # purchased only
     assert option.usd_per_hour is None and option.usd_per_million_tokens is None
 
 
 def test_objective_cost_ranks_by_dollars_per_token(kb):
     w = {"model": "llama-3-8b", "task": "inference", "batch_size": 16,
-         "gpus": ["h100-sxm-80gb", "l40s-48gb", "a100-sxm-80gb", "l4-24gb"]}
+         "gpus": ["h100-sxm-80gb", "l40s-48gb", "a100-sxm-80gb", "l20-48gb"]}
     by_speed = kb.ask(w).options
     assert by_speed[0].gpu == "h100-sxm-80gb"
     by_cost = kb.ask({**w, "objective": "cost"}).options
     priced = [o.usd_per_million_tokens for o in by_cost if o.usd_per_million_tokens is not None]
-    assert priced == sorted(priced) and by_cost[-1].gpu == "l4-24gb"  # no dated price: last
+    assert priced == sorted(priced) and by_cost[-1].gpu == "l20-48gb"  # no dated price: last
     assert {o.gpu for o in by_cost} == {o.gpu for o in by_speed}
 
 
