@@ -1,0 +1,95 @@
+"""How long an RL step's generation lasts when its responses differ in length.
+
+response_len is the cap (verl's data.max_response_length, NeMo RL's max_new_tokens, OpenRLHF's
+generate_max_len): the engine stops a response there. mean_response_len, when given, is the published or
+measured average; without it every response is taken to reach the cap (an upper bound). Between the two,
+lengths follow the distribution of most entropy for a stated mean on [0, inf), the exponential, clipped
+at the cap as the engine clips it: the responses that would run longer end at the cap together, the mass
+verl logs as response_length/clip_ratio.
+
+A synchronous step waits for its longest response (verl docs/advance/one_step_off.md: "model updates must
+wait for the longest output in the generation phase to complete"), and a continuous-batching engine (vLLM,
+SGLang) admits a queued sequence as soon as one finishes, so its batch stays full while the queue lasts and
+thins as the last responses run on. Each engine's share is timed token step by token step, a step's time
+affine in the sequences decoding (the decode roofline reads the weights once a step and each sequence's KV
+cache and arithmetic on top), its ends the decode rule's own step at batch 1 and at the engine's batch.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+
+# 1/golden ratio: the Weyl sequence frac(i / phi) spreads n points evenly over [0, 1) in an order with no
+# trend, a deterministic stand-in for n random draws (the order a batch's lengths arrive in is random)
+_WEYL = (math.sqrt(5) - 1) / 2
+_STEPS = 400  # Simpson intervals for the expected longest response (even)
+
+
+def scale(mean: float, cap: float) -> float:
+    """The exponential's mean mu whose clipped mean mu·(1 - exp(-cap/mu)) is `mean`; inf when mean >= cap
+    (every response at the cap). Bisection on a function rising in mu: the same answer for the same input."""
+    if mean >= cap:
+        return math.inf
+    if mean <= 0:
+        raise ValueError(f"mean_response_len must be positive, got {mean}")
+    lo, hi = mean, mean
+    while hi * -math.expm1(-cap / hi) < mean:
+        hi *= 2
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if mid * -math.expm1(-cap / mid) < mean else (lo, mid)
+    return (lo + hi) / 2
+
+
+def quantile(u: float, mu: float, cap: float) -> float:
+    """The length at cumulative share u of the clipped exponential."""
+    return cap if math.isinf(mu) else min(-mu * math.log1p(-u), cap)
+
+
+def expected_longest(n: int, mu: float, cap: float) -> float:
+    """E[max of n lengths] = integral over [0, cap] of 1 - F(t)^n, F(t) = 1 - exp(-t/mu) (Simpson's rule)."""
+    if math.isinf(mu) or n <= 0:
+        return cap
+    h = cap / _STEPS
+
+    def tail(t: float) -> float:
+        return 1 - (-math.expm1(-t / mu)) ** n
+
+    inner = sum((4 if i % 2 else 2) * tail(i * h) for i in range(1, _STEPS))
+    return min(cap, h / 3 * (tail(0) + inner + tail(cap)))
+
+
+def lengths(n: int, mu: float, cap: float, longest: float) -> list[int]:
+    """n response lengths in arrival order: the clipped exponential at the Weyl points, the largest set to
+    `longest` (the step's expected longest, which some engine holds and the phase waits for)."""
+    out = [quantile(((i + 1) * _WEYL) % 1.0, mu, cap) for i in range(n)]
+    top = max(range(n), key=out.__getitem__)
+    out[top] = max(out[top], longest)
+    return [max(1, round(x)) for x in out]
+
+
+def decode_time(lens: list[int], concurrency: int, step_1: float, step_full: float) -> float:
+    """Seconds for one engine to generate `lens` with at most `concurrency` sequences at once, a token step
+    taking step_1 at one sequence and step_full at `concurrency`, affine in between."""
+    if not lens:
+        return 0.0
+    c = max(1, concurrency)
+    slope = (step_full - step_1) / (c - 1) if c > 1 else 0.0
+    running: list[int] = []  # the token step at which each running sequence ends
+    queue = iter(lens)
+    step, seconds = 0, 0.0
+    for length in queue:
+        heapq.heappush(running, length)
+        if len(running) == c:
+            break
+    while running:
+        end = running[0]
+        seconds += (end - step) * (step_1 + slope * (len(running) - 1))
+        step = end
+        while running and running[0] == step:
+            heapq.heappop(running)
+            nxt = next(queue, None)
+            if nxt is not None:
+                heapq.heappush(running, step + nxt)
+    return seconds
