@@ -9,16 +9,20 @@ cache dropped, as a forward pass without generation keeps none), the rollout as 
 rollout_batch x samples_per_prompt sequences. Their replicas are then placed on each GPU type:
 
 - colocated (verl's hybrid engine, OpenRLHF's colocation): every model sharded over the same GPUs with
-  the trainer's layout (ZeRO-3 / FSDP unless pinned); the phases take turns, so a GPU holds the models'
-  resident states (weights, optimizer states) and, in turn, one role's training transients (gradients,
-  activations), a frozen role's forward activations, or the rollout engine's weights and KV cache,
-  which is freed before the optimizer runs;
+  the trainer's layout (ZeRO-3 / FSDP unless pinned); the phases take turns, so a GPU holds the trained
+  models' resident states (weights, optimizer states) and, in turn, one role's training transients
+  (gradients, activations), a frozen role's weights and forward activations (offloaded to the host
+  between its passes), or the rollout engine's weights and KV cache, which is freed before the optimizer
+  runs (the engine sleeps, and wakes for the next step with the new weights reloaded);
 - split: the rollout engine on GPUs of its own (the serving planner's fewest for the whole batch), the
   other models colocated on the trainer's.
 
 The per-GPU memory of each role is the planner's own PARTS expressions (planner.PlanCache) over that
-role's replica; the phase times are the rules' own estimates (decode and prefill for generation and the
-frozen forward passes, training throughput for the trained roles), rescaled to the GPUs that run them.
+role's replica; the phase times are the rules' own estimates, rescaled to the GPUs that run them: the
+decode rule's steps for generation, its responses' lengths spread between their mean and cap and decoded
+with continuous batching until the longest ends (rl_lengths); training throughput for the trained roles
+and, as forward passes on the same engine, for the log-prob and scoring passes; per step besides, the
+weights reloaded into the engine, a colocated engine's sleep and wake, and the frozen models' offload.
 The step time, the bounding phase and its remedies are rules (rules/*/rl-*.yaml) over the `rl` facts.
 """
 
@@ -527,15 +531,15 @@ def _resolved(kb: KnowledgeBase, w: Workload, answers: dict[str, Answer]) -> Res
         notes.insert(0, f"framework not given: {f.id} ({f.name}) trains the models, the default for {w.task}: "
                         f"{' '.join(f.default_reason.split())}")
     if w.task != "dpo" and w.mean_response_len is None:
-        notes.append(f"every response is taken to run to response_len ({w.response_len:,} tokens): a step waits for its "
-                     "longest response (the long tail), so generation is timed at the cap, with the engine's "
-                     "average context of prompt_len + response_len / 2; give mean_response_len when responses are "
-                     "shorter on average")
+        notes.append(f"response_len ({w.response_len:,} tokens) is the cap the engine stops a response at, and every "
+                     "response is taken to reach it: a step waits for its longest response (the long tail), so "
+                     "generation is timed at the cap; give mean_response_len, the published or measured average, "
+                     "when responses are shorter on average")
     elif w.task != "dpo":
-        notes.append(f"responses average mean_response_len ({w.mean_response_len:,} tokens), the longest reaching "
-                     f"response_len ({w.response_len:,}): training and scoring count the average; a generation wave "
-                     "lasts the batch's tokens at full concurrency or one response decoded alone to the cap, "
-                     "whichever is longer")
+        notes.append(f"responses average mean_response_len ({w.mean_response_len:,} tokens) and stop at the cap "
+                     f"response_len ({w.response_len:,}), their lengths an exponential clipped there: training and "
+                     "scoring count the average; each engine decodes its share with continuous batching, the batch "
+                     "thinning as responses end, until the step's longest (its expected length) is done")
     if w.reference_model is None:
         notes.append("reference_model not given: a frozen copy of the policy's initial weights (the KL term's reference)")
     if w.task != "dpo" and w.reward_model is None:
