@@ -34,14 +34,32 @@ def test_the_longest_of_more_responses_is_longer_and_never_past_the_cap() -> Non
     assert rl_lengths.expected_longest(2048, mu, 3968) == pytest.approx(3968, rel=1e-3)
 
 
-def test_a_full_batch_decodes_in_waves_and_a_thinning_one_at_the_single_sequence_rate() -> None:
-    # equal lengths, twice the concurrency: two waves at the full step time
-    assert rl_lengths.decode_time([100] * 8, 4, 0.001, 0.002) == pytest.approx(2 * 100 * 0.002)
-    # one long response after short ones: its tail runs at the one-sequence step
-    t = rl_lengths.decode_time([10, 10, 10, 1000], 4, 0.001, 0.004)
-    assert t == pytest.approx(10 * 0.004 + 990 * 0.001)
+# a step reads 1 ms of weights plus 0.25 ms a running sequence; no KV reads, no floor, no prefill
+FLAT = rl_lengths.Decoder(weights_s=1e-3, flop_s=0.0, kv_s=0.0, per_seq_s=2.5e-4, fixed_s=0.0, floor_s=0.0, prefill_s=0.0)
+
+
+def test_a_full_batch_decodes_in_waves_and_a_thinning_one_at_the_single_sequence_step() -> None:
+    # equal lengths, twice the concurrency: two waves at the step of four sequences (2 ms)
+    assert rl_lengths.decode_time([100] * 8, 4, 0, FLAT) == pytest.approx(2 * 100 * 2e-3)
+    # one long response after short ones: its tail runs at the one-sequence step (1.25 ms)
+    assert rl_lengths.decode_time([10, 10, 10, 1000], 4, 0, FLAT) == pytest.approx(10 * 2e-3 + 990 * 1.25e-3)
     # a queued sequence starts as soon as one ends, not after the whole wave
-    assert rl_lengths.decode_time([10, 100, 90], 2, 0.001, 0.002) == pytest.approx(100 * 0.002)
+    assert rl_lengths.decode_time([10, 100, 90], 2, 0, FLAT) == pytest.approx(100 * 1.5e-3)
+
+
+def test_each_step_reads_the_running_sequences_caches_to_their_own_context() -> None:
+    kv = rl_lengths.Decoder(weights_s=1e-3, flop_s=0.0, kv_s=1e-6, per_seq_s=0.0, fixed_s=0.0, floor_s=0.0,
+                            prefill_s=0.5)
+    # one response of 1,000 tokens after a 200-token prompt: its prefill, then steps reading 200..1,199 tokens
+    assert rl_lengths.decode_time([1000], 1, 200, kv) == pytest.approx(0.5 + 1000 * 1e-3 + 1e-6 * (1000 * 200 + 999 * 1000 / 2))
+    # a response admitted late starts from its own prompt, not from the context of the one it replaced
+    late = rl_lengths.decode_time([10, 10], 1, 0, kv)
+    assert late == pytest.approx(1.0 + 20 * 1e-3 + 2 * 1e-6 * 45)
+    # under the host's floor a step takes the floor, until the caches it reads lift it above
+    floored = rl_lengths.Decoder(weights_s=1e-3, flop_s=0.0, kv_s=1e-6, per_seq_s=0.0, fixed_s=0.0, floor_s=1.5e-3,
+                                 prefill_s=0.0)
+    expected = sum(max(1e-3 + 1e-6 * j, 1.5e-3) for j in range(1000))
+    assert rl_lengths.decode_time([1000], 1, 0, floored) == pytest.approx(expected)
 
 
 def test_a_mean_must_be_positive() -> None:

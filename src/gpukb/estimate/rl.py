@@ -285,8 +285,8 @@ def _mean_response(w: Workload | ResolvedWorkload) -> int:
 
 
 def phase_times(w: ResolvedWorkload, roles: Roles, plan: dict[str, Any], gpu: dict[str, Any],
-                generation: Answer | None, trainers: dict[str, Answer], tail: Answer | None,
-                switch_s: float, load_rate: float) -> dict[str, float] | None:
+                generation: Answer | None, trainers: dict[str, Answer], floor_s: float, switch_s: float,
+                load_rate: float) -> dict[str, float] | None:
     """Seconds per step of each phase on this plan, from the sub-answers' own estimates; None where a rule made
     no estimate (a GPU type without a published rate for the precision), as a training ask then has no speed."""
     assert w.prompt_len is not None and w.response_len is not None
@@ -303,10 +303,10 @@ def phase_times(w: ResolvedWorkload, roles: Roles, plan: dict[str, Any], gpu: di
     train_s = tokens / o_train.tokens_per_s
     if generation is not None:
         o = _option(generation, gpu["gpu"])
-        t = _option(tail, gpu["gpu"]) if tail is not None else None
-        if o is None or not o.tokens_per_s or t is None or not t.tokens_per_s:
+        engine = _decoder(generation, o, floor_s) if o is not None else None
+        if engine is None:
             return None
-        times["generation"] = _generation_s(w, plan, generation.workload.batch_size, o.tokens_per_s, t.tokens_per_s)
+        times["generation"] = _generation_s(w, plan, engine[1], engine[0])
     for role in FROZEN:
         if role in roles.answers:
             # a log-prob (or score) pass is the trainer's forward pass over the step's tokens (verl and OpenRLHF run
@@ -345,21 +345,37 @@ def _params(roles: Roles, role: str) -> float:
     return float(roles.answers[role].workload.params)
 
 
-def _generation_s(w: ResolvedWorkload, plan: dict[str, Any], batch: int, rate_full: float, rate_1: float) -> float:
+def _decoder(generation: Answer, o: Option, floor_s: float) -> tuple[rl_lengths.Decoder, int] | None:
+    """An engine's token step from the decode rule's own terms in this option's trace, and the sequences it ran
+    at once there; None where the rule made no estimate."""
+    v = next(({x["name"]: x["value"] for x in step.values} for step in o.trace
+              if step.rule.split("@")[0] == "rec.throughput.decode"), None)
+    if v is None or not o.tokens_per_s:
+        return None
+    rw = generation.workload
+    assert rw.prompt_len is not None and rw.output_len is not None
+    conc = int(v["concurrency"])
+    context = conc * (rw.prompt_len + rw.output_len / 2)  # the rule's decode context (resolve.decode_context)
+    fixed = 2 * rw.layers * v["allreduce_s"]  # the all-reduces' latency, paid whatever the batch
+    engine = rl_lengths.Decoder(
+        weights_s=v["weight_bytes_read"] / v["read_rate"], flop_s=v["matmul_flops"] / conc / v["compute_rate"],
+        kv_s=v["kv_read"] / v["read_rate"] / context, per_seq_s=v["elementwise_s"] + (v["tp_s"] - fixed) / conc,
+        fixed_s=fixed, floor_s=max(v["launch_s"], floor_s), prefill_s=v["batch_prefill_s"] / conc)
+    return engine, conc
+
+
+def _generation_s(w: ResolvedWorkload, plan: dict[str, Any], batch: int, engine: rl_lengths.Decoder) -> float:
     """The generation phase: every engine decodes its share of the step's responses with continuous batching, at
-    most `batch` at once, the longest of the step's responses among them (rl_lengths)."""
-    assert w.response_len is not None
+    most `batch` at once (the decode rule's concurrency), the longest of the step's responses among them
+    (rl_lengths)."""
+    assert w.response_len is not None and w.prompt_len is not None
     s = sequences(w)
     engines = max(1, (plan["rollout_gpus"] or plan["trainer_gpus"]) // max(plan["rollout_tp"], 1))
     share = math.ceil(s / engines)
-    concurrency = min(batch, share) if plan["placement"] == "colocated" else share
     mu = rl_lengths.scale(_mean_response(w), w.response_len)
     longest = rl_lengths.expected_longest(s, mu, w.response_len)
     lens = rl_lengths.lengths(share, mu, w.response_len, longest)
-    # a token step's time at the engine's batch and at one sequence, from the decode rule's rates (split: the
-    # rollout answer decodes the whole batch over its engines, each its share at the same step time)
-    step_full = batch / rate_full
-    return rl_lengths.decode_time(lens, concurrency, 1 / rate_1, step_full)
+    return rl_lengths.decode_time(lens, min(batch, share), w.prompt_len, engine)
 
 
 def _sync_link(plan: dict[str, Any], gpu: dict[str, Any]) -> float:
@@ -368,12 +384,6 @@ def _sync_link(plan: dict[str, Any], gpu: dict[str, Any]) -> float:
     if plan["count"] <= gpu["gpus_per_node"]:  # past one node, the weights gathered from the trainer's shards cross it
         return inside
     return min(inside, gpu["node_network_bandwidth"])
-
-
-def _split_tp(answers: dict[str, Answer], gpu: str) -> int:
-    """The tensor-parallel size of the split rollout engine on this GPU type (1 without one)."""
-    o = _option(answers["rollout"], gpu) if "rollout" in answers else None
-    return o.strategy.tensor_parallel if o is not None else 1
 
 
 def _layout_key(plan: dict[str, Any]) -> tuple[int, int, bool, int, int]:
@@ -455,17 +465,6 @@ def ask_rl(kb: KnowledgeBase, w: Workload, sub: SubAsk) -> Answer:
     engines = {key: _asked(sub, "rollout", {**jobs["rollout"], "batch_size": key[0], "tensor_parallel": key[1],
                                             "output_len": _mean_response(w), "gpus": sorted(set(gs))})
                for key, gs in generation.items()}
-    # the decode rule's step at one sequence, to the cap: where the batch has thinned to the last responses
-    tails: dict[int, Answer] = {}
-    if "rollout" in answers:
-        by_tp: dict[int, list[str]] = {}
-        for g, options in plans.items():
-            for p in options:
-                if p["fits"]:
-                    rtp = p["rollout_tp"] if p["placement"] == "colocated" else _split_tp(answers, g)
-                    by_tp.setdefault(rtp, []).append(g)
-        tails = {rtp: _asked(sub, "rollout", {**jobs["rollout"], "batch_size": 1, "tensor_parallel": rtp,
-                                              "gpus": sorted(set(gs))}) for rtp, gs in by_tp.items()}
     # the trained roles on exactly the trainer's GPUs in its layout: one sub-ask per layout, over its GPU types
     layouts: dict[tuple[Any, ...], list[str]] = {}
     for g, options in plans.items():
@@ -479,6 +478,7 @@ def ask_rl(kb: KnowledgeBase, w: Workload, sub: SubAsk) -> Answer:
                       for role in TRAINED if role in jobs}
                 for key, gs in layouts.items()}
     switch_s, load_rate = float(kb.policy(SWITCH)), float(kb.policy(LOAD_RATE))
+    floor_s = float(policy["decode_step_floor"])
     c = Collector(kb, len(gpus))
     pfact = c.new_fact("policy", policy, 0)
     wfact = c.new_fact("workload", workload_fact(kb, resolved), 0)
@@ -489,8 +489,7 @@ def ask_rl(kb: KnowledgeBase, w: Workload, sub: SubAsk) -> Answer:
         for p in (p for p in options if p["fits"]):
             gen = (answers.get("rollout") if p["placement"] == "split"
                    else engines.get((p["engine_batch"], p["rollout_tp"])) if "rollout" in answers else None)
-            tp_r = p["rollout_tp"] if p["placement"] == "colocated" else _split_tp(answers, g)
-            times = phase_times(resolved, roles, p, gpus[g], gen, trainers[_layout_key(p)], tails.get(tp_r), switch_s,
+            times = phase_times(resolved, roles, p, gpus[g], gen, trainers[_layout_key(p)], floor_s, switch_s,
                                 load_rate)
             # the fewest GPU-seconds per step; a plan no rule could time after every timed one, by its GPUs
             cost = p["count"] * sum(times.values()) if times is not None else math.inf

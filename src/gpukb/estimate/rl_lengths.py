@@ -10,15 +10,16 @@ verl logs as response_length/clip_ratio.
 A synchronous step waits for its longest response (verl docs/advance/one_step_off.md: "model updates must
 wait for the longest output in the generation phase to complete"), and a continuous-batching engine (vLLM,
 SGLang) admits a queued sequence as soon as one finishes, so its batch stays full while the queue lasts and
-thins as the last responses run on. Each engine's share is timed token step by token step, a step's time
-affine in the sequences decoding (the decode roofline reads the weights once a step and each sequence's KV
-cache and arithmetic on top), its ends the decode rule's own step at batch 1 and at the engine's batch.
+thins as the last responses run on. Each engine's share is timed token step by token step from the decode
+rule's own terms (a Decoder): the weights read once a step, each running sequence's KV cache read to its own
+context (the long responses of the tail read the longest caches), per-sequence work on top.
 """
 
 from __future__ import annotations
 
 import heapq
 import math
+from dataclasses import dataclass
 
 # 1/golden ratio: the Weyl sequence frac(i / phi) spreads n points evenly over [0, 1) in an order with no
 # trend, a deterministic stand-in for n random draws (the order a batch's lengths arrive in is random)
@@ -69,27 +70,58 @@ def lengths(n: int, mu: float, cap: float, longest: float) -> list[int]:
     return [max(1, round(x)) for x in out]
 
 
-def decode_time(lens: list[int], concurrency: int, step_1: float, step_full: float) -> float:
-    """Seconds for one engine to generate `lens` with at most `concurrency` sequences at once, a token step
-    taking step_1 at one sequence and step_full at `concurrency`, affine in between."""
+@dataclass(frozen=True)
+class Decoder:
+    """One engine's token step, from the decode rule's own terms (rec.throughput.decode): the matrix multiplies
+    (the longer of reading the weights and their arithmetic for b sequences), the attention reading each running
+    sequence's KV cache to its own context, per-sequence element-wise work and tensor-parallel traffic, a fixed
+    part (the all-reduces' latency), and the host's floor under a step."""
+
+    weights_s: float  # reading the weights once
+    flop_s: float  # the multiplies' arithmetic for one sequence
+    kv_s: float  # reading one context token's KV cache
+    per_seq_s: float  # element-wise kernels and tensor-parallel bytes of one sequence
+    fixed_s: float  # tensor-parallel all-reduce latency
+    floor_s: float  # the shortest step the host issues
+    prefill_s: float  # prefilling one sequence's prompt
+
+    def base(self, b: int) -> float:
+        """The GPU's time for a step of b sequences, their KV cache reads aside."""
+        return max(self.weights_s, b * self.flop_s) + self.fixed_s + b * self.per_seq_s
+
+    def step(self, b: int, context: float) -> float:
+        """A token step with b sequences running whose contexts sum to `context` tokens."""
+        return max(self.base(b) + context * self.kv_s, self.floor_s)
+
+
+def decode_time(lens: list[int], concurrency: int, prompt: int, engine: Decoder) -> float:
+    """Seconds for one engine to generate `lens` (prompts of `prompt` tokens) with at most `concurrency`
+    sequences at once: each admitted as a running one ends, prefilled, then decoded a token a step, every step
+    timed at the sequences running and their contexts then."""
     if not lens:
         return 0.0
     c = max(1, concurrency)
-    slope = (step_full - step_1) / (c - 1) if c > 1 else 0.0
-    running: list[int] = []  # the token step at which each running sequence ends
+    running: list[tuple[int, int]] = []  # (the token step it ends at, the step it started at) per running sequence
+    started = 0  # the sum of the running sequences' start steps: their contexts sum to b·(prompt + step) - started
     queue = iter(lens)
-    step, seconds = 0, 0.0
+    step, seconds = 0, engine.prefill_s * len(lens)
     for length in queue:
-        heapq.heappush(running, length)
+        heapq.heappush(running, (length, 0))
         if len(running) == c:
             break
     while running:
-        end = running[0]
-        seconds += (end - step) * (step_1 + slope * (len(running) - 1))
+        end, b = running[0][0], len(running)
+        k = end - step
+        first = b * (prompt + step) - started  # the contexts' sum at this segment's first step; it grows by b a step
+        if engine.step(b, first) > engine.floor_s:  # above the floor throughout (the contexts only grow): closed form
+            seconds += k * engine.base(b) + engine.kv_s * (k * first + b * k * (k - 1) / 2)
+        else:
+            seconds += sum(engine.step(b, first + b * j) for j in range(k))
         step = end
-        while running and running[0] == step:
-            heapq.heappop(running)
+        while running and running[0][0] == step:
+            started -= heapq.heappop(running)[1]
             nxt = next(queue, None)
             if nxt is not None:
-                heapq.heappush(running, step + nxt)
+                heapq.heappush(running, (step + nxt, step))
+                started += step
     return seconds
