@@ -113,10 +113,7 @@ def decode_time(lens: list[int], concurrency: int, prompt: int, engine: Decoder)
         end, b = running[0][0], len(running)
         k = end - step
         first = b * (prompt + step) - started  # the contexts' sum at this segment's first step; it grows by b a step
-        if engine.step(b, first) > engine.floor_s:  # above the floor throughout (the contexts only grow): closed form
-            seconds += k * engine.base(b) + engine.kv_s * (k * first + b * k * (k - 1) / 2)
-        else:
-            seconds += sum(engine.step(b, first + b * j) for j in range(k))
+        seconds += _segment(engine, b, first, k)
         step = end
         while running and running[0][0] == step:
             started -= heapq.heappop(running)[1]
@@ -125,3 +122,14 @@ def decode_time(lens: list[int], concurrency: int, prompt: int, engine: Decoder)
                 heapq.heappush(running, (step + nxt, step))
                 started += step
     return seconds
+
+
+def _segment(engine: Decoder, b: int, first: float, k: int) -> float:
+    """k token steps of b sequences whose contexts sum to `first` at the first and grow by b a step: the steps
+    under the host's floor take the floor, the rest their GPU time (a sum in closed form, the contexts only grow)."""
+    base, lift = engine.base(b), engine.kv_s * b
+    gap = engine.floor_s - base - engine.kv_s * first  # how far the first step's GPU time is under the floor
+    floored = 0 if gap < 0 else (k if lift <= 0 else min(k, math.floor(gap / lift) + 1))
+    rest = k - floored
+    start = first + b * floored
+    return floored * engine.floor_s + rest * base + engine.kv_s * (rest * start + b * rest * (rest - 1) / 2)
