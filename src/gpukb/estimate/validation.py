@@ -42,7 +42,8 @@ VALUES_BEHIND = {
     "training": ("tokens_per_s", "efficiency", "utilisation", "time_to_train_s", "mfu", "flop_per_token"),
     "decode": ("tokens_per_s", "tpot_s", "ttft_s", "step_time_s", "bytes_per_step"),
     "memory": ("per_gpu_bytes", "weights", "activations", "optimizer", "gradients", "kv_cache", "total"),
-    "rl": ("step_time_s", "generation_s", "reference_s", "reward_s", "critic_s", "training_s", "sync_s", "waves"),
+    "rl": ("step_time_s", "generation_s", "reference_s", "reward_s", "critic_s", "training_s", "sync_s", "switch_s",
+           "offload_s", "waves"),
     # not gpu_hours: the point takes the source's own GPU-hours, so the rules that time the run do not move it
     "energy": ("gpu_kwh", "it_kwh", "energy_kwh", "co2_kg"),
 }

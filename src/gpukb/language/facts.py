@@ -60,7 +60,7 @@ ENGINE_KINDS: dict[str, frozenset[str]] = {
         "gpu", "placement", "count", "trainer_gpus", "rollout_gpus", "per_gpu_bytes", "usable_bytes", "fits", "tokens",
         "limit", "waves", "engine_batch", "timed",
         "policy_bytes", "critic_bytes", "reference_bytes", "reward_bytes", "rollout_bytes",
-        "generation_s", "reference_s", "reward_s", "critic_s", "training_s", "sync_s",
+        "generation_s", "reference_s", "reward_s", "critic_s", "training_s", "sync_s", "switch_s", "offload_s",
     }),
 }
 
