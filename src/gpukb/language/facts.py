@@ -31,7 +31,10 @@ ENGINE_KINDS: dict[str, frozenset[str]] = {
                          "allreduce_hop_latency_nvlink", "allreduce_hop_latency_pcie", "pipeline_microbatches_per_stage",
                          "host_memory_per_gpu", "consumer_nodes", "training_gpu_power_fraction",
                          "node_other_power_fraction", "datacenter_pue",
-                         "interruption_gpu_seconds", "restart_time", "checkpoint_bandwidth"}),
+                         "interruption_gpu_seconds", "restart_time", "checkpoint_bandwidth",
+                         "ring_step_latency_network", "ring_step_latency_nvlink", "ring_step_latency_pcie",
+                         "published_mfu_8", "published_mfu_128",
+                         "published_mfu_512", "published_mfu_12288", "published_mfu_16384"}),
     "gpu": frozenset({
         "gpu", "name", "vendor", "form_factor", "memory_bytes", "memory_bandwidth",
         "flops", "bf16_flops", "fp8_flops", "reference_flops", "has_bf16", "has_fp8", "architecture", "kv_cache_supported",
@@ -89,11 +92,11 @@ RULE_KINDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
              frozenset({"gpu", "dp_bytes", "tp_bytes", "offload_bytes", "link_bandwidth", "tp_bandwidth", "comm_time_s",
                         "compute_time_s", "efficiency", "link", "microbatches", "dp_time_s", "exposed_dp_s",
                         "tp_time_s", "exposed_tp_s", "ep_bytes", "ep_bandwidth", "ep_time_s", "offload_time_s",
-                        "bubble_time_s", "cp_bytes", "cp_bandwidth", "cp_time_s", "exposed_cp_s"})),
+                        "bubble_time_s", "cp_bytes", "cp_bandwidth", "cp_time_s", "exposed_cp_s", "dp_latency_s"})),
     # what ranks an option: effective throughput after communication, and its time to train
     "rank": (frozenset({"gpu", "score", "tokens_per_s"}),
              frozenset({"gpu", "score", "tokens_per_s", "time_to_train_s", "gpu_hours", "efficiency", "tokens_per_dollar", "mfu",
-                        "ttft_s", "tpot_s", "goodput"})),
+                        "ttft_s", "tpot_s", "goodput", "mfu_ceiling"})),
     # what an option costs at the lowest dated cloud on-demand price of its GPU
     "cost": (frozenset({"gpu", "usd_per_hour", "usd_per_million_tokens"}),
              frozenset({"gpu", "usd_per_hour", "usd_per_million_tokens", "cost_usd"})),
