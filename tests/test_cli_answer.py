@@ -25,7 +25,7 @@ def test_a_deadline_no_option_meets_exits_3_with_a_headline_that_says_so():
     late = ask(*args, "--deadline-days", "0.001")
     assert late.exit_code == 3, late.output
     assert "; no option meets deadline_days 0.001 (this one takes " in " ".join(late.stdout.split())
-    assert "h100-sxm-80gb" in late.stdout.splitlines()[1]
+    assert "h100-sxm-80gb" in next(line for line in late.stdout.splitlines() if line.startswith("first option"))
     as_json = ask(*args, "--deadline-days", "0.001", "--json")  # the headline on stderr, the answer on stdout
     assert as_json.exit_code == 3 and "no option meets deadline_days 0.001" in as_json.stderr
     assert json.loads(as_json.stdout)["summary"]["deadline_met"] is False
@@ -36,9 +36,9 @@ def test_a_deadline_no_option_meets_exits_3_with_a_headline_that_says_so():
 
 def test_launch_on_a_training_task_is_bad_input_even_when_nothing_fits():
     for gpus in ([], ["--gpu", "rtx-3080-10gb", "--gpu-count", "1"]):
-        result = ask("--model", "llama-2-70b", "--task", "lora", *gpus, "--launch", "vllm")
+        result = ask("--model", "llama-2-70b", "--task", "lora", *gpus, "--launch")
         assert result.exit_code == 2, result.output
-        assert "launch settings are for inference" in result.stderr and not result.stdout
+        assert "no command line for training (framework hf)" in result.stderr and not result.stdout
 
 
 # sizes: one reading in every integer size field, in Python, YAML and the command line
@@ -134,3 +134,76 @@ def test_latency_targets_rank_by_fewest_gpus_and_the_headline_and_table_say_so()
     assert result.exit_code == 0, result.output
     assert "Options, fewest GPUs that meet the latency targets first" in result.stdout
     assert "fastest first" not in result.stdout
+
+
+# the assumptions in view: the header names the framework, the parameter count and the energy scope
+
+
+def test_the_header_names_the_framework_and_why_when_it_is_the_default():
+    default = ask("--model", "llama-3-8b", "--task", "lora", "--gpu", "h100-sxm-80gb")
+    assert default.exit_code == 0, default.output
+    head = " ".join(default.stdout.split("first option")[0].split())
+    assert "Assumed: framework hf, the default for lora (kb/frameworks: Fine-tuning is most often run" in head
+    given = ask("--model", "llama-3-8b", "--task", "lora", "--gpu", "h100-sxm-80gb", "--framework", "torchtune")
+    assert "Assumed: framework torchtune (given)" in given.stdout
+    assert "model 8.0B parameters, from kb/models" in given.stdout
+
+
+def test_the_header_names_the_config_json_the_parameters_were_counted_from(tmp_path):
+    config = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 2048,
+              "intermediate_size": 8192, "num_hidden_layers": 16, "num_attention_heads": 32,
+              "num_key_value_heads": 8, "vocab_size": 128256, "max_position_embeddings": 8192,
+              "tie_word_embeddings": True, "torch_dtype": "bfloat16"}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    result = ask("--model", str(path), "--task", "lora", "--gpu", "h100-sxm-80gb")
+    assert result.exit_code == 0, result.output
+    params = gpukb.ask({"model": str(path), "task": "lora", "gpus": ["h100-sxm-80gb"]}).workload.params
+    text = "".join(result.stdout.split())  # a path wider than a line folds inside itself
+    assert "".join(f"model {params / 1e9:,.1f}B parameters, counted from {path}".split()) in text
+
+
+def test_the_header_and_the_energy_line_name_the_energy_scope_asked_for():
+    args = ["--model", "llama-2-7b", "--task", "pretrain", "--tokens", "100B", "--gpu", "h100-sxm-80gb"]
+    facility = " ".join(ask(*args).stdout.split())
+    assert "energy scope: the facility (whole servers x PUE 1.58), grid us" in facility
+    assert "Energy and CO₂ (facility, grid us;" in facility
+    gpus = ask(*args, "--energy-scope", "gpu")
+    assert gpus.exit_code == 0, gpus.output
+    text = " ".join(gpus.stdout.split())
+    assert "energy scope: GPUs only (as model cards count), grid us" in text
+    assert "Energy and CO₂ (GPUs only, grid us;" in text
+    assert "PUE 1.2" in " ".join(ask(*args, "--pue", "1.2").stdout.split())
+    assert ask(*args, "--energy-scope", "rack").exit_code == 2
+
+
+def test_every_line_of_a_plain_answer_keeps_to_80_columns():
+    from rich.cells import cell_len
+
+    for args in (["--model", "llama-2-70b", "--task", "pretrain", "--tokens", "2T", "--deadline-days", "30"],
+                 ["--model", "llama-3-70b", "--task", "inference", "--batch-size", "32", "--launch"],
+                 ["--model", "qwen2.5-7b", "--task", "lora", "--lang", "zh"]):
+        result = ask(*args)
+        assert result.exit_code == 0, result.output
+        wide = [line for line in result.stdout.splitlines() if cell_len(line.rstrip()) > 80]
+        assert not wide, wide
+
+
+def test_launch_writes_llama_cpp_and_trtllm_serve_lines_for_their_frameworks():
+    from launchtext import launch_block
+
+    cpp = ask("--model", "llama-3-8b", "--task", "inference", "--gpu", "rtx-4090-24gb", "--framework", "llama.cpp",
+              "--precision", "int4", "--batch-size", "4", "--launch")
+    assert cpp.exit_code == 0, cpp.output
+    command = launch_block(cpp.stdout)[1]
+    assert command.startswith("hf download meta-llama/Meta-Llama-3-8B --local-dir Meta-Llama-3-8B && python "
+                              "convert_hf_to_gguf.py Meta-Llama-3-8B --outtype bf16 --outfile Meta-Llama-3-8B-bf16.gguf "
+                              "&& llama-quantize Meta-Llama-3-8B-bf16.gguf Meta-Llama-3-8B-Q4_0.gguf Q4_0 && ")
+    assert command.endswith("llama-server -m Meta-Llama-3-8B-Q4_0.gguf -ngl all -np 4 -c 16384")
+    trt = ask("--model", "llama-3-70b", "--task", "inference", "--gpu", "h100-sxm-80gb", "--framework", "tensorrt-llm",
+              "--launch")
+    assert trt.exit_code == 0, trt.output
+    assert launch_block(trt.stdout)[1].startswith("trtllm-serve meta-llama/Meta-Llama-3-70B --tp_size 2 --pp_size 1 ")
+    fp8 = ask("--model", "llama-3-8b", "--task", "inference", "--gpu", "h100-sxm-80gb", "--framework", "llama.cpp",
+              "--precision", "fp8", "--launch")
+    assert fp8.exit_code == 2 and "llama.cpp has no GGUF format gpukb can write for fp8 weights" in fp8.stderr

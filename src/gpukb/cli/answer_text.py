@@ -4,7 +4,6 @@ and `--launch`'s command line."""
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 from rich import box
@@ -15,29 +14,14 @@ from rich.text import Text
 
 from ..answer.summary import ranked_by
 from ..core.fmt import Lang, duration, gb
-from ..core.messages import message
-from ..core.terminal import clean
+from ..core.terminal import clean, hanging
 from ..core.words import label, say, term
-from .common import BAD_INPUT, NOTHING_FITS, cell, fail, out
+from .common import cell, out
 
 
-def print_launch(answer: Any, engine: str, kb: Any, lang: Lang = "en") -> None:
-    """The best option's command line for `engine` on stdout, after a shell comment naming the option it is
-    for (GPU type, count, layout), so a script can still run it."""
-    from ..answer.launch import ENGINES, missing, option_comment
-
-    if engine not in ENGINES:
-        fail(message("unknown_engine", engine=engine, engines=list(ENGINES)), BAD_INPUT, lang)
-    if answer.workload.task != "inference":  # bad input, whether or not a training plan fits
-        fail(message("launch_failed", why=message("launch_needs_inference")), BAD_INPUT, lang)
-    best = answer.best
-    command = (best.launch or {}).get(engine) if best else None
-    if command is None:
-        why = (answer.summary.lines(lang)[0] if answer.summary else "nothing fits") if best is None \
-            else missing(engine, answer.workload)
-        fail(message("launch_failed", why=why), NOTHING_FITS if best is None else BAD_INPUT, lang)
-    comment = option_comment(best.gpu, best.count, best.strategy, kb.gpus[best.gpu].devices)
-    sys.stdout.write(clean(comment) + "\n" + clean(command) + "\n")
+def _wrapped(text: str, indent: int = 2) -> None:
+    """One line of text folded to the terminal's width, its continuations indented."""
+    out.print(hanging(clean(text), out.width - 1, indent), markup=False, highlight=False, soft_wrap=True)
 
 
 def _header(text: str, cells: list[str]) -> str:
@@ -70,14 +54,17 @@ def _rl_shares(o: Any) -> str:
     return "/".join(f"{100 * t / o.rl.step_time_s:.0f}%" for t in (gen, train, rest))
 
 
-def print_answer(answer: Any, lang: Lang) -> None:
+def print_answer(answer: Any, lang: Lang, kb: Any = None) -> None:
     """The answer as tables that fit 80 columns: ids are never cut, empty columns are left out."""
+    from .assumed import lines as assumed
 
     w, m = answer.workload, answer.memory
     out.print(Text(clean(w.model), style="bold") + Text(clean(
         f" · {term(lang, w.task)} · {w.precision}" + (f" · {w.optimizer}" if w.optimizer else "")
         + f" · {label(lang, 'seq')} {w.seq_len}" + (f" · {label(lang, 'grid')} {w.region}" if w.region else "")
         + f"   (kb {answer.kb_version})")))
+    for line in assumed(answer, kb, lang):  # what the numbers below rest on, before any of them
+        _wrapped(line, 9 if lang != "zh" else 2)
     if answer.summary is not None:  # the decision first, then the figures behind it
         head, *rest = answer.summary.lines(lang, shown=8)
         out.print(Text(clean(head), style="bold"), soft_wrap=False)  # wrapped to the terminal, at spaces
@@ -157,13 +144,14 @@ def print_answer(answer: Any, lang: Lang) -> None:
     energy = [f"{o.gpu} {quantity('energy_kwh', o.energy_kwh, lang)}{say(lang, 'sep')}{quantity('co2_kg', o.co2_kg, lang)}"
               for o in options if o.energy_kwh and o.co2_kg]
     if energy:  # beside the time to train: what the run draws at the data centre and emits on the workload's grid
-        head = (f"能耗与 CO₂（数据中心总用电，电网 {w.region}；rec.energy.training）：" if lang == "zh" else
-                f"Energy and CO₂ (facility, grid {w.region}; rec.energy.training): ")
-        out.print(clean(head + ("；" if lang == "zh" else "; ").join(energy)), markup=False, highlight=False,
-                  soft_wrap=False)
+        scope = ({"gpu": "只计 GPU", "node": "整台服务器", "facility": "数据中心总用电"} if lang == "zh" else
+                 {"gpu": "GPUs only", "node": "whole servers", "facility": "facility"})[w.energy_scope]  # as the header
+        head = (f"能耗与 CO₂（{scope}，电网 {w.region}；rec.energy.training）：" if lang == "zh" else
+                f"Energy and CO₂ ({scope}, grid {w.region}; rec.energy.training): ")
+        _wrapped(head + ("；" if lang == "zh" else "; ").join(energy))
     if picked:
-        out.print(label(lang, "* the article's pick: its decision tree ({branches}) prefers these GPUs; they are marked, "
-                            "not ranked up", branches=", ".join(picked)), markup=False, highlight=False, soft_wrap=False)
+        _wrapped(label(lang, "* the article's pick: its decision tree ({branches}) prefers these GPUs; they are marked, "
+                             "not ranked up", branches=", ".join(picked)))
     if answer.rejected:
         rejected = Table(title=label(lang, "Rejected"), box=box.SIMPLE_HEAD, padding=(0, 1))
         rejected.add_column("GPU", no_wrap=True)
@@ -176,21 +164,18 @@ def print_answer(answer: Any, lang: Lang) -> None:
     if best is not None and best.bands:
         from ..answer.bandtext import lines as band_lines
 
-        out.print(clean(f"{best.gpu} 的误差范围（来自 gpukb validate 核对的已发表实测运行）：" if lang == "zh" else
-                        f"Error bands of {best.gpu}, from the published runs `gpukb validate` measures:"),
-                  markup=False, highlight=False, soft_wrap=False)
+        _wrapped(f"{best.gpu} 的误差范围（来自 gpukb validate 核对的已发表实测运行）：" if lang == "zh" else
+                 f"Error bands of {best.gpu}, from the published runs `gpukb validate` measures:")
         for line in band_lines(best, lang):
-            out.print(clean(f"  {line}"), markup=False, highlight=False, soft_wrap=False)
+            _wrapped(f"  {line}", 4)
     shown = [f for f in answer.findings if f.gpu is None or (best and f.gpu == best.gpu)]
     if shown:
         out.print(f"[bold]{label(lang, 'Findings')}[/]")
         for f in shown:
-            out.print(clean(f"  {term(lang, f.severity)}{say(lang, 'colon')}{f.text(lang)} [{f.rule}]"), markup=False,
-                      highlight=False)
+            _wrapped(f"  {term(lang, f.severity)}{say(lang, 'colon')}{f.text(lang)} [{f.rule}]", 4)
     if answer.remedies:
         out.print(f"[bold]{label(lang, 'Remedies')}[/]")
         for r in answer.remedies:
-            out.print(clean(f"  {r.heading(lang)}{say(lang, 'colon')}{r.effect_text(lang)} [{r.rule}]"), markup=False,
-                      highlight=False)
+            _wrapped(f"  {r.heading(lang)}{say(lang, 'colon')}{r.effect_text(lang)} [{r.rule}]", 4)
     out.print(label(lang, "Run with --explain for the full trace, --json for everything."), markup=False, highlight=False)
 
