@@ -207,3 +207,54 @@ def test_launch_writes_llama_cpp_and_trtllm_serve_lines_for_their_frameworks():
     fp8 = ask("--model", "llama-3-8b", "--task", "inference", "--gpu", "h100-sxm-80gb", "--framework", "llama.cpp",
               "--precision", "fp8", "--launch")
     assert fp8.exit_code == 2 and "llama.cpp has no GGUF format gpukb can write for fp8 weights" in fp8.stderr
+
+
+# tables that keep their word, and a summary that names an option once
+
+
+def test_a_table_titled_by_a_deadline_holds_only_the_options_that_meet_it():
+    result = ask("--model", "llama-2-70b", "--task", "pretrain", "--tokens", "2T", "--deadline-days", "30",
+                 "--gpu", "h100-sxm-80gb", "--gpu", "l40-48gb")
+    assert result.exit_code == 0, result.output
+    table, rest = result.stdout.split("Options, within 30 days, fewest GPU-hours first")[1].split("Not within 30 days:")
+    assert "h100-sxm-80gb" in table and "l40-48gb" not in table
+    late = gpukb.ask({"model": "llama-2-70b", "task": "pretrain", "tokens": "2T", "deadline_days": 30,
+                      "gpus": ["h100-sxm-80gb", "l40-48gb"]}).options[-1]
+    assert late.gpu == "l40-48gb" and late.meets_deadline is False
+    assert f"{late.count} x l40-48gb {late.time_to_train_s / 86400:,.1f} days" in " ".join(rest.split())
+
+
+def test_a_cost_ranked_table_shows_the_cost_it_ranks_by():
+    from gpukb.answer.summary import per_million_tokens
+
+    args = ["--model", "llama-3-8b", "--task", "lora", "--objective", "cost", "--gpu", "h100-sxm-80gb",
+            "--gpu", "a100-sxm-80gb", "--gpu", "l40s-48gb"]
+    result = ask(*args)
+    assert result.exit_code == 0, result.output
+    answer = gpukb.ask({"model": "llama-3-8b", "task": "lora", "objective": "cost",
+                        "gpus": ["h100-sxm-80gb", "a100-sxm-80gb", "l40s-48gb"]})
+    table = result.stdout.split("cheapest first")[1].split("Error bands")[0]
+    rows = [line.split() for line in table.splitlines() if line.split()[:1] in (["GPU"], *([o.gpu] for o in answer.options))]
+    header = rows[0]
+    assert "$/Mtok" in header
+    shown = {row[0]: float(row[header.index("$/Mtok")]) for row in rows[1:]}
+    costs = [per_million_tokens(o) for o in answer.options]
+    assert list(shown) == [o.gpu for o in answer.options] and costs == sorted(costs)
+    assert list(shown.values()) == [round(c, 2) for c in costs]
+    serving = ask("--model", "llama-3-8b", "--task", "inference", "--objective", "cost", "--gpu", "h100-sxm-80gb")
+    assert "TTFT" in serving.stdout and "ms/tok" in serving.stdout
+
+
+def test_a_summary_names_an_option_once_whatever_it_is_best_at():
+    answer = gpukb.ask({"model": "llama-2-7b", "task": "lora", "gpus": ["h100-sxm-80gb"]})
+    lines = answer.summary.lines()
+    assert lines[1].startswith("fastest, cheapest and fewest GPUs: 1 x h100-sxm-80gb — $")
+    assert len(lines) == 2 and lines[1].count("tokens/s") == 1
+    apart = gpukb.ask({"model": "llama-3-70b", "task": "inference", "batch_size": 32, "tpot_ms": 50,
+                       "gpus": ["h100-sxm-80gb", "b200-sxm-180gb"]}).summary
+    names = [line.split(":")[0] for line in apart.lines()[1:]]
+    assert sorted(n for name in names for n in name.replace(" and ", ", ").split(", ")) == \
+        ["cheapest", "fastest", "fewest GPUs"]
+    options = [line.split(": ", 1)[1].split(" — ")[0] for line in apart.lines()[1:]]
+    assert len(options) == len(set(options)) == len({(p.count, p.gpu) for p in (apart.fastest, apart.cheapest,
+                                                                                  apart.fewest_gpus)}) > 1

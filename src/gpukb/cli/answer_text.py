@@ -12,7 +12,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from ..answer.summary import ranked_by
+from ..answer.summary import per_million_tokens, ranked_by
 from ..core.fmt import Lang, duration, gb
 from ..core.terminal import clean, hanging
 from ..core.words import label, say, term
@@ -80,6 +80,10 @@ def print_answer(answer: Any, lang: Lang, kb: Any = None) -> None:
     memory.add_row(*(f"{getattr(m, n) / 1e9:,.1f}" if wide else gb(getattr(m, n)) for n in parts))
     out.print(memory)
     options = answer.options
+    ranking = ranked_by(w, options[0] if options else None)  # the order the headline names
+    # a table titled by a deadline holds the options that meet it; the others are listed apart, with their days
+    late = [o for o in options if o.meets_deadline is False] if ranking == "deadline" else []
+    options = [o for o in options if o.meets_deadline is not False] if late else options
     picked = sorted({o.branch for o in options if o.branch})
     columns: list[tuple[str, str, list[str]]] = [
         ("GPU", "left", [o.gpu for o in options]),
@@ -101,11 +105,11 @@ def print_answer(answer: Any, lang: Lang, kb: Any = None) -> None:
         ]
     if w.objective == "cost":  # the cost columns replace memory and strategy; the article's pick is marked on the id
         columns[0] = ("GPU", "left", [o.gpu + ("*" if o.branch else "") for o in options])
-        keep = ("GPU", "GPUs", "tokens/s", "time to train", "GPU-h", "ms/tok")
+        keep = ("GPU", "GPUs", "tokens/s", "time to train", "GPU-h", "TTFT ms", "ms/tok")
         columns = [c for c in columns if c[0] in keep]
-        columns[2:2] = [
+        columns[2:2] = [  # $/Mtok is what the cheapest-first order sorts by (summary.per_million_tokens)
             ("$/h", "right", [f"{o.usd_per_hour:,.2f}" if o.usd_per_hour else "—" for o in options]),
-            ("$/Mtok", "right", [f"{o.usd_per_million_tokens:,.2f}" if o.usd_per_million_tokens else "" for o in options]),
+            ("$/Mtok", "right", [f"{m:,.2f}" if (m := per_million_tokens(o)) is not None else "" for o in options]),
             ("cost", "right", [f"${o.cost_usd:,.0f}" if o.cost_usd else "" for o in options]),
         ]
     if any(o.gpu_hours for o in options) and w.objective == "cost":  # the time and the cost say what tokens/s would
@@ -116,7 +120,6 @@ def print_answer(answer: Any, lang: Lang, kb: Any = None) -> None:
         columns = [c for c in columns if c[0] not in ("GB/GPU used/usable", "pick")]
         columns[0] = ("GPU", "left", [o.gpu + ("*" if o.branch else "") for o in options])
     columns = [c for c in columns if any(c[2])]  # a column that carries nothing is left out
-    ranking = ranked_by(w, options[0] if options else None)  # the order the headline names
     days = f"{w.deadline_days:g}" if w.deadline_days else ""
     order = label(lang, {"speed": "fastest first", "per_gpu": "most tokens/s per GPU first",
                          "cost": "cheapest first", "gpus": "fewest GPUs first",
@@ -139,6 +142,9 @@ def print_answer(answer: Any, lang: Lang, kb: Any = None) -> None:
     for row in zip(*(cells for _, _, cells in columns), strict=True):
         table.add_row(*map(cell, row))
     out.print(table)
+    if late:
+        _wrapped(label(lang, "Not within {days} days: ", days=days) + ("；" if lang == "zh" else "; ").join(
+            f"{o.count} x {o.gpu} {duration(o.time_to_train_s or 0, lang)}" for o in late))
     from ..answer.bandtext import shown as quantity
 
     energy = [f"{o.gpu} {quantity('energy_kwh', o.energy_kwh, lang)}{say(lang, 'sep')}{quantity('co2_kg', o.co2_kg, lang)}"

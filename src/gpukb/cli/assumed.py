@@ -23,7 +23,8 @@ def framework_line(w: Any, kb: Any, lang: Lang) -> str:
         return f"框架 {w.framework}（指定）" if lang == "zh" else f"framework {w.framework} (given)"
     reason = " ".join(framework.default_reason.split())
     if lang == "zh":  # kb/frameworks states the reason in English; the Chinese line points to it
-        return f"框架 {w.framework}（未指定，取{term(lang, w.task)}的默认框架，理由见 kb/frameworks）"
+        task = term(lang, w.task)
+        return f"框架 {w.framework}（未指定，取{' ' if task[:1].isascii() else ''}{task}的默认框架，理由见 kb/frameworks）"
     return f"framework {w.framework}, the default for {w.task} (kb/frameworks: {reason})"
 
 
