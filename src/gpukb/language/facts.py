@@ -26,7 +26,8 @@ ENGINE_KINDS: dict[str, frozenset[str]] = {
         "gathered_layers", "region", "grid_policy", "grid_intensity", "energy_scope", "pue",
         "rollout_batch", "samples_per_prompt", "response_len",
     }),
-    "policy": frozenset({"reserve_fraction", "runtime_overhead", "prefill_chunk", "scaling_efficiency_floor",
+    "policy": frozenset({"reserve_fraction", "runtime_overhead", "edge_reserve_fraction", "prefill_chunk",
+                         "scaling_efficiency_floor",
                          "decode_bandwidth_utilisation", "decode_step_floor", "allreduce_base_latency",
                          "allreduce_hop_latency_nvlink", "allreduce_hop_latency_pcie", "pipeline_microbatches_per_stage",
                          "host_memory_per_gpu", "consumer_nodes", "training_gpu_power_fraction",
@@ -48,6 +49,9 @@ ENGINE_KINDS: dict[str, frozenset[str]] = {
         "gradients", "optimizer", "activations", "kv_cache", "overhead", "per_gpu_bytes",
         "usable_bytes", "capacity_bytes", "fits", "fill", "nodes", "tp_over_pcie", "limit", "host_bytes", "short_of",
         "box_limit", "devices", "concurrency",
+        # the most a plan may need at the card's edge (policy edge-reserve-fraction), and whether it needs more
+        # than usable_bytes to fit there
+        "edge_bytes", "at_edge",
         # inference: the sequences decoding at once over all data-parallel replicas (concurrency is per replica)
         "in_flight",
         # the nodes it rents (gpukb.estimate.systems.rental): 0 and "" where no system holds the GPU
