@@ -63,6 +63,8 @@ ENGINE_KINDS: dict[str, frozenset[str]] = {
     "rl": frozenset({
         "gpu", "placement", "count", "trainer_gpus", "rollout_gpus", "per_gpu_bytes", "usable_bytes", "fits", "tokens",
         "limit", "waves", "engine_batch", "timed",
+        # a miss short of GPUs rather than memory: the GPUs the trainer and the rollout engine need together (0: none)
+        "needed_gpus",
         "policy_bytes", "critic_bytes", "reference_bytes", "reward_bytes", "rollout_bytes",
         "generation_s", "reference_s", "reward_s", "critic_s", "training_s", "sync_s",
     }),
