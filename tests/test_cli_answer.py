@@ -1,6 +1,7 @@
 """The answer as the command line tells it: exit codes, sizes, what --json carries (issue 44)."""
 
 import json
+import re
 
 import pytest
 from typer.testing import CliRunner
@@ -258,3 +259,44 @@ def test_a_summary_names_an_option_once_whatever_it_is_best_at():
     options = [line.split(": ", 1)[1].split(" — ")[0] for line in apart.lines()[1:]]
     assert len(options) == len(set(options)) == len({(p.count, p.gpu) for p in (apart.fastest, apart.cheapest,
                                                                                   apart.fewest_gpus)}) > 1
+
+
+# memory as the card reports it: a plan at the card's edge is planned and said to be at the edge
+
+
+def test_a_plan_at_the_cards_edge_runs_there_and_says_so(kb):
+    w = {"model": "llama-3.1-8b", "task": "lora", "seq_len": 4096, "micro_batch_size": 4,
+         "activation_checkpointing": False, "gpus": ["h200-sxm-141gb"], "gpu_count": 1}
+    (option,) = kb.ask(w).options  # the probe's run that allocated 145.2 GB of the card's 150.8 GB
+    reported = kb.gpus["h200-sxm-141gb"].memory_bytes
+    edge = reported * (1 - kb.policy("edge-reserve-fraction"))
+    assert option.usable_bytes == round(edge) and option.per_gpu_bytes <= edge < reported
+    reserve = reported * (1 - kb.policy("reserve-fraction")) + kb.policy("runtime-overhead")
+    assert option.per_gpu_bytes > reserve  # more than the usual reserve leaves: at the edge, not refused
+    (finding,) = [f for f in option.findings if f.rule.startswith("bottleneck.capacity.edge@")]
+    assert finding.severity == "warning" and "at the card's edge" in finding.text()
+    within = kb.ask({**w, "micro_batch_size": 1}).options[0]  # room to spare: no edge, no finding
+    assert within.usable_bytes == round(reserve) and not [f for f in within.findings if "edge" in f.rule]
+
+
+# RL: a rejection stays within the GPUs allowed, and its reason is a number that does not fit
+
+
+@pytest.mark.parametrize("allowed", [1, 2, 3, 16])
+def test_an_rl_rejection_stays_within_the_gpus_allowed_and_names_what_does_not_fit(kb, allowed):
+    w = {"model": "qwen3-8b", "task": "grpo", "rollout_batch": 128, "samples_per_prompt": 8, "prompt_len": 512,
+         "response_len": 2048, "gpus": ["h100-sxm-80gb"], "gpu_count": allowed, "rl_placement": "split"}
+    if allowed == 16:
+        w = {**w, "model": "llama-3.1-70b"}
+    answer = kb.ask(w)
+    assert not [o for o in answer.options if o.count > allowed]
+    (rejected,) = answer.rejected
+    assert rejected.count <= allowed
+    text = rejected.deciding_finding.text()  # GB needed over GB usable, or GPUs needed over those allowed
+    found = re.search(r"need ([\d,.]+) GB per GPU .* on (\d+) GPUs, against ([\d,.]+) GB usable", text)
+    if found:
+        assert float(found[1].replace(",", "")) > float(found[3].replace(",", "")), text
+        assert int(found[2]) <= allowed
+    else:
+        needed, limit = map(int, re.search(r"needs (\d+) GPUs, more than the (\d+) allowed", text).groups())
+        assert needed > limit == allowed, text
