@@ -67,7 +67,7 @@ def test_explain_and_the_cli_show_the_summary_first(kb):
     answer = kb.ask({"model": "llama-3.1-8b", "task": "lora"})
     text = answer.explain()
     assert text.index(answer.summary.headline) < text.index("Best option:")
-    assert "fastest: 1 x b200-sxm-180gb" in text
+    assert "fastest and fewest GPUs: 1 x b200-sxm-180gb" in text  # one line for an option named twice
     zh = answer.explain(lang="zh")
     # no tokens to train: the GPU types are ranked per GPU, and the headline says so
     assert "首选方案（每块 GPU 吞吐最高）：1 × b200-sxm-180gb" in zh
