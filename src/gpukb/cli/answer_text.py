@@ -24,6 +24,15 @@ def _wrapped(text: str, indent: int = 2) -> None:
     out.print(hanging(clean(text), out.width - 1, indent), markup=False, highlight=False, soft_wrap=True)
 
 
+def _late(seconds: float, deadline_days: float, lang: Lang) -> str:
+    """A late option's time, with the digits that show it is past the deadline (30.04 days, not 30.0)."""
+    days = seconds / 86400
+    if round(days, 1) > deadline_days:
+        return duration(seconds, lang)
+    places = next((n for n in range(2, 6) if round(days, n) > deadline_days), 6)
+    return f"{days:,.{places}f} 天" if lang == "zh" else f"{days:,.{places}f} days"
+
+
 def _header(text: str, cells: list[str]) -> str:
     """A header wider than its column's cells, on two lines at the space that balances them: the numbers set the
     width, so the table keeps 80 columns (Chinese labels are twice as wide per character)."""
@@ -144,7 +153,7 @@ def print_answer(answer: Any, lang: Lang, kb: Any = None) -> None:
     out.print(table)
     if late:
         _wrapped(label(lang, "Not within {days} days: ", days=days) + ("；" if lang == "zh" else "; ").join(
-            f"{o.count} x {o.gpu} {duration(o.time_to_train_s or 0, lang)}" for o in late))
+            f"{o.count} x {o.gpu} {_late(o.time_to_train_s or 0, w.deadline_days, lang)}" for o in late))
     from ..answer.bandtext import shown as quantity
 
     energy = [f"{o.gpu} {quantity('energy_kwh', o.energy_kwh, lang)}{say(lang, 'sep')}{quantity('co2_kg', o.co2_kg, lang)}"
