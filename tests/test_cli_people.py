@@ -42,7 +42,7 @@ def test_explain_numbers_the_chain_without_gaps_and_says_why_lower_options_lose(
     # the article's pick (rtx-4090-24gb) is marked, not ranked above the faster H100
     assert re.search(r"rtx-4090-24gb: 1,513 effective tokens/s against 15,621 on h100-sxm-80gb \[rec.rank.training@", lower)
     summary = text.split("Best option:")[0]
-    assert "fastest: 1 x h100-sxm-80gb" in summary and "article's pick: 1 x rtx-4090-24gb" in summary
+    assert "fastest, cheapest and fewest GPUs: 1 x h100-sxm-80gb" in summary and "article's pick: 1 x rtx-4090-24gb" in summary
 
 
 def test_explain_takes_several_ids_and_id_at_version():

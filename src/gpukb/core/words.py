@@ -106,6 +106,7 @@ LABELS_ZH: dict[str, str] = {
     "Options, {order}": "可选方案，{order}", "within {days} days, fewest GPU-hours first": "{days} 天内完成，GPU 小时最少的在前",
     "within {days} days, fastest first": "{days} 天内完成，最快的在前",
     "none within {days} days: fastest first": "没有方案能在 {days} 天内完成：最快的在前",
+    "Not within {days} days: ": "无法在 {days} 天内完成：",
     "* the article's pick: its decision tree ({branches}) prefers these GPUs; they are marked, not ranked up":
         "* 文章之选：文章的决策树（{branches}）优先推荐这些 GPU；只做标记，不提前排序",
     "Rejected": "被排除的 GPU", "why": "原因", "Findings": "发现", "Remedies": "对策",

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 ARCHITECTURE = ("layers", "hidden_size", "heads", "kv_heads", "vocab_size", "intermediate_size")
 POLICY_IDS = {"reserve_fraction": "reserve-fraction", "runtime_overhead": "runtime-overhead",
+              "edge_reserve_fraction": "edge-reserve-fraction",
               "prefill_chunk": "prefill-chunk", "scaling_efficiency_floor": "scaling-efficiency-floor",
               "decode_bandwidth_utilisation": "decode-bandwidth-utilisation",
               "decode_step_floor": "decode-step-floor",

@@ -187,44 +187,60 @@ def place(kb: KnowledgeBase, w: ResolvedWorkload, roles: Roles, gpu: dict[str, A
     ckpts = [w.activation_checkpointing] if w.activation_checkpointing is not None else [False, True]
     rollout_memory = roles.replicas["rollout"][0] if "rollout" in roles.replicas else None
     s = sequences(w)
-    best: tuple[tuple[int, int, int], int, Layout, int] | None = None  # ((count, waves, tp), dp, layout, rollout tp)
-    for zero in zeros:
-        for ckpt in ckpts:
-            layout = Layout(tp, pp, zero, ckpt, "none")
-            # each role's parts without its own runtime overhead: the GPU's is counted once, in the phase
-            parts = {r: {k: v for k, v in roles.parts(r, layout).items() if k not in ("overhead", "kv_cache")}
-                     for r in trained}
-            rollout_tps: list[int | None] = [None]
-            if placement == "colocated" and rollout_memory is not None:
-                rollout_tps = [t for t in TP_SIZES if t <= node and w.heads % t == 0]
-            for rtp in rollout_tps:
-                # an engine needs its share of the weights and room for at least one sequence's KV cache
-                least_rollout = None if rtp is None else _engine_bytes(rollout_memory, rtp, 1, s)
-                phases = _phase_terms(parts, overhead, None if least_rollout is None else (least_rollout, 0.0))
-                least = [_least_dp(terms, usable) for terms in phases.values()]
-                if any(d is None for d in least):
-                    continue
-                count = max(d for d in least if d is not None) * layout.group
-                if rtp is not None:
-                    count = max(count, rtp)
-                count = count if count <= node else node * math.ceil(count / node)
-                count = -(-count // layout.group) * layout.group
-                if not rollout_fits or count > limit or (rtp is not None and count % rtp):
-                    continue
-                if w.placement == "all":  # exactly gpu_count GPUs: the trainer gets what the rollout engine leaves
-                    target = limit - (rollout_opt.count if placement == "split" and rollout_opt else 0)
-                    if target < count or target % layout.group or (rtp is not None and target % rtp):
+    # split: the rollout engine's GPUs come out of the GPUs allowed; the trainer has the rest
+    reserved = rollout_opt.count if placement == "split" and rollout_opt is not None else 0
+    trainer_limit = limit - reserved if limit < NO_LIMIT else NO_LIMIT
+
+    def search(bound: int, exact: bool) -> tuple[tuple[int, int, int], int, Layout, int] | None:
+        """The fewest trainer GPUs within `bound` ((count, waves, rollout tp), dp, layout, rollout tp); `exact`:
+        placement 'all', the trainer gets every GPU of the bound."""
+        best: tuple[tuple[int, int, int], int, Layout, int] | None = None
+        for zero in zeros:
+            for ckpt in ckpts:
+                layout = Layout(tp, pp, zero, ckpt, "none")
+                # each role's parts without its own runtime overhead: the GPU's is counted once, in the phase
+                parts = {r: {k: v for k, v in roles.parts(r, layout).items() if k not in ("overhead", "kv_cache")}
+                         for r in trained}
+                rollout_tps: list[int | None] = [None]
+                if placement == "colocated" and rollout_memory is not None:
+                    rollout_tps = [t for t in TP_SIZES if t <= node and w.heads % t == 0]
+                for rtp in rollout_tps:
+                    # an engine needs its share of the weights and room for at least one sequence's KV cache
+                    least_rollout = None if rtp is None else _engine_bytes(rollout_memory, rtp, 1, s)
+                    phases = _phase_terms(parts, overhead, None if least_rollout is None else (least_rollout, 0.0))
+                    least = [_least_dp(terms, usable) for terms in phases.values()]
+                    if any(d is None for d in least):
                         continue
-                    count = target
-                waves = 0 if rtp is None else _engines(phases, count // layout.group, usable, rollout_memory, rtp,
-                                                       count, s, max_seqs)[1]
-                key = (count, waves, rtp or 0)  # the fewest GPUs, then the fewest waves of generation, then the smaller tp
-                if best is None or key < best[0]:
-                    best = (key, count // layout.group, layout, rtp or 0)
+                    count = max(d for d in least if d is not None) * layout.group
+                    if rtp is not None:
+                        count = max(count, rtp)
+                    count = count if count <= node else node * math.ceil(count / node)
+                    count = -(-count // layout.group) * layout.group
+                    if not rollout_fits or count > bound or (rtp is not None and count % rtp):
+                        continue
+                    if exact:  # exactly gpu_count GPUs: the trainer gets what the rollout engine leaves
+                        if bound < count or bound % layout.group or (rtp is not None and bound % rtp):
+                            continue
+                        count = bound
+                    waves = 0 if rtp is None else _engines(phases, count // layout.group, usable, rollout_memory, rtp,
+                                                           count, s, max_seqs)[1]
+                    key = (count, waves, rtp or 0)  # the fewest GPUs, then the fewest waves, then the smaller tp
+                    if best is None or key < best[0]:
+                        best = (key, count // layout.group, layout, rtp or 0)
+        return best
+
+    best = search(trainer_limit, w.placement == "all")
     fits = best is not None
-    if best is None:  # the closest miss: the last layout tried on one node, or on gpu_count GPUs
+    # what a miss is short of: memory per GPU on the GPUs allowed, or GPUs (the trainer and the rollout engine
+    # together need more than are allowed, though each GPU would hold its share)
+    needed = 0
+    if best is None:  # the closest miss: the last layout tried on one node, or on the GPUs allowed
         layout = Layout(tp, pp, zeros[-1], ckpts[-1], "none")
-        count = min(limit, node) if w.gpu_count is None or limit == box else limit
+        count = min(trainer_limit, node) if w.gpu_count is None or limit == box else trainer_limit
+        if count < layout.group:  # the rollout engine leaves the trainer no GPU: the count is what does not fit
+            unbounded = search(NO_LIMIT, False) if rollout_fits else None
+            needed = reserved + (unbounded[0][0] if unbounded else layout.group)
+            count = layout.group
         count = max(count // layout.group, 1) * layout.group
         rtp = max([t for t in TP_SIZES if t <= min(count, node) and w.heads % t == 0] or [1])
         best = ((count, 0, rtp), count // layout.group, layout, rtp)
@@ -250,11 +266,17 @@ def place(kb: KnowledgeBase, w: ResolvedWorkload, roles: Roles, gpu: dict[str, A
     peak = max(sum(_at(t, dp) for t in terms) for terms in phases.values())
     if rollout_gpus:
         peak = max(peak, rollout_opt.per_gpu_bytes if rollout_opt else 0.0)
-    return {"gpu": gpu["gpu"], "placement": placement, "count": count + rollout_gpus, "trainer_gpus": count,
+    if not fits and not needed and peak <= usable and limit < NO_LIMIT:
+        # a miss whose peak fits: what fails is the count (the search's own bound, e.g. a tensor-parallel size
+        # that does not divide the GPUs left), so the rejection names GPUs, not memory
+        unbounded = search(NO_LIMIT, False) if rollout_fits else None
+        needed = reserved + (unbounded[0][0] if unbounded else count + layout.group)
+    return {"gpu": gpu["gpu"], "placement": placement, "count": min(count + rollout_gpus, limit) if needed else
+            count + rollout_gpus, "trainer_gpus": count,
             "rollout_gpus": rollout_gpus, "dp": dp, "tp": layout.tp, "pp": layout.pp, "zero_stage": layout.zero_stage,
             "checkpointing": layout.checkpointing, "rollout_tp": rtp, "engine_batch": engine_batch, "waves": waves,
             "per_gpu_bytes": peak, "usable_bytes": usable, "memory_by_role": by_role, "parts": parts,
-            "fits": fits and peak <= usable, "limit": limit if limit < NO_LIMIT else 0}
+            "fits": fits and peak <= usable, "limit": limit if limit < NO_LIMIT else 0, "needed_gpus": needed}
 
 
 def _engine_bytes(rollout: dict[str, Any] | None, rtp: int, batch: int, sequences: int) -> float:
@@ -570,6 +592,7 @@ def _record_plan(c: Collector, w: ResolvedWorkload, wfact: dict[str, Any], pfact
               "trainer_gpus": plan["trainer_gpus"], "rollout_gpus": plan["rollout_gpus"],
               "per_gpu_bytes": plan["per_gpu_bytes"], "usable_bytes": plan["usable_bytes"],
               "fits": plan["fits"], "limit": plan["limit"], "timed": times is not None,
+              "needed_gpus": plan.get("needed_gpus", 0),
               "tokens": sequences(w) * (w.prompt_len + _mean_response(w)), "waves": plan["waves"],
               "engine_batch": plan["engine_batch"],
               **{f"{r}_bytes": plan["memory_by_role"].get(r, 0.0) for r in ROLES},

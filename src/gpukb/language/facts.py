@@ -26,7 +26,8 @@ ENGINE_KINDS: dict[str, frozenset[str]] = {
         "gathered_layers", "region", "grid_policy", "grid_intensity", "energy_scope", "pue",
         "rollout_batch", "samples_per_prompt", "response_len",
     }),
-    "policy": frozenset({"reserve_fraction", "runtime_overhead", "prefill_chunk", "scaling_efficiency_floor",
+    "policy": frozenset({"reserve_fraction", "runtime_overhead", "edge_reserve_fraction", "prefill_chunk",
+                         "scaling_efficiency_floor",
                          "decode_bandwidth_utilisation", "decode_step_floor", "allreduce_base_latency",
                          "allreduce_hop_latency_nvlink", "allreduce_hop_latency_pcie", "pipeline_microbatches_per_stage",
                          "host_memory_per_gpu", "consumer_nodes", "training_gpu_power_fraction",
@@ -51,6 +52,9 @@ ENGINE_KINDS: dict[str, frozenset[str]] = {
         "gradients", "optimizer", "activations", "kv_cache", "overhead", "per_gpu_bytes",
         "usable_bytes", "capacity_bytes", "fits", "fill", "nodes", "tp_over_pcie", "limit", "host_bytes", "short_of",
         "box_limit", "devices", "concurrency",
+        # the most a plan may need at the card's edge (policy edge-reserve-fraction), and whether it needs more
+        # than usable_bytes to fit there
+        "edge_bytes", "at_edge",
         # inference: the sequences decoding at once over all data-parallel replicas (concurrency is per replica)
         "in_flight",
         # the nodes it rents (gpukb.estimate.systems.rental): 0 and "" where no system holds the GPU
@@ -62,6 +66,8 @@ ENGINE_KINDS: dict[str, frozenset[str]] = {
     "rl": frozenset({
         "gpu", "placement", "count", "trainer_gpus", "rollout_gpus", "per_gpu_bytes", "usable_bytes", "fits", "tokens",
         "limit", "waves", "engine_batch", "timed",
+        # a miss short of GPUs rather than memory: the GPUs the trainer and the rollout engine need together (0: none)
+        "needed_gpus",
         "policy_bytes", "critic_bytes", "reference_bytes", "reward_bytes", "rollout_bytes",
         "generation_s", "reference_s", "reward_s", "critic_s", "training_s", "sync_s", "switch_s", "offload_s",
     }),
