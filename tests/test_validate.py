@@ -251,3 +251,47 @@ def test_rl_step_times_are_predicted_from_the_rl_option(shipped):
     points = [p for p in shipped.points if p.quantity == "rl_step_time_s"]
     assert len(points) >= 2 and all(p.predicted for p in points)
     assert all(any(r.startswith("rec.rl.step-time") for r in p.rules) for p in points)
+
+
+def test_rl_phase_times_are_the_sum_of_their_phases_in_the_rl_option(shipped, kb):
+    """A phase point reads its phases from the same answer as the step: generation alone; the trainer's phases (the
+    update with the old log-probs, the reference's, reward's and critic's passes) together; never the step."""
+    from gpukb.estimate.validation import RL_PHASES, predict, workload_of
+
+    by_id = {p.id: p for p in shipped.points}
+    for quantity in RL_PHASES:
+        ids = [m.id for m in kb.measurements.values() if m.quantity == quantity and m.status != "deprecated"]
+        assert len(ids) >= 3
+        for mid in ids:
+            m = kb.measurements[mid]
+            option = kb.ask(workload_of(m, kb), bands=False).options[0]
+            assert option.rl is not None
+            expected = sum(option.rl.phases.get(ph, 0.0) for ph in RL_PHASES[quantity])
+            if quantity == "rl_generation_time_s":
+                assert expected == option.rl.phases["generation"]
+            else:  # everything the trainer runs, none of the engine's phases
+                engine = sum(option.rl.phases.get(ph, 0.0) for ph in ("generation", "sync", "switch", "offload"))
+                assert expected == pytest.approx(option.rl.step_time_s - engine)
+            assert predict(m, kb.ask(workload_of(m, kb), bands=False), kb)[0] == pytest.approx(expected)
+            assert 0 < expected < option.rl.step_time_s
+            assert by_id[mid].predicted == pytest.approx(expected)
+            assert any(r.startswith("rec.rl.step-time") for r in by_id[mid].rules)
+
+
+def test_a_phase_the_answer_lacks_is_a_miss_not_a_zero(kb):
+    """An RL answer with no generation phase (dpo has no rollout engine) cannot predict a generation time."""
+    from gpukb.answer.answer import RlEstimate
+    from gpukb.estimate.validation import predict
+
+    m = next(m for m in kb.measurements.values() if m.quantity == "rl_generation_time_s")
+    answer = kb.ask(m.workload | {"placement": "all"}, bands=False)
+    option = answer.options[0]
+    assert option.rl is not None
+    rl = RlEstimate(**{**option.rl.model_dump(), "phases": {k: v for k, v in option.rl.phases.items()
+                                                          if k != "generation"}})
+    stripped = answer.model_copy(update={"options": (option.model_copy(update={"rl": rl}), *answer.options[1:])})
+    with pytest.raises(LookupError, match="rl generation time"):
+        predict(m, stripped, kb)
+    # the trainer's phases are still there
+    t = next(x for x in kb.measurements.values() if x.quantity == "rl_training_time_s" and x.workload == m.workload)
+    assert predict(t, stripped, kb)[0] == pytest.approx(sum(option.rl.phases[p] for p in ("training", "reference")))

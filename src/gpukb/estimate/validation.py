@@ -47,11 +47,17 @@ VALUES_BEHIND = {
     # not gpu_hours: the point takes the source's own GPU-hours, so the rules that time the run do not move it
     "energy": ("gpu_kwh", "it_kwh", "energy_kwh", "co2_kg"),
 }
+# a phase quantity -> the RL phases (RlEstimate.phases) that make it up: a framework's "training" timer counts the
+# update, its "logprobs" timer the policy's old log-probs and the reference's; gpukb's training phase holds the update
+# and the old log-probs' pass, the reference, reward and critic phases the rest
+RL_PHASES = {"rl_generation_time_s": ("generation",),
+             "rl_training_time_s": ("training", "reference", "reward", "critic")}
 KIND_OF = {
     "training_tokens_per_s_per_gpu": "training", "model_tflops_per_gpu": "training",
     "hardware_tflops_per_gpu": "training", "mfu": "training", "gpu_hours": "training",
     "decode_tokens_per_s": "decode", "decode_tokens_per_s_total": "decode", "ttft_s": "decode",
-    "peak_memory_per_gpu": "memory", "fewest_gpus": "memory", "rl_step_time_s": "rl",
+    "peak_memory_per_gpu": "memory", "fewest_gpus": "memory", "rl_step_time_s": "rl", "rl_generation_time_s": "rl",
+    "rl_training_time_s": "rl",
     "training_energy_kwh": "energy", "training_co2_kg": "energy",
 }
 
@@ -212,6 +218,9 @@ def predict(m: Measurement, answer: Answer, kb: KnowledgeBase | None = None) -> 
         return _need(option.ttft_s, "time to first token"), option
     if q == "rl_step_time_s":
         return _need(option.rl.step_time_s if option.rl else None, "RL step time"), option
+    if q in RL_PHASES:
+        phases = option.rl.phases if option.rl else {}
+        return _need(sum(phases.get(p, 0.0) for p in RL_PHASES[q]) or None, q.removesuffix("_s").replace("_", " ")), option
     if q == "decode_tokens_per_s":
         return 1 / _need(option.tpot_s, "time per output token"), option
     if q == "decode_tokens_per_s_total":
