@@ -21,6 +21,7 @@ from gpukb.answer.launch import model_reference
 from gpukb.core import safepath
 from gpukb.estimate.sweeps import SweepFileError, read_workloads
 from gpukb.knowledge.hfconfig import ConfigError
+from launchtext import launch_block
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = REPO / "tests" / "fixtures" / "hf" / "llama-2-7b" / "config.json"
@@ -107,10 +108,10 @@ def test_a_folder_that_starts_with_a_dash_is_never_an_option(tmp_path, monkeypat
             named = words[words.index("serve") + 1] if engine == "vllm" else words[words.index("--model-path") + 1]
             assert named == "./--trust-remote-code"
             assert os.path.samefile(named, folder)
-    result = _gpukb("ask", "--model", "./--trust-remote-code/config.json", "--task", "inference", "--launch", "vllm",
+    result = _gpukb("ask", "--model", "./--trust-remote-code/config.json", "--task", "inference", "--launch",
                     cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    comment, command = result.stdout.strip().splitlines()  # the option it is for, then the line to paste
+    comment, command = launch_block(result.stdout)  # the option it is for, then the line to paste
     assert comment.startswith("# ") and shlex.split(command)[2] == "./--trust-remote-code"
 
 
