@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import pytest
 from typer.testing import CliRunner
@@ -61,6 +62,35 @@ def test_cost_is_nodes_times_a_cited_node_price(kb):
     assert option.strategy.nodes == nodes
     assert option.usd_per_hour == pytest.approx(nodes * system.price.usd_per_node_hour)
     assert option.host_memory_bytes == round(system.host_memory)
+
+
+def test_a_two_gpu_plan_rents_the_cheapest_instance_of_at_least_two_gpus(kb):
+    """Clouds sell H100s in instances of 1, 2, 4 and 8: a 2-GPU plan rents a 2-GPU instance, not a whole 8-GPU
+    node with 6 idle, and reports the host memory of what it rents."""
+    answer = kb.ask({"model": "llama-2-7b", "task": "full_finetune", "gpus": ["h100-sxm-80gb"]})
+    option = answer.options[0]
+    assert option.count == 2
+    system = kb.systems[option.system]
+    offers = [math.ceil(2 / s.gpus_per_node) * s.price.usd_per_node_hour for s in kb.systems.values()
+              if s.gpu == "h100-sxm-80gb" and s.price and s.gpus_per_node >= 2 and s.fabric == system.fabric]
+    assert system.gpus_per_node == 2 and option.usd_per_hour == pytest.approx(min(offers))
+    assert option.usd_per_hour < kb.systems["lambda-8x-h100-sxm"].price.usd_per_node_hour / 2
+    assert option.host_memory_bytes == round(system.host_memory)
+
+
+def test_per_gpu_quotes_times_the_gpus_are_the_node_prices(kb):
+    """Lambda and RunPod quote a price per GPU-hour: each instance size's node price is that figure times its GPUs."""
+    checked = 0
+    for system in kb.systems.values():
+        for price in system.prices:
+            if system.provider not in ("lambda", "runpod") or not price.derived.startswith("per-GPU price is the"):
+                continue
+            quoted = re.search(r"\bprice: ([0-9.]+)", price.quote) or re.match(r"runpod,[^,]+,on-demand,([0-9.]+),",
+                                                                              price.quote)
+            assert quoted, (system.id, price.quote)
+            assert float(quoted[1]) * system.gpus_per_node == pytest.approx(price.usd_per_node_hour), system.id
+            checked += 1
+    assert checked >= 20
 
 
 def test_pcie_cards_across_nodes_do_not_lead_large_training_when_nvlink_fits(kb):

@@ -429,7 +429,8 @@ def build_answer(c: Collector, kb_version: str, kb_hash: str, workload: Resolved
         values = dict(
             gpu=gpu, count=plan["count"], fits=fits, per_gpu_bytes=round(plan["per_gpu_bytes"]),
             system=plan["system"] or None,
-            host_memory_bytes=round(plan["host_memory_per_gpu"] * plan["gpus_per_node"]) if plan["system"] else None,
+            # the rented node's, not the reference system's the plan was laid out on (a 2-GPU pod is not a DGX)
+            host_memory_bytes=round(c.kb.systems[plan["system"]].host_memory) if plan["system"] else None,
             usable_bytes=round(plan["usable_bytes"]), memory=_memory(plan, plan["per_gpu_bytes"]),
             strategy=strategy,
             launch=(launch(strategy, plan, capacity["max_concurrency"] if capacity else None) or None) if launch else None,
