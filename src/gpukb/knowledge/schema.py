@@ -448,6 +448,34 @@ TERM_QUANTITY = {
 }
 
 
+class SchedulerTier(Strict):
+    """The scheduler's defaults on GPUs of at least `min_memory_gib` (the engine reads the device's memory at start)."""
+
+    min_memory_gib: Float = Field(gt=0, le=100_000)
+    max_num_seqs: int | None = Field(default=None, gt=0, le=1_000_000)
+    max_batched_tokens: int | None = Field(default=None, gt=0, le=10_000_000)
+    except_gpus: list[str] = Field(default=[], description=(
+        "GPU id prefixes that keep the smaller defaults whatever their memory (vLLM leaves the A100 out)"))
+
+
+class Scheduler(Strict):
+    """How a serving engine batches requests as they arrive (continuous batching), from its defaults: the most
+    sequences it runs at once, the tokens one step may process (the chunked-prefill budget), the KV cache's block
+    size, and whether it allocates KV blocks as sequences grow (preempting one when they run out) or reserves a
+    request's whole length when it admits it."""
+
+    max_num_seqs: int = Field(gt=0, le=1_000_000)
+    max_batched_tokens: int = Field(gt=0, le=10_000_000)
+    kv_block_tokens: int = Field(gt=0, le=65_536)
+    admission: Literal["on_demand", "reserve_full"] = Field(description=(
+        "'on_demand': blocks are allocated as tokens are generated and the newest running request is preempted "
+        "(its KV cache freed, recomputed later) when none is left; 'reserve_full': a request is admitted only when "
+        "blocks for its prompt and its whole output are free, and nothing is preempted"))
+    tiers: list[SchedulerTier] = Field(default=[], description="larger defaults on GPUs with more memory, smallest first")
+    reason: str = Field(min_length=10, description="where each default is set in the engine's code or documentation")
+    sources: list[Slug] = Field(min_length=1)
+
+
 class Framework(Entry):
     """A training or serving stack (workload field `framework`) and the memory terms that differ between stacks."""
 
@@ -496,6 +524,8 @@ class Framework(Entry):
     int8_weight_bits: FrameworkTerm | None = Field(default=None, description=(
         "serving: bits a weight takes in the engine's own 8-bit format, scales included (llama.cpp's Q8_0); unset, "
         "kb/dtypes' int8"))
+    scheduler: Scheduler | None = Field(default=None, description=(
+        "serving: the engine's continuous-batching scheduler, for answers under load (workload request_rate)"))
     sources: list[Slug] = Field(min_length=1)
     notes: str = ""
 
