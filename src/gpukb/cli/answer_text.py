@@ -112,7 +112,15 @@ def print_answer(answer: Any, lang: Lang) -> None:
             ("s/step", "right", [f"{o.rl.step_time_s:,.1f}" if o.rl else "" for o in options]),
             ("gen/train/other", "right", [_rl_shares(o) for o in options]),
         ]
-    if w.objective == "cost":  # the cost columns replace memory and strategy; the article's pick is marked on the id
+    if any(o.load for o in options):  # under load: the percentiles at the rate and the rate the replicas carry
+        columns[2:] = [  # the replicas are the GPU count over the replica's; --explain gives the layout
+            ("TTFT ms P50/P99", "right", [_pair(o.load.ttft_p50_s, o.load.ttft_p99_s) if o.load else "" for o in options]),
+            ("TPOT ms P50/P99", "right", [_pair(o.load.tpot_p50_s, o.load.tpot_p99_s) if o.load else "" for o in options]),
+            ("max req/s", "right", [f"{o.load.max_rate:,.1f}" if o.load else "" for o in options]),
+            ("util", "right", [f"{o.load.utilisation:.0%}" if o.load else "" for o in options]),
+            ("$/Mtok", "right", [f"{o.usd_per_million_tokens:,.2f}" if o.usd_per_million_tokens else "" for o in options]),
+        ]
+    elif w.objective == "cost":  # the cost columns replace memory and strategy; the article's pick is marked on the id
         columns[0] = ("GPU", "left", [o.gpu + ("*" if o.branch else "") for o in options])
         keep = ("GPU", "GPUs", "tokens/s", "time to train", "GPU-h", "ms/tok")
         columns = [c for c in columns if c[0] in keep]
@@ -194,3 +202,7 @@ def print_answer(answer: Any, lang: Lang) -> None:
                       highlight=False)
     out.print(label(lang, "Run with --explain for the full trace, --json for everything."), markup=False, highlight=False)
 
+
+def _pair(p50: float, p99: float) -> str:
+    """Two latencies in ms, 'P50/P99'."""
+    return f"{p50 * 1000:,.0f}/{p99 * 1000:,.0f}" if p50 >= 0.1 else f"{p50 * 1000:,.1f}/{p99 * 1000:,.1f}"

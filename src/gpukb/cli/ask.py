@@ -45,6 +45,17 @@ def ask(
     kv_cache_precision: Annotated[str | None, typer.Option(help="inference: bf16, fp16, fp8 or int8")] = None,
     ttft_ms: Annotated[float | None, typer.Option(help="inference: time-to-first-token target in ms")] = None,
     tpot_ms: Annotated[float | None, typer.Option(help="inference: time-per-output-token target in ms")] = None,
+    request_rate: Annotated[float | None, typer.Option(
+        help="inference under load: requests per second; P50/P99 latencies, max_rate and the replicas it needs")] = None,
+    arrival: Annotated[str | None, typer.Option(help="with --request-rate: poisson (default) or constant")] = None,
+    prompt_shape: Annotated[str | None, typer.Option(
+        help="with --request-rate: fixed (default), exponential or uniform about --prompt-len")] = None,
+    output_shape: Annotated[str | None, typer.Option(
+        help="with --request-rate: fixed (default), exponential or uniform about --output-len")] = None,
+    ttft_p50_ms: Annotated[float | None, typer.Option(help="with --request-rate: median TTFT target in ms")] = None,
+    ttft_p99_ms: Annotated[float | None, typer.Option(help="with --request-rate: P99 TTFT target in ms")] = None,
+    tpot_p50_ms: Annotated[float | None, typer.Option(help="with --request-rate: median TPOT target in ms")] = None,
+    tpot_p99_ms: Annotated[float | None, typer.Option(help="with --request-rate: P99 TPOT target in ms")] = None,
     objective: Annotated[str | None, typer.Option(
         help="rank by speed (default), cost (cheapest per token) or gpus (fewest GPUs, then speed)")] = None,
     region: Annotated[str | None, typer.Option(
@@ -126,6 +137,8 @@ def ask(
         "master_weights": master_weights, "optimizer_in_backward": optimizer_in_backward,
         "mlp": mlp, "global_batch_size": global_batch_size, "prompt_len": prompt_len, "output_len": output_len,
         "kv_cache_precision": kv_cache_precision, "placement": placement, "ttft_ms": ttft_ms, "tpot_ms": tpot_ms,
+        "request_rate": request_rate, "arrival": arrival, "prompt_shape": prompt_shape, "output_shape": output_shape,
+        "ttft_p50_ms": ttft_p50_ms, "ttft_p99_ms": ttft_p99_ms, "tpot_p50_ms": tpot_p50_ms, "tpot_p99_ms": tpot_p99_ms,
         "objective": objective, "framework": framework, "deadline_days": deadline_days, "region": region,
         "rollout_batch": rollout_batch, "samples_per_prompt": samples_per_prompt, "response_len": response_len,
         "mean_response_len": mean_response_len, "rl_placement": rl_placement, "reference_model": reference_model,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -16,7 +17,8 @@ from ..core.errors import EngineError
 from ..engine.engine import ENGINE
 from ..engine.trace import Collector, Value
 from .deadline import sized_for_deadline
-from .planner import NO_LIMIT, Raise, Sized, plan_gpu, replica_cache
+from .load import LoadCache, record_load
+from .planner import NO_LIMIT, Raise, Replicas, Sized, plan_gpu, replica_cache
 from .resolve import gpu_fact, policy_fact, resolve
 from .rl import ask_rl
 from .sla import fewest_meeting, has_targets
@@ -75,10 +77,17 @@ def _ask(kb: KnowledgeBase, workload: Workload | dict[str, Any], bands: BandSour
 def _answer(kb: KnowledgeBase, w: Workload, bands: BandSource | None) -> Answer:
     resolved, wfields = resolve(kb, w)
 
-    def run(raised: dict[str, Raise], finish: Callable[[Collector], None] | None,
-            sizes: dict[str, Sized] | None = None) -> Answer:
-        return _ask_once(kb, resolved, wfields, raised, finish, sizes or {}, bands)
+    load = LoadCache() if resolved.request_rate else None
 
+    def run(raised: dict[str, Raise], finish: Callable[[Collector], None] | None,
+            sizes: dict[str, Sized | Replicas] | None = None) -> Answer:
+        return _ask_once(kb, resolved, wfields, raised, finish, sizes or {}, bands, load)
+
+    # a request rate: each GPU type gets the replicas that carry it within the targets (gpukb.estimate.load)
+    if load is not None:
+        first = run({}, None)
+        sizes = _replicas_for(resolved, first, load)
+        return run({}, None, sizes) if sizes else first
     # latency targets: the fewest GPUs that meet them, by raising tensor parallelism where they are missed
     if has_targets(resolved):
         facts = {g: gpu_fact(kb, kb.gpus[g], resolved.precision, resolved.kv_cache_precision, resolved.systems)
@@ -98,8 +107,27 @@ def _answer(kb: KnowledgeBase, w: Workload, bands: BandSource | None) -> Answer:
     return run({}, None)
 
 
+def _replicas_for(w: ResolvedWorkload, answer: Answer, load: LoadCache) -> dict[str, Sized | Replicas]:
+    """Per GPU type whose replica meets the targets at some rate, the replicas the workload's rate needs (placement
+    'all' keeps the user's gpu_count)."""
+    if w.placement == "all":
+        return {}
+    sizes: dict[str, Sized | Replicas] = {}
+    for option in (*answer.options, *answer.rejected):
+        s = option.strategy
+        one = load.replicas.get((option.gpu, s.tensor_parallel, s.pipeline_parallel))
+        if one is None or one.max_rate <= 0 or option.count != s.data_parallel * s.tensor_parallel * s.pipeline_parallel:
+            continue
+        needed = max(1, math.ceil((w.request_rate or 0.0) / one.max_rate - 1e-9))
+        if needed != s.data_parallel:
+            group = s.tensor_parallel * s.pipeline_parallel
+            sizes[option.gpu] = Replicas(needed * group, needed, w.request_rate or 0.0, one.max_rate)
+    return sizes
+
+
 def _ask_once(kb: KnowledgeBase, resolved: ResolvedWorkload, wfields: dict[str, Any], raised: dict[str, Raise],
-              finish: Callable[[Collector], None] | None, sizes: dict[str, Sized], bands: BandSource | None) -> Answer:
+              finish: Callable[[Collector], None] | None, sizes: dict[str, Sized | Replicas], bands: BandSource | None,
+              load: LoadCache | None = None) -> Answer:
     """One rules-engine session; `raised` sets tensor-parallel sizes per GPU type (latency targets), `sizes`
     training GPU counts (a deadline), `finish` adds steps that look at the whole answer (gpukb.estimate.sla)."""
     c = Collector(kb, len(resolved.gpus))
@@ -123,6 +151,8 @@ def _ask_once(kb: KnowledgeBase, resolved: ResolvedWorkload, wfields: dict[str, 
                  for g in gpus]
         fleet = _fleet(c, plans)
         session.assert_facts([*plans, fleet])
+    if load is not None:
+        record_load(c, kb, resolved, policy, load)
     if finish is not None:
         finish(c)
     prices = {g: kb.gpus[g].price.usd / kb.gpus[g].devices for g in resolved.gpus if kb.gpus[g].price}  # per device

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary
 
-from ..answer.workload import LOAD_FIELDS, CUSTOM_PARAMS_TOLERANCE, TRAINING_TASKS, ResolvedWorkload, Workload
+from ..answer.workload import CUSTOM_PARAMS_TOLERANCE, LOAD_FIELDS, TRAINING_TASKS, ResolvedWorkload, Workload
 from ..core.errors import KBDefectError, WorkloadError
 from ..core.ids import catalog_id, near_hint, near_ids
 from ..core.messages import message
