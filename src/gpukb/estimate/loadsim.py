@@ -50,8 +50,10 @@ class StepCost:
         """A step decoding `decoding` sequences of `context` tokens in all and prefilling `prefill` prompt tokens
         whose attention spans `prefill_context` token pairs; `sampled` positions turned into logits."""
         tokens = decoding + prefill
-        weights = self.prefill_weights_s if prefill else self.weights_s
-        matmul = max(weights, self.linear_s * tokens + self.logits_s * sampled)
+        arithmetic = self.linear_s * tokens + self.logits_s * sampled
+        # a decode step takes the longer of its reads and its arithmetic; a step that prefills adds the two, as the
+        # decode rule's prefill does (measured time to first token grows linearly from about one weight read)
+        matmul = self.prefill_weights_s + arithmetic if prefill else max(self.weights_s, arithmetic)
         attention = self.per_context * context + self.context_flop_s * prefill_context
         elementwise = self.elementwise_s * decoding + self.prefill_elementwise_s * prefill
         tp = (self.tp_fixed_s + self.tp_token_s * tokens) if self.tp_fixed_s else 0.0
@@ -195,7 +197,8 @@ def simulate(cost: StepCost, limits: Limits, trace: Trace, rate: float) -> Run:
             ctx += b * k
         else:
             prefill = sum(take for _, take in chunks)
-            pairs = sum(take * (target[r] - todo[r] + take / 2) for r, take in chunks)
+            # query x key pairs, as the decode rule counts a prompt's attention (every token against the whole prompt)
+            pairs = sum(take * (target[r] - todo[r] + take) for r, take in chunks)
             completing = sum(take == todo[r] for r, take in chunks)
             now += cost.step(b, ctx, prefill, pairs, b + completing)
             steps += 1
@@ -293,7 +296,7 @@ def capacity(cost: StepCost, limits: Limits, prompt: int, output: int) -> tuple[
     held = prompt + output if limits.reserve_full else prompt + output / 2 + (limits.block_tokens - 1) / 2
     batch = max(1, min(limits.max_num_seqs, int(limits.kv_tokens // held)))
     per_step = batch * prompt / output  # prompt tokens a step must prefill to keep the batch full
-    step = cost.step(batch, batch * (prompt + output / 2), round(per_step), per_step * prompt / 2, batch)
+    step = cost.step(batch, batch * (prompt + output / 2), round(per_step), per_step * prompt, batch)
     return batch / (output * step), batch
 
 
