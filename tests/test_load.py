@@ -172,3 +172,14 @@ def test_an_engine_without_a_scheduler_model_says_so() -> None:
     answer = gpukb.ask({**BASE, "framework": "llama.cpp", "request_rate": 1})
     assert not answer.options
     assert "no continuous-batching scheduler" in answer.rejected[0].findings[0].message
+
+
+def test_validate_predicts_the_published_load_tests() -> None:
+    from gpukb.estimate.validation import check_point
+    kb = gpukb.load_kb()
+    points = {m.quantity: check_point(kb, m) for m in kb.measurements.values() if m.workload.get("request_rate") == 4}
+    assert set(points) == {"ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "request_throughput"}
+    assert all(point.ratio is not None and point.ratio > 0 for point in points.values())
+    # the tail of the first token's wait is the queue's, and the simulation has it within 25%
+    assert points["ttft_p99_s"].ratio == pytest.approx(1, abs=0.25)
+    assert points["request_throughput"].ratio == pytest.approx(1, abs=0.25)

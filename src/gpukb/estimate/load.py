@@ -144,6 +144,8 @@ def _record(c: Collector, w: ResolvedWorkload, p: dict[str, Any], estimate: dict
                               "max_rate": one.max_rate * dp, "utilisation": rate / dp / one.capacity,
                               "replicas": dp, "capacity": one.capacity * dp, "batch": one.batch,
                               "finished": run.finished, "preemptions": run.preemptions,
+                              # what a benchmark reports as its request throughput: requests over the run's span
+                              "request_throughput": len(run.e2e) / run.makespan_s * dp if run.makespan_s else 0.0,
                               "meets": loadsim.meets(fig, targets) and rate <= one.max_rate * dp * (1 + 1e-9)}
     outputs: list[tuple[str, dict[str, Any]]] = [("load", fields)]
     if not fields["meets"]:
@@ -177,7 +179,8 @@ class _Text:
 
     def values(self) -> list[Value]:
         lim = self.one.limits
-        shown = [Value(name=n, value=self.f[n], expr=None) for n in (*FIELDS, "replicas", "capacity", "batch", "preemptions")]
+        shown = [Value(name=n, value=self.f[n], expr=None)
+                 for n in (*FIELDS, "replicas", "capacity", "batch", "preemptions", "request_throughput")]
         return shown + [Value(name="max_num_seqs", value=lim.max_num_seqs, expr=None),
                         Value(name="max_batched_tokens", value=lim.max_batched_tokens, expr=None),
                         Value(name="kv_tokens", value=lim.kv_tokens, expr=None)]

@@ -575,7 +575,11 @@ Quantity = Literal[
     "rl_step_time_s",                 # RL post-training: seconds per step (generation, scoring, training, sync)
     "training_energy_kwh",            # electricity of a whole training run, in the source's scope
     "training_co2_kg",                # its emissions (location-based), in the source's scope
+    # serving under load (a benchmark sending requests at a rate): percentiles over its requests, and the requests
+    # it completed per second
+    "ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "request_throughput",
 ]
+LOAD_QUANTITIES = ("ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "request_throughput")
 # unit as published -> (quantities it may measure, factor to the canonical unit, inverted):
 # canonical units are tokens/s, FLOP/s, fraction, hours, seconds, bytes, GPUs.
 UNITS: dict[str, tuple[frozenset[str], float, bool]] = {
@@ -587,8 +591,9 @@ UNITS: dict[str, tuple[frozenset[str], float, bool]] = {
     "fraction": (frozenset({"mfu"}), 1, False),
     "GPU hours": (frozenset({"gpu_hours"}), 1, False),
     "million GPU hours": (frozenset({"gpu_hours"}), 1e6, False),
-    "s": (frozenset({"ttft_s", "rl_step_time_s"}), 1, False),
-    "ms": (frozenset({"ttft_s"}), 1e-3, False),
+    "s": (frozenset({"ttft_s", "rl_step_time_s", *LOAD_QUANTITIES[:4]}), 1, False),
+    "ms": (frozenset({"ttft_s", *LOAD_QUANTITIES[:4]}), 1e-3, False),
+    "requests/s": (frozenset({"request_throughput"}), 1, False),
     "GB": (frozenset({"peak_memory_per_gpu"}), 1e9, False),
     "GiB": (frozenset({"peak_memory_per_gpu"}), 2**30, False),
     "GPUs": (frozenset({"fewest_gpus"}), 1, False),
@@ -604,9 +609,11 @@ MEASURED_RANGE: dict[str, str] = {
     "mfu": "fraction", "gpu_hours": "hours", "decode_tokens_per_s": "tokens_per_s",
     "decode_tokens_per_s_total": "tokens_per_s", "ttft_s": "seconds", "peak_memory_per_gpu": "bytes",
     "fewest_gpus": "gpus", "rl_step_time_s": "seconds", "training_energy_kwh": "kwh", "training_co2_kg": "kg_co2",
+    **{q: "seconds" for q in LOAD_QUANTITIES[:4]}, "request_throughput": "request_rate",
 }
 _CANONICAL_UNIT = {"tokens_per_s": "tokens/s", "flops": "FLOP/s", "fraction": "fraction", "hours": "GPU hours",
-                   "seconds": "s", "bytes": "bytes", "gpus": "GPUs", "kwh": "kWh", "kg_co2": "kg CO2eq"}
+                   "seconds": "s", "bytes": "bytes", "gpus": "GPUs", "kwh": "kWh", "kg_co2": "kg CO2eq",
+                   "request_rate": "requests/s"}
 
 
 class Measurement(Entry):
