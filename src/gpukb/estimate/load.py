@@ -97,11 +97,15 @@ def limits(kb: KnowledgeBase, w: ResolvedWorkload, wfact: dict[str, Any], m: dic
 
 
 def replica(cache: LoadCache, w: ResolvedWorkload, key: tuple[str, int, int], cost: loadsim.StepCost,
-            bounds: loadsim.Limits) -> Replica:
+            bounds: loadsim.Limits, dp: int) -> Replica:
+    """A GPU type's replica, simulated once an ask; its run at the rate (over dp replicas) is the search's first
+    probe."""
     if key not in cache.replicas:
         trace = _trace(cache, w)
         ceiling, batch = loadsim.capacity(cost, bounds, w.prompt_len or 1, w.output_len or 1)
-        best = loadsim.max_rate(cost, bounds, trace, targets_s(w), ceiling)
+        rate = (w.request_rate or 0.0) / dp
+        cache.runs[(*key, dp)] = at_rate = loadsim.simulate(cost, bounds, trace, rate)
+        best = loadsim.max_rate(cost, bounds, trace, targets_s(w), ceiling, (rate, at_rate))
         cache.replicas[key] = Replica(cost, bounds, ceiling, batch, best)
     return cache.replicas[key]
 
@@ -128,7 +132,7 @@ def record_load(c: Collector, kb: KnowledgeBase, w: ResolvedWorkload, policy: di
             continue
         values = {v["name"]: v["value"] for v in step.values}
         key = (p["gpu"], p["tp"], p["pp"])
-        one = replica(cache, w, key, step_cost(values, wfact, m, p, policy), bounds)
+        one = replica(cache, w, key, step_cost(values, wfact, m, p, policy), bounds, p["dp"])
         if (*key, p["dp"]) not in cache.runs:
             cache.runs[(*key, p["dp"])] = loadsim.simulate(one.cost, one.limits, _trace(cache, w),
                                                            (w.request_rate or 0.0) / p["dp"])

@@ -19,14 +19,14 @@ import heapq
 import math
 import random
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 REQUESTS = 200  # requests simulated per rate: vLLM's serving benchmarks send 200 prompts (nightly suite)
 MAX_EVENTS = 200_000  # scheduler iterations with prefill, plus closed-form decode runs: the bound on any run
 LENGTH_CAP = 4.0  # a drawn length never exceeds this multiple of its mean (an exponential's tail, truncated)
 SEED = 0
-BISECTIONS = 6  # max_rate to 1/64 of the replica's capacity, finer than the step model's error
+BISECTIONS = 6  # the lowest rate tried is 1/64 of the replica's capacity; the search ends within 1/32 of it
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,7 @@ class StepCost:
     tp_fixed_s: float  # tensor parallelism's per-step all-reduce latency
     tp_token_s: float  # and its traffic per token
     floor_s: float  # no step is shorter than the host takes to issue it
+    per_context: float = field(init=False, repr=False, compare=False)
 
     def step(self, decoding: int, context: float, prefill: int, prefill_context: float, sampled: int) -> float:
         """A step decoding `decoding` sequences of `context` tokens in all and prefilling `prefill` prompt tokens
@@ -59,10 +60,9 @@ class StepCost:
         tp = (self.tp_fixed_s + self.tp_token_s * tokens) if self.tp_fixed_s else 0.0
         return max(matmul + attention + elementwise + tp, self.floor_s)
 
-    @property
-    def per_context(self) -> float:
-        """A decode step's attention per context token: the longer of its reads and its arithmetic."""
-        return max(self.context_read_s, self.context_flop_s)
+    def __post_init__(self) -> None:
+        # a decode step's attention per context token: the longer of its reads and its arithmetic (read per step)
+        object.__setattr__(self, "per_context", max(self.context_read_s, self.context_flop_s))
 
     def decode_fixed(self, decoding: int) -> float:
         """A decode-only step's time bar its attention and the floor: the step is this + per_context x context."""
@@ -169,8 +169,9 @@ def simulate(cost: StepCost, limits: Limits, trace: Trace, rate: float) -> Run:
         for r in prefilling:
             if budget <= 0:
                 break
-            chunks.append((r, min(todo[r], budget)))
-            budget -= chunks[-1][1]
+            take = todo[r] if todo[r] < budget else budget
+            chunks.append((r, take))
+            budget -= take
         while waiting and budget > 0 and b + len(prefilling) < max_seqs:
             r = waiting[0]
             need = todo[r] + left[r] if reserve_full else todo[r]
@@ -185,8 +186,9 @@ def simulate(cost: StepCost, limits: Limits, trace: Trace, rate: float) -> Run:
                 reserving += blocks
             else:
                 held += todo[r]
-            chunks.append((r, min(todo[r], budget)))
-            budget -= chunks[-1][1]
+            take = todo[r] if todo[r] < budget else budget
+            chunks.append((r, take))
+            budget -= take
         if not chunks:
             if not b:  # nothing runs: the head of the queue needs more memory than the whole cache
                 break
@@ -196,10 +198,12 @@ def simulate(cost: StepCost, limits: Limits, trace: Trace, rate: float) -> Run:
             steps += k
             ctx += b * k
         else:
-            prefill = sum(take for _, take in chunks)
+            prefill = limits.max_batched_tokens - b - budget
             # query x key pairs, as the decode rule counts a prompt's attention (every token against the whole prompt)
-            pairs = sum(take * (target[r] - todo[r] + take) for r, take in chunks)
-            completing = sum(take == todo[r] for r, take in chunks)
+            pairs, completing = 0.0, 0
+            for r, take in chunks:
+                pairs += take * (target[r] - todo[r] + take)
+                completing += take == todo[r]
             now += cost.step(b, ctx, prefill, pairs, b + completing)
             steps += 1
             ctx += b
@@ -305,18 +309,22 @@ def meets(fig: Figures, targets: dict[str, float]) -> bool:
     return fig.finished and all(getattr(fig, name) <= limit for name, limit in targets.items())
 
 
-def max_rate(cost: StepCost, limits: Limits, trace: Trace, targets: dict[str, float], ceiling: float) -> float:
+def max_rate(cost: StepCost, limits: Limits, trace: Trace, targets: dict[str, float], ceiling: float,
+             probe: tuple[float, Run] | None = None) -> float:
     """The highest rate per replica, up to `ceiling` (its capacity), whose run meets the targets: a bisection of
-    fixed length from [0, ceiling]. Looser targets never give a lower rate: where the stricter targets are met at a
-    midpoint, so are the looser, so the looser search never moves below the stricter one."""
+    fixed length from [0, ceiling], narrowed first by `probe` (a rate already simulated, and its run). Looser
+    targets never give a lower rate: every probe depends only on the interval so far, and where the stricter
+    targets are met, so are the looser, so the looser search never moves below the stricter one."""
     if not targets:
         return ceiling
     if meets(figures(simulate(cost, limits, trace, ceiling)), targets):
         return ceiling
-    low, high = 0.0, ceiling
     if not meets(figures(simulate(cost, limits, trace, ceiling / 2**BISECTIONS)), targets):
         return 0.0  # not even at the bisection's lowest rate: a request alone misses them
-    for _ in range(BISECTIONS):
+    low, high = ceiling / 2**BISECTIONS, ceiling
+    if probe is not None and low < probe[0] < high:
+        low, high = (probe[0], high) if meets(figures(probe[1]), targets) else (low, probe[0])
+    for _ in range(BISECTIONS - 1):
         mid = (low + high) / 2
         if meets(figures(simulate(cost, limits, trace, mid)), targets):
             low = mid
