@@ -133,7 +133,17 @@ def test_a_rate_no_option_meets_is_nothing_fits_with_the_nearest_miss() -> None:
     for option in answer.rejected:
         assert option.load is not None and option.load.max_rate == 0
         assert option.deciding_finding and option.deciding_finding.rule == "planner.load@1"
-    assert answer.summary is not None and answer.summary.lines("en")
+    assert answer.summary is not None and answer.summary.nothing_fits
+    assert all("no rate meets the targets" in m.fix for m in answer.summary.nearest_misses)
+
+
+def test_a_gpu_count_too_small_for_the_rate_names_the_count_that_carries_it() -> None:
+    answer = gpukb.ask({**BASE, "request_rate": 50, "tpot_p99_ms": 15, "gpu_count": 1})
+    assert not answer.options and answer.summary is not None
+    nearest = answer.summary.nearest_misses[0]
+    assert nearest.gpu == "h100-sxm-80gb" and nearest.change["gpu_count"] > 1
+    fixed = gpukb.ask({**BASE, "request_rate": 50, "tpot_p99_ms": 15, **nearest.change}).options[0]
+    assert fixed.count == nearest.change["gpu_count"] and fixed.load and fixed.load.max_rate >= 50
 
 
 def test_the_json_carries_exactly_the_contracts_load_fields() -> None:

@@ -16,11 +16,13 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..answer.summary import Miss
 from ..engine.trace import Collector, Value
 from . import loadsim
 from .planner import _kv_pool
 
 if TYPE_CHECKING:
+    from ..answer.answer import Answer
     from ..answer.workload import ResolvedWorkload
     from ..knowledge.kb import KnowledgeBase
 
@@ -246,3 +248,36 @@ def _arrival_zh(arrival: str) -> str:
 
 def _shape_zh(shape: str) -> str:
     return {"fixed": "固定", "exponential": "指数分布的均值", "uniform": "均匀分布的均值"}[shape]
+
+
+def load_misses(answer: Answer) -> list[Miss] | None:
+    """When the rate is what rejects every GPU type: each one's nearest miss, the most requests/s first, with the
+    gpu_count that carries the rate where a limit was all that stood in the way. None when something else (memory,
+    precision) rejects one of them: the usual nearest misses apply."""
+    w = answer.workload
+    rate = w.request_rate or 0.0
+    if not answer.rejected or any(o.load is None or not o.deciding_finding or o.deciding_finding.rule != RULE
+                                  for o in answer.rejected):
+        return None
+    misses = []
+    for o in sorted(answer.rejected, key=lambda o: (-(o.load.max_rate if o.load else 0.0), o.count, o.gpu)):
+        assert o.load is not None
+        at = (f"at {rate:g} requests/s TTFT P99 {o.load.ttft_p99_s * 1000:,.1f} ms, TPOT P99 "
+              f"{o.load.tpot_p99_s * 1000:,.1f} ms", f"每秒 {rate:g} 个请求时首 token 时间 P99 "
+              f"{o.load.ttft_p99_s * 1000:,.1f} ms、每 token 时间 P99 {o.load.tpot_p99_s * 1000:,.1f} ms")
+        change: dict[str, Any] = {}
+        if o.load.max_rate <= 0:
+            fix, fix_zh = f"no rate meets the targets ({at[0]})", f"任何速率都达不到目标（{at[1]}）"
+        else:
+            per_replica = o.load.max_rate / o.strategy.data_parallel
+            needed = math.ceil(rate / per_replica - 1e-9) * (o.count // o.strategy.data_parallel)
+            fix = f"{o.count} GPU(s) carry {o.load.max_rate:,.2f} of the {rate:g} requests/s within the targets"
+            fix_zh = f"{o.count} 块 GPU 在目标内承载每秒 {o.load.max_rate:,.2f} 个请求（要求 {rate:g} 个）"
+            if w.gpu_count is not None and needed > w.gpu_count:
+                change = {"gpu_count": needed}
+                fix += f"; gpu_count {needed} carries it"
+                fix_zh += f"；gpu_count 改为 {needed} 即可"
+        reason = o.deciding_finding
+        misses.append(Miss(gpu=o.gpu, count=o.count, per_gpu_bytes=o.per_gpu_bytes, usable_bytes=o.usable_bytes,
+                           rule=reason.rule if reason else RULE, change=change, fix=fix, fix_zh=fix_zh))
+    return misses

@@ -4,20 +4,20 @@ from __future__ import annotations
 
 import gc
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from ..answer.answer import Answer, BandSource, build_answer
 from ..answer.launch import launch_commands, model_reference
 from ..answer.misses import nearest_misses
-from ..answer.summary import summarize
+from ..answer.summary import Miss, summarize
 from ..answer.workload import RL_TASKS, ResolvedWorkload, Workload, parse_workload
 from ..core.errors import EngineError
 from ..engine.engine import ENGINE
 from ..engine.trace import Collector, Value
 from .deadline import sized_for_deadline
-from .load import LoadCache, record_load
+from .load import LoadCache, load_misses, record_load
 from .planner import NO_LIMIT, Raise, Replicas, Sized, plan_gpu, replica_cache
 from .resolve import gpu_fact, policy_fact, resolve
 from .rl import ask_rl
@@ -68,7 +68,11 @@ def _ask(kb: KnowledgeBase, workload: Workload | dict[str, Any], bands: BandSour
         return answer.model_copy(update={"summary": summarize(answer, (), False, round(kb.policy(LARGEST_CLUSTER)))})
     answer = _answer(kb, w, bands)
     # nothing fits: the nearest miss per GPU type and the smallest change that makes it fit (a few more asks)
-    misses = nearest_misses(w, answer, lambda fields: _answer(kb, parse_workload(fields), bands)) if not answer.options else ()
+    misses: Sequence[Miss] = ()
+    if not answer.options:  # a rate no option carries within its targets has misses of its own (gpukb.estimate.load)
+        misses = load_misses(answer) if w.request_rate else None
+        if misses is None:
+            misses = nearest_misses(w, answer, lambda fields: _answer(kb, parse_workload(fields), bands))
     horizon = w.deadline_days is None and answer.workload.deadline_days is not None
     summary = summarize(answer, misses, horizon, round(kb.policy(LARGEST_CLUSTER)))
     return answer.model_copy(update={"summary": summary})
