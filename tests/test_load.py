@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 
@@ -193,3 +194,34 @@ def test_validate_predicts_the_published_load_tests() -> None:
     # the tail of the first token's wait is the queue's, and the simulation has it within 25%
     assert points["ttft_p99_s"].ratio == pytest.approx(1, abs=0.25)
     assert points["request_throughput"].ratio == pytest.approx(1, abs=0.25)
+
+
+def test_the_plot_fits_the_terminal_and_marks_the_knee(tmp_path: Path) -> None:
+    from xml.dom.minidom import parse
+
+    from gpukb.cli.plot import svg, terminal
+    from gpukb.estimate.load import curve
+    drawn = curve(gpukb.ask({**BASE, "request_rate": 20}))
+    assert drawn is not None and drawn.rates[0] < drawn.knee < drawn.rates[-1]
+    assert drawn.ttft_p99_s[-1] > drawn.ttft_p99_s[0] and all(
+        hi >= lo for lo, hi in zip(drawn.tpot_p50_s, drawn.tpot_p99_s, strict=True))
+    for width in (60, 80, 140):
+        text = terminal(drawn, width)
+        assert max(len(line) for line in text.splitlines()) <= min(width, 100)
+        assert text.count("|") >= 2 * 8 and "knee" in text
+    assert "拐点" in terminal(drawn, 80, "zh")
+    (tmp_path / "plot.svg").write_text(svg(drawn))
+    assert len(parse(str(tmp_path / "plot.svg")).getElementsByTagName("polyline")) == 4
+    assert curve(gpukb.ask(BASE)) is None
+
+
+def test_ask_plots_only_with_a_rate(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from gpukb.cli.main import app
+    args = ["ask", "--task", "inference", "--model", "llama-3-8b", "--prompt-len", "512", "--output-len", "256",
+            "--gpu", "h100-sxm-80gb"]
+    refused = CliRunner().invoke(app, [*args, "--plot"])
+    assert refused.exit_code != 0 and "--request-rate" in refused.output
+    drawn = CliRunner().invoke(app, [*args, "--request-rate", "20", "--plot-svg", str(tmp_path / "p.svg")])
+    assert drawn.exit_code == 0 and (tmp_path / "p.svg").read_text().startswith("<svg")

@@ -270,6 +270,8 @@ class Answer(BaseModel):
     # the replica's memory fact and the workload fact its session asserted: gpukb.estimate.rl plans several
     # models on the same GPUs from them; not part of the JSON
     _replica: tuple[dict[str, Any], dict[str, Any]] | None = PrivateAttr(default=None)
+    # under load: the replicas simulated (gpukb.estimate.load.LoadCache), for the latency-against-rate curve
+    _load: Any = PrivateAttr(default=None)
 
     @model_validator(mode="before")
     @classmethod

@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import sys
 from enum import Enum
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from .. import load_kb
 from ..core.errors import ASK_ERRORS, KBError
+from ..core.fmt import Lang
 from ..core.messages import message
+from ..core.safewrite import RefusedWrite, write_file
 from ..core.terminal import clean
 from .answer_text import print_answer, print_launch
 from .common import BAD_INPUT, NOTHING_FITS, Language, Offload, Optim, Precision, RootOption, Task, err, fail, fail_kb, out
@@ -120,6 +123,10 @@ def ask(
     launch: Annotated[str | None, typer.Option(
         help="inference: print only the best option's command line for this engine (vllm or sglang)")] = None,
     explain: Annotated[bool, typer.Option("--explain", help="print the full reasoning chain")] = False,
+    plot: Annotated[bool, typer.Option("--plot", help=(
+        "with --request-rate: also draw the first option's P50/P99 latency against the rate, the knee marked"))] = False,
+    plot_svg: Annotated[Path | None, typer.Option(
+        metavar="FILE", help="with --request-rate: write that plot as an SVG file")] = None,
     lang: Annotated[Language, typer.Option(help="language of the text: en or zh (JSON is always English)")] = Language.en,
     root: RootOption = None,
 ) -> None:
@@ -159,15 +166,35 @@ def ask(
     if launch is not None:
         print_launch(answer, launch, kb, lang.value)
         return
+    if (plot or plot_svg) and answer.workload.request_rate is None:
+        fail(message("plot_needs_rate"), BAD_INPUT, lang.value)
     if as_json:
         sys.stdout.write(answer.model_dump_json(indent=2, exclude=None if trace else WITHOUT_TRACE) + "\n")
     elif explain:
         out.print(clean(answer.explain(lang.value)), markup=False, highlight=False)
     else:
         print_answer(answer, lang.value)
+    if plot or plot_svg:
+        _plot(answer, plot, plot_svg, lang.value)
     late = deadline_days is not None and answer.summary is not None and answer.summary.deadline_met is False
     if not answer.options or late:  # nothing fits, or nothing in time: a script must not read the table as an answer
         if as_json or explain:  # the headline on stderr too, where the output itself is for a program or a reader
             err.print(clean(answer.summary.lines(lang.value)[0] if answer.summary else "nothing fits"), markup=False,
                       highlight=False)
         raise typer.Exit(NOTHING_FITS)
+
+
+def _plot(answer: Any, show: bool, to: Path | None, lang: Lang) -> None:
+    """The latency-against-rate curve of the first option: in the terminal, to an SVG file, or both."""
+    from ..estimate.load import curve
+    from .plot import svg, terminal
+    drawn = curve(answer)
+    if drawn is None:
+        return
+    if show:
+        out.print(terminal(drawn, out.width, lang), markup=False, highlight=False, soft_wrap=True)
+    if to is not None:
+        try:
+            write_file(to.parent, to.name, svg(drawn, lang), replace=True)
+        except RefusedWrite as error:
+            fail(f"{to}: {error}", BAD_INPUT, lang)

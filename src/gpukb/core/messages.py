@@ -97,6 +97,8 @@ MESSAGES: dict[str, tuple[str, str]] = {
                             "这是推理的并发请求数；训练请用 micro_batch_size"),
     "inference_only_load": ("only for inference under load (task inference with request_rate)",
                             "只用于负载下的推理（task 为 inference 并给出 request_rate）"),
+    "plot_needs_rate": ("--plot and --plot-svg draw latency against the request rate: give --request-rate",
+                        "--plot 和 --plot-svg 画的是延迟随请求速率的变化：请给出 --request-rate"),
     "load_needs_rate": ("only with request_rate (requests per second)", "需要同时给出 request_rate（每秒请求数）"),
     "load_needs_lengths": ("request_rate needs prompt_len and output_len (each request's lengths, or their means)",
                            "给出 request_rate 时必须同时给出 prompt_len 和 output_len（每个请求的长度或其均值）"),

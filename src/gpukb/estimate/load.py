@@ -281,3 +281,42 @@ def load_misses(answer: Answer) -> list[Miss] | None:
         misses.append(Miss(gpu=o.gpu, count=o.count, per_gpu_bytes=o.per_gpu_bytes, usable_bytes=o.usable_bytes,
                            rule=reason.rule if reason else RULE, change=change, fix=fix, fix_zh=fix_zh))
     return misses
+
+
+CURVE_POINTS = 16  # rates simulated for a latency-against-rate curve
+
+
+@dataclass(frozen=True)
+class Curve:
+    """An option's latency against the request rate (over all its replicas): P50 and P99 TTFT and TPOT in seconds
+    at each rate, and the knee, the rate where the queue starts to grow (the replicas' capacity)."""
+
+    gpu: str
+    count: int
+    rates: tuple[float, ...]
+    ttft_p50_s: tuple[float, ...]
+    ttft_p99_s: tuple[float, ...]
+    tpot_p50_s: tuple[float, ...]
+    tpot_p99_s: tuple[float, ...]
+    knee: float
+    asked: float
+
+
+def curve(answer: Answer) -> Curve | None:
+    """The first option's curve (the nearest miss's when none fits), from rates a sixteenth of the way to a quarter
+    past the knee (or past the rate asked); None for an answer without a request rate."""
+    cache = answer._load
+    shown = (answer.options or answer.rejected or (None,))[0]
+    if not isinstance(cache, LoadCache) or shown is None or cache.trace is None:
+        return None
+    s = shown.strategy
+    one = cache.replicas.get((shown.gpu, s.tensor_parallel, s.pipeline_parallel))
+    if one is None:
+        return None
+    dp, asked = s.data_parallel, answer.workload.request_rate or 0.0
+    knee = one.capacity * dp
+    top = max(1.25 * knee, 1.1 * asked)
+    rates = tuple(top * (i + 1) / CURVE_POINTS for i in range(CURVE_POINTS))
+    figs = [loadsim.figures(loadsim.simulate(one.cost, one.limits, cache.trace, r / dp)) for r in rates]
+    return Curve(shown.gpu, shown.count, rates, tuple(f.ttft_p50_s for f in figs), tuple(f.ttft_p99_s for f in figs),
+                 tuple(f.tpot_p50_s for f in figs), tuple(f.tpot_p99_s for f in figs), knee, asked)

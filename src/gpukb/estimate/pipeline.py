@@ -169,6 +169,7 @@ def _ask_once(kb: KnowledgeBase, resolved: ResolvedWorkload, wfields: dict[str, 
                             capacity),
                         largest_cluster=round(kb.policy(LARGEST_CLUSTER)), bands=bands)
     answer._replica = (memory, wfact)
+    answer._load = load
     return answer
 
 
