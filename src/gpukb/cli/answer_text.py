@@ -142,6 +142,7 @@ def print_answer(answer: Any, lang: Lang) -> None:
     order = label(lang, {"speed": "fastest first", "per_gpu": "most tokens/s per GPU first",
                          "cost": "cheapest first", "gpus": "fewest GPUs first",
                          "latency": "fewest GPUs that meet the latency targets first",
+                         "load": "fewest GPUs that carry the request rate first",
                          "deadline": "within {days} days, fewest GPU-hours first"}[ranking], days=days)
     if ranking == "speed" and w.deadline_days and w.task != "inference":
         order = label(lang, "none within {days} days: fastest first", days=days)
