@@ -225,3 +225,14 @@ def test_ask_plots_only_with_a_rate(tmp_path: Path) -> None:
     assert refused.exit_code != 0 and "--request-rate" in refused.output
     drawn = CliRunner().invoke(app, [*args, "--request-rate", "20", "--plot-svg", str(tmp_path / "p.svg")])
     assert drawn.exit_code == 0 and (tmp_path / "p.svg").read_text().startswith("<svg")
+
+
+def test_a_replica_too_slow_at_any_rate_gets_more_tensor_parallelism() -> None:
+    w = {"model": "llama-3.1-70b", "task": "inference", "prompt_len": 1000, "output_len": 300, "request_rate": 5,
+         "tpot_p99_ms": 25, "gpus": ["h100-sxm-80gb"]}
+    pinned = gpukb.ask({**w, "tensor_parallel": 2})
+    assert not pinned.options and pinned.rejected[0].load and pinned.rejected[0].load.max_rate == 0
+    option = gpukb.ask(w).options[0]
+    assert option.strategy.tensor_parallel > 2 and option.load and option.load.tpot_p99_s <= 0.025
+    plan = next(s for s in option.trace if s.rule.startswith("planner.fewest-gpus"))
+    assert "at any request rate" in plan.sentence and "任何请求速率" in plan.sentence_zh

@@ -13,13 +13,14 @@ the highest rate one replica meets the targets at, the second lays out ceil(rate
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..answer.summary import Miss
 from ..engine.trace import Collector, Value
 from . import loadsim
-from .planner import _kv_pool
+from .planner import Raise, _kv_pool, next_tensor_parallel
 
 if TYPE_CHECKING:
     from ..answer.answer import Answer
@@ -116,6 +117,32 @@ def _trace(cache: LoadCache, w: ResolvedWorkload) -> loadsim.Trace:
     if cache.trace is None:
         cache.trace = loadsim.make_trace(w.prompt_len or 1, w.output_len or 1, w.prompt_shape, w.output_shape, w.arrival)
     return cache.trace
+
+
+def raise_for_load(w: ResolvedWorkload, run: Callable[[dict[str, Raise], None], Answer], cache: LoadCache,
+                   widest: dict[str, int]) -> dict[str, Raise]:
+    """Per GPU type whose replica meets the targets at no rate (a request alone is too slow), the next larger
+    tensor-parallel size, asked again until one meets them or none is larger: the sizes to plan with."""
+    raised: dict[str, Raise] = {}
+    answer = run(raised, None)
+    while True:
+        more: dict[str, Raise] = {}
+        for option in (*answer.options, *answer.rejected):
+            s = option.strategy
+            one = cache.replicas.get((option.gpu, s.tensor_parallel, s.pipeline_parallel))
+            if one is None or one.max_rate > 0 or (option.gpu in raised and raised[option.gpu].tp != s.tensor_parallel):
+                continue
+            bigger = next_tensor_parallel(w, s.tensor_parallel, widest.get(option.gpu, 8))
+            if bigger is not None:
+                targets = ", ".join(f"{ms} {getattr(w, ms):g}" for ms in TARGETS if getattr(w, ms))
+                more[option.gpu] = Raise(
+                    bigger, f"Tensor parallelism raised to {bigger}: at tp={s.tensor_parallel} one replica misses "
+                            f"{targets} at any request rate.",
+                    f"张量并行提高到 {bigger}：tp={s.tensor_parallel} 时单个副本在任何请求速率下都达不到 {targets}。")
+        if not more:
+            return raised
+        raised.update(more)
+        answer = run(raised, None)
 
 
 def record_load(c: Collector, kb: KnowledgeBase, w: ResolvedWorkload, policy: dict[str, Any], cache: LoadCache) -> None:

@@ -17,7 +17,7 @@ from ..core.errors import EngineError
 from ..engine.engine import ENGINE
 from ..engine.trace import Collector, Value
 from .deadline import sized_for_deadline
-from .load import LoadCache, load_misses, record_load
+from .load import LoadCache, load_misses, raise_for_load, record_load
 from .planner import NO_LIMIT, Raise, Replicas, Sized, plan_gpu, replica_cache
 from .resolve import gpu_fact, policy_fact, resolve
 from .rl import ask_rl
@@ -87,19 +87,16 @@ def _answer(kb: KnowledgeBase, w: Workload, bands: BandSource | None) -> Answer:
             sizes: dict[str, Sized | Replicas] | None = None) -> Answer:
         return _ask_once(kb, resolved, wfields, raised, finish, sizes or {}, bands, load)
 
-    # a request rate: each GPU type gets the replicas that carry it within the targets (gpukb.estimate.load)
+    # a request rate: each GPU type gets the tensor parallelism whose replica meets the targets at some rate, then
+    # the replicas that carry the rate (gpukb.estimate.load)
     if load is not None:
-        first = run({}, None)
+        raised = raise_for_load(resolved, run, load, _widest(kb, resolved))
+        first = run(raised, None)
         sizes = _replicas_for(resolved, first, load)
-        return run({}, None, sizes) if sizes else first
+        return run(raised, None, sizes) if sizes else first
     # latency targets: the fewest GPUs that meet them, by raising tensor parallelism where they are missed
     if has_targets(resolved):
-        facts = {g: gpu_fact(kb, kb.gpus[g], resolved.precision, resolved.kv_cache_precision, resolved.systems)
-                 for g in resolved.gpus}
-        # the widest tensor-parallel group each GPU type's system allows: a node, or its scale-up domain where
-        # that spans nodes; a system without a network between nodes holds no more than one node
-        return fewest_meeting(resolved, run, {g: max(f["gpus_per_node"], kb.gpus[g].scale_up_domain * kb.gpus[g].devices)
-                                                 if f["scales_out"] else f["gpus_per_node"] for g, f in facts.items()})
+        return fewest_meeting(resolved, run, _widest(kb, resolved))
     # a deadline (or the pre-training horizon): per GPU type, the cluster that trains the tokens in time; with
     # placement 'all' the user's gpu_count is the plan, and the deadline only says whether it is met
     if resolved.task != "inference" and resolved.deadline_days and resolved.tokens and resolved.placement != "all":
@@ -109,6 +106,15 @@ def _answer(kb: KnowledgeBase, w: Workload, bands: BandSource | None) -> Answer:
         return sized_for_deadline(resolved.tokens, resolved.deadline_days * 86400, most,
                                   lambda sizes: run({}, None, sizes), node_of)
     return run({}, None)
+
+
+def _widest(kb: KnowledgeBase, resolved: ResolvedWorkload) -> dict[str, int]:
+    """The widest tensor-parallel group each GPU type's system allows: a node, or its scale-up domain where that
+    spans nodes; a system without a network between nodes holds no more than one node."""
+    facts = {g: gpu_fact(kb, kb.gpus[g], resolved.precision, resolved.kv_cache_precision, resolved.systems)
+             for g in resolved.gpus}
+    return {g: max(f["gpus_per_node"], kb.gpus[g].scale_up_domain * kb.gpus[g].devices) if f["scales_out"]
+            else f["gpus_per_node"] for g, f in facts.items()}
 
 
 def _replicas_for(w: ResolvedWorkload, answer: Answer, load: LoadCache) -> dict[str, Sized | Replicas]:
