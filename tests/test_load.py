@@ -236,3 +236,28 @@ def test_a_replica_too_slow_at_any_rate_gets_more_tensor_parallelism() -> None:
     assert option.strategy.tensor_parallel > 2 and option.load and option.load.tpot_p99_s <= 0.025
     plan = next(s for s in option.trace if s.rule.startswith("planner.fewest-gpus"))
     assert "at any request rate" in plan.sentence and "任何请求速率" in plan.sentence_zh
+
+
+def test_percentiles_interpolate_between_ranks() -> None:
+    values = tuple(float(v) for v in range(1, 101))  # 1..100
+    assert loadsim.percentile(values, 50) == pytest.approx(50.5)
+    assert loadsim.percentile(values, 99) == pytest.approx(99.01)
+    assert loadsim.percentile((3.0,), 99) == 3.0 and math.isnan(loadsim.percentile((), 50))
+
+
+@pytest.mark.parametrize(("framework", "gpu", "seqs", "tokens", "block", "reserve"), [
+    ("vllm", "h100-sxm-80gb", 1024, 8192, 16, False),  # 70 GiB or more, not an A100
+    ("vllm", "a100-sxm-80gb", 256, 2048, 16, False),  # vLLM keeps the A100 on the small budget
+    ("vllm", "l4-24gb", 256, 2048, 16, False),
+    ("sglang", "h100-sxm-80gb", 2048, 8192, 1, False),
+    ("sglang", "l4-24gb", 2048, 2048, 1, False),  # under 35 GiB
+    ("tensorrt-llm", "h100-sxm-80gb", 2048, 8192, 32, True),
+])
+def test_each_engine_schedules_with_its_own_defaults(framework: str, gpu: str, seqs: int, tokens: int, block: int,
+                                                    reserve: bool) -> None:
+    option = gpukb.ask({**BASE, "framework": framework, "gpus": [gpu], "request_rate": 1}).options[0]
+    step = next(s for s in option.trace if s.rule == "planner.load@1")
+    values = {v["name"]: v["value"] for v in step.values}
+    assert (values["max_num_seqs"], values["max_batched_tokens"]) == (seqs, tokens)
+    assert values["kv_tokens"] % block == 0 and values["kv_tokens"] > 10_000
+    assert ("reserved whole per request" in step.sentence) == reserve
