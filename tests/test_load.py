@@ -261,3 +261,14 @@ def test_each_engine_schedules_with_its_own_defaults(framework: str, gpu: str, s
     assert (values["max_num_seqs"], values["max_batched_tokens"]) == (seqs, tokens)
     assert values["kv_tokens"] % block == 0 and values["kv_tokens"] > 10_000
     assert ("reserved whole per request" in step.sentence) == reserve
+
+
+def test_long_prompts_simulate_fewer_requests_and_stay_bounded() -> None:
+    assert loadsim.requests_for(512) == 200 and loadsim.requests_for(65_536) == 50
+    trace = make_trace(100_000, 100, "fixed", "fixed", "poisson")
+    assert len(trace.arrivals) == 50
+    run = simulate(COST, ROOMY, trace, 0.5)
+    assert run.finished and run.requests == 50 and len(run.ttft) == 50
+    # a prompt past the whole cache never runs: the run ends instead of waiting for ever
+    stuck = simulate(COST, ROOMY._replace(kv_tokens=50_000), trace, 0.5)
+    assert not stuck.finished and not stuck.ttft

@@ -176,7 +176,7 @@ def _record(c: Collector, w: ResolvedWorkload, p: dict[str, Any], estimate: dict
     fields: dict[str, Any] = {"gpu": p["gpu"], **{name: getattr(fig, name) for name in FIELDS[:6]},
                               "max_rate": one.max_rate * dp, "utilisation": rate / dp / one.capacity,
                               "replicas": dp, "capacity": one.capacity * dp, "batch": one.batch,
-                              "finished": run.finished, "preemptions": run.preemptions,
+                              "finished": run.finished, "preemptions": run.preemptions, "requests": run.requests,
                               # what a benchmark reports as its request throughput: requests over the run's span
                               "request_throughput": len(run.e2e) / run.makespan_s * dp if run.makespan_s else 0.0,
                               "meets": loadsim.meets(fig, targets) and rate <= one.max_rate * dp * (1 + 1e-9)}
@@ -227,9 +227,9 @@ class _Text:
                 f"arrivals; prompts {w.prompt_len} tokens {w.prompt_shape}, outputs {w.output_len} {w.output_shape}); "
                 f"{w.framework}'s scheduler runs at most {lim.max_num_seqs} sequences and {lim.max_batched_tokens} "
                 f"tokens a step in a KV cache of {lim.kv_tokens:,} tokens per replica"
-                f"{' reserved whole per request' if lim.reserve_full else ''}. Simulated over {loadsim.REQUESTS} "
+                f"{' reserved whole per request' if lim.reserve_full else ''}. Simulated over {f['requests']} "
                 f"requests: TTFT P50 {_ms(f['ttft_p50_s'])}, P99 {_ms(f['ttft_p99_s'])}; TPOT P50 {_ms(f['tpot_p50_s'])}, "
-                f"P99 {_ms(f['tpot_p99_s'])}; end to end P50 {f['e2e_p50_s']:,.2f} s, P99 {f['e2e_p99_s']:,.2f} s; "
+                f"P99 {_ms(f['tpot_p99_s'])}; end to end P50 {_sec(f['e2e_p50_s'])}, P99 {_sec(f['e2e_p99_s'])}; "
                 f"utilisation {f['utilisation']:.0%} of the {f['capacity']:,.2f} requests/s the replicas sustain "
                 f"(batch {f['batch']})")
         text += f", {f['preemptions']} preemption(s)." if f["preemptions"] else "."
@@ -251,9 +251,9 @@ class _Text:
                 f"输出 {w.output_len} 个（{_shape_zh(w.output_shape)}））；"
                 f"{w.framework} 的调度器最多同时运行 {lim.max_num_seqs} 条序列、每步 {lim.max_batched_tokens} 个 token，"
                 f"每个副本的 KV 缓存可容纳 {lim.kv_tokens:,} 个 token{'（按请求整段预留）' if lim.reserve_full else ''}。"
-                f"模拟 {loadsim.REQUESTS} 个请求：首 token 时间 P50 {_ms(f['ttft_p50_s'])}、P99 {_ms(f['ttft_p99_s'])}；"
-                f"每 token 时间 P50 {_ms(f['tpot_p50_s'])}、P99 {_ms(f['tpot_p99_s'])}；端到端 P50 {f['e2e_p50_s']:,.2f} s、"
-                f"P99 {f['e2e_p99_s']:,.2f} s；利用率为副本可承载的每秒 {f['capacity']:,.2f} 个请求的 {f['utilisation']:.0%}"
+                f"模拟 {f['requests']} 个请求：首 token 时间 P50 {_ms(f['ttft_p50_s'])}、P99 {_ms(f['ttft_p99_s'])}；"
+                f"每 token 时间 P50 {_ms(f['tpot_p50_s'])}、P99 {_ms(f['tpot_p99_s'])}；端到端 P50 {_sec(f['e2e_p50_s'])}、"
+                f"P99 {_sec(f['e2e_p99_s'])}；利用率为副本可承载的每秒 {f['capacity']:,.2f} 个请求的 {f['utilisation']:.0%}"
                 f"（批大小 {f['batch']}）")
         text += f"，抢占 {f['preemptions']} 次。" if f["preemptions"] else "。"
         goal = f"达到 {self._targets(zh=True)} " if self.targets else "队列不无限增长"
@@ -267,6 +267,10 @@ class _Text:
 
 def _ms(seconds: float) -> str:
     return "—" if math.isnan(seconds) else f"{seconds * 1000:,.1f} ms"
+
+
+def _sec(seconds: float) -> str:
+    return "—" if math.isnan(seconds) else f"{seconds:,.2f} s"
 
 
 def _arrival_zh(arrival: str) -> str:

@@ -23,6 +23,9 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 REQUESTS = 200  # requests simulated per rate: vLLM's serving benchmarks send 200 prompts (nightly suite)
+# A prompt is prefilled in chunks of the step's token budget, a scheduler iteration each: past LONG_PROMPT tokens
+# fewer requests are simulated (never under MIN_REQUESTS), so a run's iterations stay about as many as at LONG_PROMPT
+LONG_PROMPT, MIN_REQUESTS = 16_384, 50
 MAX_EVENTS = 200_000  # scheduler iterations with prefill, plus closed-form decode runs: the bound on any run
 LENGTH_CAP = 4.0  # a drawn length never exceeds this multiple of its mean (an exponential's tail, truncated)
 SEED = 0
@@ -98,8 +101,14 @@ def _lengths(rng: random.Random, mean: int, shape: str, n: int) -> tuple[int, ..
     return tuple(min(cap, max(1, round(rng.expovariate(1 / mean)))) for _ in range(n))
 
 
+def requests_for(prompt: int) -> int:
+    """How many requests a run simulates for prompts of this mean length."""
+    return REQUESTS if prompt <= LONG_PROMPT else max(MIN_REQUESTS, round(REQUESTS * LONG_PROMPT / prompt))
+
+
 def make_trace(prompt: int, output: int, prompt_shape: str, output_shape: str, arrival: str,
-               requests: int = REQUESTS, seed: int = SEED) -> Trace:
+               requests: int | None = None, seed: int = SEED) -> Trace:
+    requests = requests_for(prompt) if requests is None else requests
     rng = random.Random(seed)
     if arrival == "constant":
         arrivals = tuple(float(i) for i in range(requests))
@@ -121,6 +130,7 @@ class Run(NamedTuple):
     finished: bool
     makespan_s: float
     preemptions: int
+    requests: int  # sent
 
 
 def percentile(values: tuple[float, ...], q: float) -> float:
@@ -251,7 +261,7 @@ def simulate(cost: StepCost, limits: Limits, trace: Trace, rate: float) -> Run:
     e2e = tuple(done[r] - arrive[r] for r in range(n) if not math.isnan(done[r]))
     tpot = tuple((done[r] - first[r]) / (trace.outputs[r] - 1) for r in range(n)
                  if not math.isnan(done[r]) and trace.outputs[r] > 1)
-    return Run(ttft, tpot, e2e, finished == n, now, preempted)
+    return Run(ttft, tpot, e2e, finished == n, now, preempted, n)
 
 
 def _decode_run(cost: StepCost, limits: Limits, to_finish: int, arrive: list[float], now: float, nxt: int, b: int,
