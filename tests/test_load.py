@@ -272,3 +272,10 @@ def test_long_prompts_simulate_fewer_requests_and_stay_bounded() -> None:
     # a prompt past the whole cache never runs: the run ends instead of waiting for ever
     stuck = simulate(COST, ROOMY._replace(kv_tokens=50_000), trace, 0.5)
     assert not stuck.finished and not stuck.ttft
+
+
+def test_a_sweep_record_carries_the_load() -> None:
+    from gpukb.estimate.sweeps import record
+    workload = {**BASE, "request_rate": 10}
+    row = record(0, workload, gpukb.ask(workload))
+    assert list(row["best"]["load"]) == NAMES and row["best"]["load"]["utilisation"] < 1
