@@ -199,7 +199,7 @@ def test_validate_predicts_the_published_load_tests() -> None:
 def test_the_plot_fits_the_terminal_and_marks_the_knee(tmp_path: Path) -> None:
     from xml.dom.minidom import parse
 
-    from gpukb.cli.plot import svg, terminal
+    from gpukb.contrib.loadchart import svg, terminal
     from gpukb.estimate.load import curve
     drawn = curve(gpukb.ask({**BASE, "request_rate": 20}))
     assert drawn is not None and drawn.rates[0] < drawn.knee < drawn.rates[-1]

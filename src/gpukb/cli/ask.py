@@ -186,8 +186,8 @@ def ask(
 
 def _plot(answer: Any, show: bool, to: Path | None, lang: Lang) -> None:
     """The latency-against-rate curve of the first option: in the terminal, to an SVG file, or both."""
+    from ..contrib.loadchart import svg, terminal
     from ..estimate.load import curve
-    from .plot import svg, terminal
     drawn = curve(answer)
     if drawn is None:
         return

@@ -1,6 +1,6 @@
-"""`gpukb ask --plot` / `--plot-svg FILE`: the first option's latency against the request rate (gpukb.estimate.load.curve),
-P50 and P99 of the time to the first token and per output token, the knee (the replicas' capacity) marked; drawn
-in characters within the terminal's width, or as an SVG file."""
+"""The first option's latency against the request rate (gpukb.estimate.load.curve): P50 and P99 of the time to the
+first token and per output token, the knee (the replicas' capacity) marked; drawn in characters within the
+terminal's width (`gpukb ask --plot`), or as SVG (`--plot-svg FILE`, and the site's scenario pages)."""
 
 from __future__ import annotations
 
