@@ -6,8 +6,9 @@ the compute rate, the KV cache per token, the element-wise and tensor-parallel c
 step-time model, takes the engine's scheduler from kb/frameworks and the KV-cache pool the planner gives it, and
 simulates one replica (gpukb.estimate.loadsim). Data-parallel replicas share the requests: a Poisson stream split
 at random over dp replicas is dp Poisson streams of rate / dp (an even split of a constant stream is constant),
-so one replica is simulated at rate / dp. An ask sizes each GPU type's replicas in two passes: the first plan gives
-the highest rate one replica meets the targets at, the second lays out ceil(rate / that) replicas.
+so one replica is simulated at rate / dp. An ask sizes each GPU type in passes: where one replica meets the targets
+at no rate, the next tensor-parallel size is tried (raise_for_load); the plan then gives the highest rate one
+replica meets them at, and the last pass lays out ceil(rate / that) replicas.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from ..answer.summary import Miss
 from ..engine.trace import Collector, Value
 from . import loadsim
-from .planner import Raise, _kv_pool, next_tensor_parallel
+from .planner import Raise, kv_pool, next_tensor_parallel
 
 if TYPE_CHECKING:
     from ..answer.answer import Answer
@@ -92,7 +93,7 @@ def limits(kb: KnowledgeBase, w: ResolvedWorkload, wfact: dict[str, Any], m: dic
         if p["capacity_bytes"] >= tier.min_memory_gib * 2**30 and not any(p["gpu"].startswith(g) for g in tier.except_gpus):
             seqs, budget = tier.max_num_seqs or seqs, tier.max_batched_tokens or budget
     rest = p["per_gpu_bytes"] - p["kv_cache"]
-    pool = _kv_pool(wfact, rest, p["capacity_bytes"], policy["runtime_overhead"]) or max(0.0, p["usable_bytes"] - rest)
+    pool = kv_pool(wfact, rest, p["capacity_bytes"], policy["runtime_overhead"]) or max(0.0, p["usable_bytes"] - rest)
     per_token = m["kv_cache"] / (wfact["batch_size"] * wfact["seq_len"]) / (p["tp"] * p["pp"])  # bytes per GPU
     blocks = int(pool / (per_token * sched.kv_block_tokens)) if per_token > 0 else 10**9
     return loadsim.Limits(seqs, budget, blocks * sched.kv_block_tokens, sched.kv_block_tokens,

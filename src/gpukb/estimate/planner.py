@@ -458,7 +458,7 @@ def _pooled(w: ResolvedWorkload, wfact: dict[str, Any], policy: dict[str, Any], 
         fits = chosen.fits and per_gpu <= usable and host <= gpu["host_memory_per_gpu"]
     concurrency, pool = (share, 0.0) if inference else (0, 0.0)
     if inference and not fits and share:
-        pool = _kv_pool(wfact, per_gpu - parts["kv_cache"], gpu["memory_bytes"], policy["runtime_overhead"])
+        pool = kv_pool(wfact, per_gpu - parts["kv_cache"], gpu["memory_bytes"], policy["runtime_overhead"])
         held = min(share, int(pool * share // parts["kv_cache"])) if parts["kv_cache"] > 0 else 0
         if held >= 1:
             parts = {**parts, "kv_cache": parts["kv_cache"] * held / share}
@@ -643,7 +643,7 @@ def _rented(kb: Any, gpu: dict[str, Any], count: int, host_per_gpu: float, allow
             "price_region": price.region if price else ""}
 
 
-def _kv_pool(wfact: dict[str, Any], rest: float, capacity: float, overhead: float) -> float:
+def kv_pool(wfact: dict[str, Any], rest: float, capacity: float, overhead: float) -> float:
     """Bytes per GPU a serving engine gives its KV cache: vLLM's gpu_memory_utilization bounds all it holds
     (the pool is that share of the card less everything else), TensorRT-LLM's free_gpu_memory_fraction takes a
     share of what the weights, activations and runtime leave; 0 for a framework that pre-allocates none."""
