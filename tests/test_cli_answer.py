@@ -252,7 +252,7 @@ def test_a_summary_names_an_option_once_whatever_it_is_best_at():
     assert lines[1].startswith("fastest, cheapest and fewest GPUs: 1 x h100-sxm-80gb — $")
     assert len(lines) == 2 and lines[1].count("tokens/s") == 1
     apart = gpukb.ask({"model": "llama-3-70b", "task": "inference", "batch_size": 32, "tpot_ms": 50,
-                       "gpus": ["h100-sxm-80gb", "b200-sxm-180gb"]}).summary
+                       "gpus": ["h100-sxm-80gb", "b200-sxm-180gb", "a100-sxm-80gb"]}).summary
     names = [line.split(":")[0] for line in apart.lines()[1:]]
     assert sorted(n for name in names for n in name.replace(" and ", ", ").split(", ")) == \
         ["cheapest", "fastest", "fewest GPUs"]

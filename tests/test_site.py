@@ -408,6 +408,14 @@ def test_the_latency_scenario_shows_the_raised_plans(site, site_zh):
     assert "张量并行提高到" in site_zh.pages[P.scenario_page(run.scenario.id)]
 
 
+def test_the_load_scenario_draws_latency_against_the_rate_in_both_languages(site, site_zh):
+    run = next(r for r in site.runs if r.scenario.id == "serving-8b-load")
+    assert run.answer.options and all(o.load and o.load.ttft_p99_s <= 0.5 for o in run.answer.options)
+    page, page_zh = (s.pages[P.scenario_page(run.scenario.id)] for s in (site, site_zh))
+    assert "Latency under load" in page and page.count("<polyline") == 4 and "knee" in page
+    assert "负载下的延迟" in page_zh and page_zh.count("<polyline") == 4 and "拐点" in page_zh
+
+
 def test_model_pages_show_memory_by_task(site):
     page = site.pages[P.model_page("llama-2-7b")]
     section = page[page.index("## Memory by task"):page.index("## Architecture")]

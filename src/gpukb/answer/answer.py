@@ -156,6 +156,21 @@ class ErrorBand(BaseModel):
     regime: str = Field(default="", exclude=True)
 
 
+class Load(BaseModel):
+    """Serving under load (workload request_rate): the option's latency percentiles at the rate, in seconds, the
+    highest rate its replicas carry within the targets (requests/s), and the share of their capacity the rate uses."""
+
+    model_config = ConfigDict(frozen=True)
+    ttft_p50_s: float
+    ttft_p99_s: float
+    tpot_p50_s: float
+    tpot_p99_s: float
+    e2e_p50_s: float
+    e2e_p99_s: float
+    max_rate: float
+    utilisation: float
+
+
 class Option(BaseModel):
     model_config = ConfigDict(frozen=True, ignored_types=(cached_property,))
     gpu: str
@@ -202,6 +217,8 @@ class Option(BaseModel):
     branch: str | None
     findings: tuple[Finding, ...]
     trace: tuple[TraceStep, ...]
+    # inference with request_rate: percentiles at the rate, max_rate, utilisation (gpukb.estimate.load)
+    load: Load | None = Field(default=None, exclude_if=lambda v: v is None)
     # RL post-training (tasks grpo, ppo, dpo): the step's phases and the memory of each model; left out otherwise
     rl: RlEstimate | None = Field(default=None, exclude_if=lambda v: v is None)
 
@@ -256,6 +273,8 @@ class Answer(BaseModel):
     # the replica's memory fact and the workload fact its session asserted: gpukb.estimate.rl plans several
     # models on the same GPUs from them; not part of the JSON
     _replica: tuple[dict[str, Any], dict[str, Any]] | None = PrivateAttr(default=None)
+    # under load: the replicas simulated (gpukb.estimate.load.LoadCache), for the latency-against-rate curve
+    _load: Any = PrivateAttr(default=None)
 
     @model_validator(mode="before")
     @classmethod
@@ -390,6 +409,14 @@ def error_bands(bands: Bands, option: Option, task: str, batch_size: int) -> dic
     return out
 
 
+def _per_million(cost: dict[str, Any], load: dict[str, Any] | None, workload: ResolvedWorkload) -> float:
+    """Dollars per million output tokens: at the fixed batch's throughput, or under load at the request rate (the
+    replicas are paid for whether busy or not)."""
+    if load is None or not workload.request_rate or not workload.output_len:
+        return cost["usd_per_million_tokens"]
+    return cost["usd_per_hour"] / (workload.request_rate * workload.output_len * 3600) * 1e6
+
+
 def build_answer(c: Collector, kb_version: str, kb_hash: str, workload: ResolvedWorkload,
                  memory: dict[str, Any], prices: dict[str, float],
                  launch: Callable[[Strategy, dict[str, Any], int | None], dict[str, str]] | None = None,
@@ -400,7 +427,7 @@ def build_answer(c: Collector, kb_version: str, kb_hash: str, workload: Resolved
     findings = sorted(of_kind.get("finding", []),
                       key=lambda f: (_SEVERITY[f["severity"]], f.get("gpu", ""), f["finding"], f["fid"]))
     per_gpu: dict[str, dict[str, list[dict[str, Any]]]] = {}
-    for kind in ("estimate", "comm", "rank", "preference", "remedy", "capacity", "cost", "energy"):
+    for kind in ("estimate", "comm", "rank", "preference", "remedy", "capacity", "cost", "energy", "load"):
         for fact in of_kind.get(kind, []):
             per_gpu.setdefault(fact.get("gpu") or "", {}).setdefault(kind, []).append(fact)
     finding_of = {f["fid"]: _finding(c, f) for f in findings}  # frozen models: options share them with the answer
@@ -417,10 +444,11 @@ def build_answer(c: Collector, kb_version: str, kb_hash: str, workload: Resolved
         capacity = (facts.get("capacity") or [None])[0]
         cost = (facts.get("cost") or [None])[0]
         energy = (facts.get("energy") or [None])[0]
+        load = (facts.get("load") or [None])[0]
         own = by_gpu.get(gpu, [])
         fits = plan["fits"] and not any(f.get("rejects") for f in own)
         related = [plan, *own, *(f for kind in ("estimate", "comm", "rank", "preference", "capacity", "cost",
-                                                "energy")
+                                                "energy", "load")
                                  for f in facts.get(kind, []))]
         strategy = Strategy(data_parallel=plan["dp"], tensor_parallel=plan["tp"], pipeline_parallel=plan["pp"],
                             zero_stage=plan["zero_stage"], activation_checkpointing=plan["checkpointing"],
@@ -446,7 +474,8 @@ def build_answer(c: Collector, kb_version: str, kb_hash: str, workload: Resolved
             max_context=capacity["max_context"] if capacity else None,
             usd_per_hour=cost["usd_per_hour"] if cost else None,
             cost_usd=(cost["cost_usd"] or None) if cost and workload.task != "inference" else None,
-            usd_per_million_tokens=cost["usd_per_million_tokens"] if cost and workload.task == "inference" else None,
+            usd_per_million_tokens=_per_million(cost, load, workload) if cost and workload.task == "inference" else None,
+            load=Load(**{name: load[name] for name in Load.model_fields}) if load else None,
             gpu_hours=(rank.get("gpu_hours") or None) if rank else None,
             meets_deadline=(rank["time_to_train_s"] <= deadline_s if rank and fits and rank.get("time_to_train_s")
                             else None) if deadline_s else None,
@@ -463,12 +492,12 @@ def build_answer(c: Collector, kb_version: str, kb_hash: str, workload: Resolved
             option._banding = (bands, workload.task, workload.batch_size)
         (options if fits else rejected).append(option)
         if cost:
-            per_token[gpu] = cost["usd_per_million_tokens"]
+            per_token[gpu] = option.usd_per_million_tokens or cost["usd_per_million_tokens"]
     if workload.objective == "cost":
         options.sort(key=lambda o: cost_sort_key(o, per_token.get(o.gpu)))
     elif workload.objective == "gpus":
         options.sort(key=lambda o: gpus_sort_key(o, prices.get(o.gpu, 0.0)))
-    elif workload.task == "inference" and (workload.ttft_ms or workload.tpot_ms):
+    elif workload.task == "inference" and (workload.ttft_ms or workload.tpot_ms or workload.request_rate):
         options.sort(key=lambda o: latency_sort_key(o, prices.get(o.gpu, 0.0)))
     else:
         options.sort(key=lambda o: option_sort_key(o, prices.get(o.gpu, 0.0)))

@@ -115,6 +115,7 @@ LABELS: dict[Lang, dict[str, str]] = {
 # What the options are ranked by (ranked_by), as the headline names it
 OBJECTIVE_WORDS = {"speed": ("fastest", "最快"), "cost": ("cheapest", "最便宜"), "gpus": ("fewest GPUs", "GPU 最少"),
                    "latency": ("fewest GPUs that meet the latency targets", "满足延迟目标、GPU 最少"),
+                   "load": ("fewest GPUs that carry the request rate", "承载请求速率、GPU 最少"),
                    "deadline": ("fewest GPU-hours", "GPU 小时最少"),
                    # training without tokens: no budget to size clusters by, so GPU types compare per GPU
                    "per_gpu": ("most tokens/s per GPU", "每块 GPU 吞吐最高")}
@@ -128,6 +129,8 @@ def ranked_by(w: Any, first: Option | None) -> str:
         return str(w.objective)
     if w.task == "inference" and (w.ttft_ms or w.tpot_ms):
         return "latency"
+    if w.task == "inference" and getattr(w, "request_rate", None):
+        return "load"
     if (w.deadline_days is not None and w.task != "inference" and w.placement != "all" and first is not None
             and first.meets_deadline):
         return "deadline"
@@ -157,6 +160,11 @@ def _speed(o: Option, tokens: int | None, lang: Lang) -> str:
         if lang == "zh":
             return f"{rate}，{_tokens(tokens)} 个 token 需 {duration(o.time_to_train_s, lang)}（{hours} GPU 小时）"
         return f"{rate}: {_tokens(tokens)} tokens in {duration(o.time_to_train_s)} ({hours} GPU-hours)"
+    if o.load is not None:  # under load: the percentiles at the rate, and the most its replicas carry
+        ttft, tpot = f"{o.load.ttft_p99_s * 1000:,.1f} ms", f"{o.load.tpot_p99_s * 1000:,.1f} ms"
+        if lang == "zh":
+            return f"首 token 时间 P99 {ttft}，每 token 时间 P99 {tpot}，最多每秒 {o.load.max_rate:,.1f} 个请求"
+        return f"TTFT P99 {ttft}, TPOT P99 {tpot}, up to {o.load.max_rate:,.1f} requests/s"
     if o.tpot_s:
         ms = f"{o.tpot_s * 1000:,.1f} ms"
         return f"{rate}，每个输出 token {ms}" if lang == "zh" else f"{rate}, {ms} per output token"
@@ -238,7 +246,8 @@ def summarize(answer: Answer, misses: Sequence[Miss] = (), horizon: bool = False
     word, word_zh = OBJECTIVE_WORDS[order]
     sized = w.placement != "all"  # placement 'all': the user's gpu_count is the plan, the deadline only judges it
     # latency targets and deadlines: the headline carries the first option's own figures (time per token, GPU-hours)
-    named = {"speed": fastest, "per_gpu": None, "cost": cheapest, "gpus": fewest, "latency": None, "deadline": None}[order]
+    named = {"speed": fastest, "per_gpu": None, "cost": cheapest, "gpus": fewest, "latency": None, "load": None,
+             "deadline": None}[order]
     reason = named is not None and named.gpu == first.gpu and named.count == first.count
     # the lines below give each named option's figure; the headline says which one ranks first, and why first
     headline = f"first option ({word}): {first.count} x {first.gpu}"

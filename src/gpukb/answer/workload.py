@@ -28,6 +28,13 @@ KvPrecision = Literal["bf16", "fp16", "fp8", "int8"]
 Objective = Literal["speed", "cost", "gpus"]
 EnergyScope = Literal["gpu", "node", "facility"]  # what a training option's energy_kwh and co2_kg count
 RlPlacement = Literal["colocated", "split"]
+Arrival = Literal["poisson", "constant"]  # how requests arrive under load (gpukb.estimate.loadsim)
+# a length's distribution about its stated mean: every request the same, exponential (ShareGPT-like chat: many short,
+# a long tail), or uniform from 1 to twice the mean
+LengthShape = Literal["fixed", "exponential", "uniform"]
+# the fields that describe serving under load; all but request_rate need it
+LOAD_FIELDS = ("request_rate", "arrival", "prompt_shape", "output_shape", "ttft_p50_ms", "ttft_p99_ms", "tpot_p50_ms",
+               "tpot_p99_ms")
 # The stacks a workload may name (kb/frameworks holds what each keeps in memory and which task defaults to it)
 FrameworkId = Literal["hf", "torchtune", "fsdp", "deepspeed", "megatron", "unsloth", "vllm", "sglang", "tensorrt-llm",
                       "llama.cpp", "lmdeploy", "mlc-llm", "exllamav2", "gpt-fast"]
@@ -41,7 +48,7 @@ RL_FIELDS = ("rollout_batch", "samples_per_prompt", "response_len", "mean_respon
 # Fields of other tasks that an RL workload derives itself (seq_len = prompt_len + response_len; the optimizer
 # step is the rollout batch) or that its planner does not combine with several models on the same GPUs
 RL_EXCLUDED = ("seq_len", "batch_size", "output_len", "global_batch_size", "tokens", "deadline_days", "ttft_ms",
-               "tpot_ms", "lora_rank", "offload", "expert_parallel", "context_parallel", "virtual_pipeline_stages",
+               "tpot_ms", *LOAD_FIELDS, "lora_rank", "offload", "expert_parallel", "context_parallel", "virtual_pipeline_stages",
                 "optimizer_in_backward", "energy_scope", "pue")
 MAX_PARAMS = ranges.ARCHITECTURE["params"]  # 10 trillion: beyond any published dense or MoE model
 # A custom model's `params` must lie within this factor of the count its architecture implies
@@ -133,6 +140,7 @@ def _plausible(quantity: str) -> AfterValidator:
 
 
 Milliseconds = Annotated[float, BeforeValidator(_number), _plausible("milliseconds")]
+RequestRate = Annotated[float, BeforeValidator(_number), _plausible("request_rate")]
 Days = Annotated[float, BeforeValidator(_number), _plausible("days")]
 
 
@@ -166,6 +174,23 @@ class Workload(BaseModel):
                                   description="inference: SLA target for the time to the first token, in ms")
     tpot_ms: Milliseconds | None = Field(default=None, gt=0, allow_inf_nan=False,
                                   description="inference: SLA target for the time per output token, in ms")
+    request_rate: RequestRate | None = Field(default=None, gt=0, allow_inf_nan=False, description=(
+        "inference under load: requests arriving per second over all replicas; the answer simulates the engine's "
+        "scheduler and gives P50/P99 latencies, the highest rate that meets the targets and the replicas this rate needs"))
+    arrival: Arrival = Field(default="poisson", description=(
+        "with request_rate: 'poisson' (independent users, exponential gaps) or 'constant' (evenly spaced)"))
+    prompt_shape: LengthShape = Field(default="fixed", description=(
+        "with request_rate: prompt_len is every prompt's length ('fixed') or the mean of an 'exponential' or "
+        "'uniform' distribution"))
+    output_shape: LengthShape = Field(default="fixed", description="with request_rate: output_len's shape, as prompt_shape")
+    ttft_p50_ms: Milliseconds | None = Field(default=None, gt=0, allow_inf_nan=False,
+                                             description="with request_rate: median time-to-first-token target, in ms")
+    ttft_p99_ms: Milliseconds | None = Field(default=None, gt=0, allow_inf_nan=False,
+                                             description="with request_rate: P99 time-to-first-token target, in ms")
+    tpot_p50_ms: Milliseconds | None = Field(default=None, gt=0, allow_inf_nan=False,
+                                             description="with request_rate: median time-per-output-token target, in ms")
+    tpot_p99_ms: Milliseconds | None = Field(default=None, gt=0, allow_inf_nan=False,
+                                             description="with request_rate: P99 time-per-output-token target, in ms")
     objective: Objective = Field(default="speed", description=(
         "rank options by 'speed' (default: the shortest time, the most tokens/s), 'cost' (the cheapest per token) "
         "or 'gpus' (the fewest GPUs, then speed)"))
@@ -257,6 +282,7 @@ class Workload(BaseModel):
         if self.task in RL_TASKS:
             pass
         elif self.task == "inference":
+            _check_load(self, given)
             for name in ("optimizer", "activation_checkpointing", "flash_attention", "zero_stage", "offload",
                          "micro_batch_size", "tokens", "deadline_days", "lora_rank", "global_batch_size",
                          "tp_comm_overlap", "master_weights", "optimizer_in_backward", "virtual_pipeline_stages",
@@ -271,6 +297,9 @@ class Workload(BaseModel):
             for name in ("prompt_len", "output_len", "kv_cache_precision", "ttft_ms", "tpot_ms"):
                 if name in given:
                     raise Invalid(name, "inference_only")
+            for name in LOAD_FIELDS:
+                if name in given:
+                    raise Invalid(name, "inference_only_load")
             if self.global_batch_size is not None and self.global_batch_size % self.micro_batch_size:
                 raise Invalid("global_batch_size", "global_batch_multiple", global_batch_size=self.global_batch_size,
                               micro_batch_size=self.micro_batch_size)
@@ -304,6 +333,26 @@ class Workload(BaseModel):
             if needed > self.gpu_count:
                 raise Invalid("gpu_count", "gpu_count_too_few", gpu_count=self.gpu_count, needed=needed)
         return self
+
+
+def _check_load(w: Workload, given: set[str]) -> None:
+    """Serving under load needs a rate and the requests' lengths; its concurrency and targets are the load's own."""
+    if w.request_rate is None:
+        for name in LOAD_FIELDS:
+            if name in given:
+                raise Invalid(name, "load_needs_rate")
+        return
+    for name in ("prompt_len", "output_len"):
+        if getattr(w, name) is None:
+            raise Invalid(name, "load_needs_lengths")
+    for name, instead in (("batch_size", "request_rate"), ("ttft_ms", "ttft_p50_ms / ttft_p99_ms"),
+                          ("tpot_ms", "tpot_p50_ms / tpot_p99_ms")):
+        if name in given:
+            raise Invalid(name, "load_excludes", instead=instead)
+    for kind in ("ttft", "tpot"):
+        median, tail = getattr(w, f"{kind}_p50_ms"), getattr(w, f"{kind}_p99_ms")
+        if median is not None and tail is not None and tail < median:
+            raise Invalid(f"{kind}_p99_ms", "load_p99_below_p50", p99=tail, p50=median)
 
 
 def _check_rl(w: Workload, given: set[str]) -> None:
@@ -423,6 +472,14 @@ class ResolvedWorkload(BaseModel):
     # Left out of the JSON when not asked for, so answers to workloads without them keep their shape.
     ttft_ms: float | None = Field(default=None, exclude_if=lambda v: v is None)
     tpot_ms: float | None = Field(default=None, exclude_if=lambda v: v is None)
+    request_rate: float | None = Field(default=None, exclude_if=lambda v: v is None)
+    arrival: Arrival = Field(default="poisson", exclude_if=lambda v: v == "poisson")
+    prompt_shape: LengthShape = Field(default="fixed", exclude_if=lambda v: v == "fixed")
+    output_shape: LengthShape = Field(default="fixed", exclude_if=lambda v: v == "fixed")
+    ttft_p50_ms: float | None = Field(default=None, exclude_if=lambda v: v is None)
+    ttft_p99_ms: float | None = Field(default=None, exclude_if=lambda v: v is None)
+    tpot_p50_ms: float | None = Field(default=None, exclude_if=lambda v: v is None)
+    tpot_p99_ms: float | None = Field(default=None, exclude_if=lambda v: v is None)
     objective: Objective = Field(default="speed", exclude_if=lambda v: v == "speed")
     deadline_days: float | None = Field(default=None, exclude_if=lambda v: v is None)
     # training: the region whose grid intensity co2_kg uses (the default named when none was given)

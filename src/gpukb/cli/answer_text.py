@@ -105,7 +105,15 @@ def print_answer(answer: Any, lang: Lang, kb: Any = None) -> None:
             ("s/step", "right", [f"{o.rl.step_time_s:,.1f}" if o.rl else "" for o in options]),
             ("gen/train/other", "right", [_rl_shares(o) for o in options]),
         ]
-    if w.objective == "cost":  # the cost columns replace memory and strategy; the article's pick is marked on the id
+    if any(o.load for o in options):  # under load: the percentiles at the rate and the rate the replicas carry
+        columns[2:] = [  # the replicas are the GPU count over the replica's; --explain gives the layout
+            ("TTFT ms P50/P99", "right", [_pair(o.load.ttft_p50_s, o.load.ttft_p99_s) if o.load else "" for o in options]),
+            ("TPOT ms P50/P99", "right", [_pair(o.load.tpot_p50_s, o.load.tpot_p99_s) if o.load else "" for o in options]),
+            ("max req/s", "right", [f"{o.load.max_rate:,.1f}" if o.load else "" for o in options]),
+            ("util", "right", [f"{o.load.utilisation:.0%}" if o.load else "" for o in options]),
+            ("$/Mtok", "right", [f"{o.usd_per_million_tokens:,.2f}" if o.usd_per_million_tokens else "" for o in options]),
+        ]
+    elif w.objective == "cost":  # the cost columns replace memory and strategy; the article's pick is marked on the id
         columns[0] = ("GPU", "left", [o.gpu + ("*" if o.branch else "") for o in options])
         keep = ("GPU", "GPUs", "tokens/s", "time to train", "GPU-h", "TTFT ms", "ms/tok")
         columns = [c for c in columns if c[0] in keep]
@@ -126,6 +134,7 @@ def print_answer(answer: Any, lang: Lang, kb: Any = None) -> None:
     order = label(lang, {"speed": "fastest first", "per_gpu": "most tokens/s per GPU first",
                          "cost": "cheapest first", "gpus": "fewest GPUs first",
                          "latency": "fewest GPUs that meet the latency targets first",
+                         "load": "fewest GPUs that carry the request rate first",
                          "deadline": "within {days} days, fewest GPU-hours first"}[ranking], days=days)
     if ranking == "speed" and w.deadline_days and w.task != "inference":
         order = label(lang, "none within {days} days: fastest first", days=days)
@@ -185,3 +194,7 @@ def print_answer(answer: Any, lang: Lang, kb: Any = None) -> None:
                         for r in answer.remedies))
     page(label(lang, "Run with --explain for the full trace, --json for everything."))
 
+
+def _pair(p50: float, p99: float) -> str:
+    """Two latencies in ms, 'P50/P99'."""
+    return f"{p50 * 1000:,.0f}/{p99 * 1000:,.0f}" if p50 >= 0.1 else f"{p50 * 1000:,.1f}/{p99 * 1000:,.1f}"

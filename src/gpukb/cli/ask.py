@@ -5,16 +5,19 @@ from __future__ import annotations
 
 import sys
 from enum import Enum
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from .. import load_kb
 from ..core.errors import ASK_ERRORS, KBError
+from ..core.fmt import Lang
 from ..core.messages import message
+from ..core.safewrite import RefusedWrite, write_file
 from ..core.terminal import clean
 from .answer_text import print_answer
-from .common import BAD_INPUT, NOTHING_FITS, Language, Offload, Optim, Precision, RootOption, Task, err, fail, fail_kb, page
+from .common import BAD_INPUT, NOTHING_FITS, Language, Offload, Optim, Precision, RootOption, Task, err, fail, fail_kb, out, page
 from .launch_text import check as check_launch
 from .launch_text import print_launch
 
@@ -47,6 +50,17 @@ def ask(
     kv_cache_precision: Annotated[str | None, typer.Option(help="inference: bf16, fp16, fp8 or int8")] = None,
     ttft_ms: Annotated[float | None, typer.Option(help="inference: time-to-first-token target in ms")] = None,
     tpot_ms: Annotated[float | None, typer.Option(help="inference: time-per-output-token target in ms")] = None,
+    request_rate: Annotated[float | None, typer.Option(
+        help="inference under load: requests per second; P50/P99 latencies, max_rate and the replicas it needs")] = None,
+    arrival: Annotated[str | None, typer.Option(help="with --request-rate: poisson (default) or constant")] = None,
+    prompt_shape: Annotated[str | None, typer.Option(
+        help="with --request-rate: fixed (default), exponential or uniform about --prompt-len")] = None,
+    output_shape: Annotated[str | None, typer.Option(
+        help="with --request-rate: fixed (default), exponential or uniform about --output-len")] = None,
+    ttft_p50_ms: Annotated[float | None, typer.Option(help="with --request-rate: median TTFT target in ms")] = None,
+    ttft_p99_ms: Annotated[float | None, typer.Option(help="with --request-rate: P99 TTFT target in ms")] = None,
+    tpot_p50_ms: Annotated[float | None, typer.Option(help="with --request-rate: median TPOT target in ms")] = None,
+    tpot_p99_ms: Annotated[float | None, typer.Option(help="with --request-rate: P99 TPOT target in ms")] = None,
     objective: Annotated[str | None, typer.Option(
         help="rank by speed (default), cost (cheapest per token) or gpus (fewest GPUs, then speed)")] = None,
     region: Annotated[str | None, typer.Option(
@@ -116,6 +130,10 @@ def ask(
         "servers x PUE)"))] = None,
     pue: Annotated[float | None, typer.Option(help="training: your data centre's PUE (default policy datacenter-pue)")] = None,
     explain: Annotated[bool, typer.Option("--explain", help="print the full reasoning chain")] = False,
+    plot: Annotated[bool, typer.Option("--plot", help=(
+        "with --request-rate: also draw the first option's P50/P99 latency against the rate, the knee marked"))] = False,
+    plot_svg: Annotated[Path | None, typer.Option(
+        metavar="FILE", help="with --request-rate: write that plot as an SVG file")] = None,
     lang: Annotated[Language, typer.Option(help="language of the text: en or zh (JSON is always English)")] = Language.en,
     root: RootOption = None,
 ) -> None:
@@ -133,6 +151,8 @@ def ask(
         "master_weights": master_weights, "optimizer_in_backward": optimizer_in_backward,
         "mlp": mlp, "global_batch_size": global_batch_size, "prompt_len": prompt_len, "output_len": output_len,
         "kv_cache_precision": kv_cache_precision, "placement": placement, "ttft_ms": ttft_ms, "tpot_ms": tpot_ms,
+        "request_rate": request_rate, "arrival": arrival, "prompt_shape": prompt_shape, "output_shape": output_shape,
+        "ttft_p50_ms": ttft_p50_ms, "ttft_p99_ms": ttft_p99_ms, "tpot_p50_ms": tpot_p50_ms, "tpot_p99_ms": tpot_p99_ms,
         "objective": objective, "framework": framework, "deadline_days": deadline_days, "region": region,
         "energy_scope": energy_scope, "pue": pue,
         "rollout_batch": rollout_batch, "samples_per_prompt": samples_per_prompt, "response_len": response_len,
@@ -152,6 +172,8 @@ def ask(
     except ASK_ERRORS as error:
         fail(error, BAD_INPUT, lang.value)
     command = check_launch(answer, lang.value) if launch else None  # exits 2 before any output where none can be
+    if (plot or plot_svg) and answer.workload.request_rate is None:
+        fail(message("plot_needs_rate"), BAD_INPUT, lang.value)
     if as_json:
         sys.stdout.write(answer.model_dump_json(indent=2, exclude=None if trace else WITHOUT_TRACE) + "\n")
     elif explain:
@@ -160,8 +182,26 @@ def ask(
         print_answer(answer, lang.value, kb)
     if command is not None and not as_json:  # JSON carries each option's command lines itself
         print_launch(answer, command, kb, lang.value)
+    if plot or plot_svg:
+        _plot(answer, plot, plot_svg, lang.value)
     late = deadline_days is not None and answer.summary is not None and answer.summary.deadline_met is False
     if not answer.options or late:  # nothing fits, or nothing in time: a script must not read the table as an answer
         if as_json or explain:  # the headline on stderr too, where the output itself is for a program or a reader
             page(clean(answer.summary.lines(lang.value)[0] if answer.summary else "nothing fits"), err)
         raise typer.Exit(NOTHING_FITS)
+
+
+def _plot(answer: Any, show: bool, to: Path | None, lang: Lang) -> None:
+    """The latency-against-rate curve of the first option: in the terminal, to an SVG file, or both."""
+    from ..contrib.loadchart import svg, terminal
+    from ..estimate.load import curve
+    drawn = curve(answer)
+    if drawn is None:
+        return
+    if show:
+        out.print(terminal(drawn, out.width, lang), markup=False, highlight=False, soft_wrap=True)
+    if to is not None:
+        try:
+            write_file(to.parent, to.name, svg(drawn, lang), replace=True)
+        except RefusedWrite as error:
+            fail(f"{to}: {error}", BAD_INPUT, lang)

@@ -23,6 +23,7 @@ RANGES: dict[str, tuple[float, float]] = {
     "watts": (1.0, 1e6),                 # one device or node: 1 W .. 1 MW
     "seconds": (1e-7, 1e10),             # 100 ns (below a kernel launch) .. 300 years
     "milliseconds": (1e-9, 1e9),         # latency targets (a time over one stays finite); 1 ps .. 11 days
+    "request_rate": (1e-6, 1e6),         # requests per second arriving at a service: one a week .. a million
     "days": (1e-3, 1e4),                 # deadlines: 86 s .. 27 years
     "hours": (1e-3, 1e12),               # GPU-hours of a run
     "tokens_per_s": (1e-3, 1e9),         # one stream's or one GPU's tokens per second

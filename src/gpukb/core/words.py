@@ -101,6 +101,7 @@ LABELS_ZH: dict[str, str] = {
     "strategy": "并行策略", "tokens/s": "tokens/s", "time to train": "训练用时", "GPU-h": "GPU 小时", "TTFT ms": "首 token 毫秒",
     "ms/tok": "每 token 毫秒", "pick": "文章之选", "$/h": "美元/小时", "$/Mtok": "美元/百万 token", "cost": "费用",
     "fastest first": "最快的在前", "fewest GPUs that meet the latency targets first": "满足延迟目标、卡数最少的在前",
+    "fewest GPUs that carry the request rate first": "承载请求速率、卡数最少的在前",
     "cheapest first": "最便宜的在前", "fewest GPUs first": "卡数最少的在前",
     "most tokens/s per GPU first": "每块 GPU 吞吐最高的在前",
     "Options, {order}": "可选方案，{order}", "within {days} days, fewest GPU-hours first": "{days} 天内完成，GPU 小时最少的在前",

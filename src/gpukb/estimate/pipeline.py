@@ -3,20 +3,22 @@
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable, Iterator
+import math
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from ..answer.answer import Answer, BandSource, build_answer
 from ..answer.launch import launch_commands, model_reference
 from ..answer.misses import nearest_misses
-from ..answer.summary import summarize
+from ..answer.summary import Miss, summarize
 from ..answer.workload import RL_TASKS, ResolvedWorkload, Workload, parse_workload
 from ..core.errors import EngineError
 from ..engine.engine import ENGINE
 from ..engine.trace import Collector, Value
 from .deadline import sized_for_deadline
-from .planner import NO_LIMIT, Raise, Sized, plan_gpu, replica_cache
+from .load import LoadCache, load_misses, raise_for_load, record_load
+from .planner import NO_LIMIT, Raise, Replicas, Sized, plan_gpu, replica_cache
 from .resolve import gpu_fact, policy_fact, resolve
 from .rl import ask_rl
 from .sla import fewest_meeting, has_targets
@@ -67,7 +69,11 @@ def _ask(kb: KnowledgeBase, workload: Workload | dict[str, Any], bands: BandSour
         return answer.model_copy(update={"summary": summarize(answer, (), False, round(kb.policy(LARGEST_CLUSTER)))})
     answer = _answer(kb, w, bands)
     # nothing fits: the nearest miss per GPU type and the smallest change that makes it fit (a few more asks)
-    misses = nearest_misses(w, answer, lambda fields: _answer(kb, parse_workload(fields), bands)) if not answer.options else ()
+    misses: Sequence[Miss] = ()
+    if not answer.options:  # a rate no option carries within its targets has misses of its own (gpukb.estimate.load)
+        misses = load_misses(answer) if w.request_rate else None
+        if misses is None:
+            misses = nearest_misses(w, answer, lambda fields: _answer(kb, parse_workload(fields), bands))
     horizon = w.deadline_days is None and answer.workload.deadline_days is not None
     summary = summarize(answer, misses, horizon, round(kb.policy(LARGEST_CLUSTER)))
     return answer.model_copy(update={"summary": summary})
@@ -76,18 +82,22 @@ def _ask(kb: KnowledgeBase, workload: Workload | dict[str, Any], bands: BandSour
 def _answer(kb: KnowledgeBase, w: Workload, bands: BandSource | None) -> Answer:
     resolved, wfields = resolve(kb, w)
 
-    def run(raised: dict[str, Raise], finish: Callable[[Collector], None] | None,
-            sizes: dict[str, Sized] | None = None) -> Answer:
-        return _ask_once(kb, resolved, wfields, raised, finish, sizes or {}, bands)
+    load = LoadCache() if resolved.request_rate else None
 
+    def run(raised: dict[str, Raise], finish: Callable[[Collector], None] | None,
+            sizes: dict[str, Sized | Replicas] | None = None) -> Answer:
+        return _ask_once(kb, resolved, wfields, raised, finish, sizes or {}, bands, load)
+
+    # a request rate: each GPU type gets the tensor parallelism whose replica meets the targets at some rate, then
+    # the replicas that carry the rate (gpukb.estimate.load)
+    if load is not None:
+        raised = raise_for_load(resolved, run, load, _widest(kb, resolved))
+        first = run(raised, None)
+        sizes = _replicas_for(resolved, first, load)
+        return run(raised, None, sizes) if sizes else first
     # latency targets: the fewest GPUs that meet them, by raising tensor parallelism where they are missed
     if has_targets(resolved):
-        facts = {g: gpu_fact(kb, kb.gpus[g], resolved.precision, resolved.kv_cache_precision, resolved.systems)
-                 for g in resolved.gpus}
-        # the widest tensor-parallel group each GPU type's system allows: a node, or its scale-up domain where
-        # that spans nodes; a system without a network between nodes holds no more than one node
-        return fewest_meeting(resolved, run, {g: max(f["gpus_per_node"], kb.gpus[g].scale_up_domain * kb.gpus[g].devices)
-                                                 if f["scales_out"] else f["gpus_per_node"] for g, f in facts.items()})
+        return fewest_meeting(resolved, run, _widest(kb, resolved))
     # a deadline (or the pre-training horizon): per GPU type, the cluster that trains the tokens in time; with
     # placement 'all' the user's gpu_count is the plan, and the deadline only says whether it is met
     if resolved.task != "inference" and resolved.deadline_days and resolved.tokens and resolved.placement != "all":
@@ -99,8 +109,36 @@ def _answer(kb: KnowledgeBase, w: Workload, bands: BandSource | None) -> Answer:
     return run({}, None)
 
 
+def _widest(kb: KnowledgeBase, resolved: ResolvedWorkload) -> dict[str, int]:
+    """The widest tensor-parallel group each GPU type's system allows: a node, or its scale-up domain where that
+    spans nodes; a system without a network between nodes holds no more than one node."""
+    facts = {g: gpu_fact(kb, kb.gpus[g], resolved.precision, resolved.kv_cache_precision, resolved.systems)
+             for g in resolved.gpus}
+    return {g: max(f["gpus_per_node"], kb.gpus[g].scale_up_domain * kb.gpus[g].devices) if f["scales_out"]
+            else f["gpus_per_node"] for g, f in facts.items()}
+
+
+def _replicas_for(w: ResolvedWorkload, answer: Answer, load: LoadCache) -> dict[str, Sized | Replicas]:
+    """Per GPU type whose replica meets the targets at some rate, the replicas the workload's rate needs (placement
+    'all' keeps the user's gpu_count)."""
+    if w.placement == "all":
+        return {}
+    sizes: dict[str, Sized | Replicas] = {}
+    for option in (*answer.options, *answer.rejected):
+        s = option.strategy
+        one = load.replicas.get((option.gpu, s.tensor_parallel, s.pipeline_parallel))
+        if one is None or one.max_rate <= 0 or option.count != s.data_parallel * s.tensor_parallel * s.pipeline_parallel:
+            continue
+        needed = max(1, math.ceil((w.request_rate or 0.0) / one.max_rate - 1e-9))
+        if needed != s.data_parallel:
+            group = s.tensor_parallel * s.pipeline_parallel
+            sizes[option.gpu] = Replicas(needed * group, needed, w.request_rate or 0.0, one.max_rate)
+    return sizes
+
+
 def _ask_once(kb: KnowledgeBase, resolved: ResolvedWorkload, wfields: dict[str, Any], raised: dict[str, Raise],
-              finish: Callable[[Collector], None] | None, sizes: dict[str, Sized], bands: BandSource | None) -> Answer:
+              finish: Callable[[Collector], None] | None, sizes: dict[str, Sized | Replicas], bands: BandSource | None,
+              load: LoadCache | None = None) -> Answer:
     """One rules-engine session; `raised` sets tensor-parallel sizes per GPU type (latency targets), `sizes`
     training GPU counts (a deadline), `finish` adds steps that look at the whole answer (gpukb.estimate.sla)."""
     c = Collector(kb, len(resolved.gpus))
@@ -124,6 +162,8 @@ def _ask_once(kb: KnowledgeBase, resolved: ResolvedWorkload, wfields: dict[str, 
                  for g in gpus]
         fleet = _fleet(c, plans)
         session.assert_facts([*plans, fleet])
+    if load is not None:
+        record_load(c, kb, resolved, policy, load)
     if finish is not None:
         finish(c)
     prices = {g: kb.gpus[g].price.usd / kb.gpus[g].devices for g in resolved.gpus if kb.gpus[g].price}  # per device
@@ -136,6 +176,7 @@ def _ask_once(kb: KnowledgeBase, resolved: ResolvedWorkload, wfields: dict[str, 
                             capacity),
                         largest_cluster=round(kb.policy(LARGEST_CLUSTER)), bands=bands)
     answer._replica = (memory, wfact)
+    answer._load = load
     return answer
 
 

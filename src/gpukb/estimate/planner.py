@@ -347,6 +347,24 @@ class Sized:
         return f"Sized to {self.count} GPUs to train {self.tokens:,} tokens within {days} days ({shown})."
 
 
+@dataclass(frozen=True)
+class Replicas:
+    """Why a serving plan has more data-parallel replicas than memory needs: the request rate (gpukb.estimate.load)
+    and the highest rate one replica meets the latency targets at."""
+
+    count: int  # GPUs: replicas x the replica's GPUs
+    replicas: int
+    rate: float
+    per_replica: float
+
+    def because(self, zh: bool = False) -> str:
+        if zh:
+            return (f"每秒 {self.rate:g} 个请求需要 {self.replicas} 个副本：一个副本在延迟目标内最多承载每秒 "
+                    f"{self.per_replica:,.2f} 个。")
+        return (f"{self.replicas} replicas for {self.rate:g} requests/s: one replica carries at most "
+                f"{self.per_replica:,.2f} requests/s within the latency targets.")
+
+
 class _Box(NamedTuple):
     """What bounds a plan's GPU count: `box`, the GPUs of one node (a system with no network between nodes)
     or one box of consumer cards, 0 for none; `boxed` when that is tighter than gpu_count; `limit`, the most
@@ -358,7 +376,7 @@ class _Box(NamedTuple):
     every: int | None
 
 
-def _box(w: ResolvedWorkload, gpu: dict[str, Any], policy: dict[str, Any], size: Sized | None) -> _Box:
+def _box(w: ResolvedWorkload, gpu: dict[str, Any], policy: dict[str, Any], size: Sized | Replicas | None) -> _Box:
     # a plan stays inside one node of a system with no network between nodes (kb/systems network_bandwidth
     # null: workstations, single instances); where no system holds the GPU, consumer cards stay inside one box
     # (policy consumer-nodes: their driver licence excludes data-centre deployment): a tighter limit than
@@ -369,7 +387,9 @@ def _box(w: ResolvedWorkload, gpu: dict[str, Any], policy: dict[str, Any], size:
         box = NODE_SIZE * int(policy["consumer_nodes"]) if gpu["consumer"] else 0
     boxed = bool(box) and box < (w.gpu_count or NO_LIMIT)
     limit = box if boxed else (w.gpu_count or NO_LIMIT)
-    every = size.count if size is not None and w.task != "inference" else (limit if w.placement == "all" else None)
+    every = size.count if size is not None else (limit if w.placement == "all" else None)
+    if every and size is not None and w.task == "inference":  # replicas for a request rate: never past the limit
+        every = min(every, limit)
     if every and boxed:  # a deadline's cluster of consumer cards is still one box
         every = min(every, box)
     return _Box(box, boxed, limit, every)
@@ -441,7 +461,7 @@ def _pooled(w: ResolvedWorkload, wfact: dict[str, Any], policy: dict[str, Any], 
         fits = chosen.fits and per_gpu <= usable and host <= gpu["host_memory_per_gpu"]
     concurrency, pool = (share, 0.0) if inference else (0, 0.0)
     if inference and not fits and share:
-        pool = _kv_pool(wfact, per_gpu - parts["kv_cache"], gpu["memory_bytes"], policy["runtime_overhead"])
+        pool = kv_pool(wfact, per_gpu - parts["kv_cache"], gpu["memory_bytes"], policy["runtime_overhead"])
         held = min(share, int(pool * share // parts["kv_cache"])) if parts["kv_cache"] > 0 else 0
         if held >= 1:
             parts = {**parts, "kv_cache": parts["kv_cache"] * held / share}
@@ -487,7 +507,7 @@ class _PlanText:
     host: float
     strategies: int
     raised: Raise | None
-    size: Sized | None
+    size: Sized | Replicas | None
     edge: float = 0.0  # the card's edge where the plan needs more than usable to fit there (EDGE); 0 otherwise
 
     def values(self) -> list[Value]:
@@ -546,7 +566,7 @@ class _PlanText:
                      f"devices of {gpu['memory_bytes'] / 1e9:,.1f} GB, {gpu['devices']} per package.")
         if self.raised is not None and inference:
             text += f" {self.raised.because}"
-        if self.size is not None and not inference:
+        if self.size is not None:
             text += f" {self.size.because()}"
         return text
 
@@ -572,7 +592,7 @@ class _PlanText:
                      f"{share} 条序列中同时容纳 {memory.concurrency} 条，其余排队等待。")
         if self.raised is not None and inference:
             text += self.raised.because_zh
-        if self.size is not None and not inference:
+        if self.size is not None:
             text += self.size.because(zh=True)
         if not fits:
             text += (f"这是{_within(bounds.limit, bounds.boxed, gpu, zh=True)}以内 {self.strategies} 种策略中最接近的一种。"
@@ -588,7 +608,7 @@ class _PlanText:
 
 def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], policy: dict[str, Any],
              memory: dict[str, Any], gpu: dict[str, Any], cache: PlanCache, raised: Raise | None = None,
-             size: Sized | None = None) -> dict[str, Any]:
+             size: Sized | Replicas | None = None) -> dict[str, Any]:
     """Choose the plan for one GPU type, record it as a trace step, and return the plan fact.
 
     `cache` is shared by the GPU types of one ask (same workload and replica); `raised` sets the
@@ -655,7 +675,7 @@ def _rented(kb: Any, gpu: dict[str, Any], count: int, host_per_gpu: float, allow
             "price_region": price.region if price else ""}
 
 
-def _kv_pool(wfact: dict[str, Any], rest: float, capacity: float, overhead: float) -> float:
+def kv_pool(wfact: dict[str, Any], rest: float, capacity: float, overhead: float) -> float:
     """Bytes per GPU a serving engine gives its KV cache: vLLM's gpu_memory_utilization bounds all it holds
     (the pool is that share of the card less everything else), TensorRT-LLM's free_gpu_memory_fraction takes a
     share of what the weights, activations and runtime leave; 0 for a framework that pre-allocates none."""

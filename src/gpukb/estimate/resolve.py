@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary
 
-from ..answer.workload import CUSTOM_PARAMS_TOLERANCE, TRAINING_TASKS, ResolvedWorkload, Workload
+from ..answer.workload import CUSTOM_PARAMS_TOLERANCE, LOAD_FIELDS, TRAINING_TASKS, ResolvedWorkload, Workload
 from ..core.errors import KBDefectError, WorkloadError
 from ..core.ids import catalog_id, near_hint, near_ids
 from ..core.messages import message
@@ -309,6 +309,7 @@ def resolve(kb: KnowledgeBase, w: Workload) -> tuple[ResolvedWorkload, dict[str,
         micro_batch_size=w.micro_batch_size if training else 0, batch_size=w.batch_size if not training else 0,
         global_batch_size=w.global_batch_size, prompt_len=w.prompt_len, output_len=w.output_len,
         kv_cache_precision=w.kv_cache_precision, ttft_ms=w.ttft_ms, tpot_ms=w.tpot_ms, objective=w.objective,
+        **{name: getattr(w, name) for name in LOAD_FIELDS},
         deadline_days=deadline_days, placement=w.placement, region=grid(kb, w.region)[0] if training or w.region else None,
         energy_scope=w.energy_scope, pue=w.pue,
         activation_checkpointing=w.activation_checkpointing, flash_attention=w.flash_attention,

@@ -208,6 +208,8 @@ def record(index: int, workload: dict[str, Any], answer: Any) -> dict[str, Any]:
                if (value := getattr(best, name)) is not None},
             # RL runs: the step time, where it goes and the placement (gpukb.estimate.rl)
             **({"rl": best.rl.model_dump()} if best.rl is not None else {}),
+            # under load (request_rate): the percentiles at the rate, max_rate and utilisation (gpukb.estimate.load)
+            **({"load": best.load.model_dump()} if best.load is not None else {}),
         }
     out["fits"] = {o.gpu: o.fits for o in sorted((*answer.options, *answer.rejected), key=lambda o: o.gpu)}
     out["memory_bytes"] = answer.memory.total

@@ -26,7 +26,7 @@ from ..core import ranges
 from ..core.errors import ASK_ERRORS, WorkloadError
 from ..knowledge.kb import KnowledgeBase
 from ..knowledge.sandbox import sandboxed
-from ..knowledge.schema import ENERGY_QUANTITIES, Measurement
+from ..knowledge.schema import ENERGY_QUANTITIES, LOAD_QUANTITIES, Measurement
 from ..language import expr
 from .energy import SCOPE_VALUE
 from .resolve import workload_fact
@@ -46,6 +46,7 @@ VALUES_BEHIND = {
            "offload_s", "waves"),
     # not gpu_hours: the point takes the source's own GPU-hours, so the rules that time the run do not move it
     "energy": ("gpu_kwh", "it_kwh", "energy_kwh", "co2_kg"),
+    "load": ("ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "request_throughput", "utilisation"),
 }
 # a phase quantity -> the RL phases (RlEstimate.phases) that make it up: a framework's "training" timer counts the
 # update, its "logprobs" timer the policy's old log-probs and the reference's; gpukb's training phase holds the update
@@ -59,6 +60,7 @@ KIND_OF = {
     "peak_memory_per_gpu": "memory", "fewest_gpus": "memory", "rl_step_time_s": "rl", "rl_generation_time_s": "rl",
     "rl_training_time_s": "rl",
     "training_energy_kwh": "energy", "training_co2_kg": "energy",
+    **{q: "load" for q in LOAD_QUANTITIES},
 }
 
 
@@ -216,6 +218,10 @@ def predict(m: Measurement, answer: Answer, kb: KnowledgeBase | None = None) -> 
         return _energy_as_published(m, option), option
     if q == "ttft_s":
         return _need(option.ttft_s, "time to first token"), option
+    if q == "request_throughput":
+        return _need(_traced(option, q), "requests completed per second (give request_rate)"), option
+    if q in LOAD_QUANTITIES:
+        return _need(getattr(option.load, q) if option.load else None, "latency under load (give request_rate)"), option
     if q == "rl_step_time_s":
         return _need(option.rl.step_time_s if option.rl else None, "RL step time"), option
     if q in RL_PHASES:

@@ -448,6 +448,34 @@ TERM_QUANTITY = {
 }
 
 
+class SchedulerTier(Strict):
+    """The scheduler's defaults on GPUs of at least `min_memory_gib` (the engine reads the device's memory at start)."""
+
+    min_memory_gib: Float = Field(gt=0, le=100_000)
+    max_num_seqs: int | None = Field(default=None, gt=0, le=1_000_000)
+    max_batched_tokens: int | None = Field(default=None, gt=0, le=10_000_000)
+    except_gpus: list[str] = Field(default=[], description=(
+        "GPU id prefixes that keep the smaller defaults whatever their memory (vLLM leaves the A100 out)"))
+
+
+class Scheduler(Strict):
+    """How a serving engine batches requests as they arrive (continuous batching), from its defaults: the most
+    sequences it runs at once, the tokens one step may process (the chunked-prefill budget), the KV cache's block
+    size, and whether it allocates KV blocks as sequences grow (preempting one when they run out) or reserves a
+    request's whole length when it admits it."""
+
+    max_num_seqs: int = Field(gt=0, le=1_000_000)
+    max_batched_tokens: int = Field(gt=0, le=10_000_000)
+    kv_block_tokens: int = Field(gt=0, le=65_536)
+    admission: Literal["on_demand", "reserve_full"] = Field(description=(
+        "'on_demand': blocks are allocated as tokens are generated and the newest running request is preempted "
+        "(its KV cache freed, recomputed later) when none is left; 'reserve_full': a request is admitted only when "
+        "blocks for its prompt and its whole output are free, and nothing is preempted"))
+    tiers: list[SchedulerTier] = Field(default=[], description="larger defaults on GPUs with more memory, smallest first")
+    reason: str = Field(min_length=10, description="where each default is set in the engine's code or documentation")
+    sources: list[Slug] = Field(min_length=1)
+
+
 class Framework(Entry):
     """A training or serving stack (workload field `framework`) and the memory terms that differ between stacks."""
 
@@ -496,6 +524,8 @@ class Framework(Entry):
     int8_weight_bits: FrameworkTerm | None = Field(default=None, description=(
         "serving: bits a weight takes in the engine's own 8-bit format, scales included (llama.cpp's Q8_0); unset, "
         "kb/dtypes' int8"))
+    scheduler: Scheduler | None = Field(default=None, description=(
+        "serving: the engine's continuous-batching scheduler, for answers under load (workload request_rate)"))
     sources: list[Slug] = Field(min_length=1)
     notes: str = ""
 
@@ -547,7 +577,11 @@ Quantity = Literal[
     "rl_training_time_s",             # its trainer's phases: the update and every log-prob (or value) pass
     "training_energy_kwh",            # electricity of a whole training run, in the source's scope
     "training_co2_kg",                # its emissions (location-based), in the source's scope
+    # serving under load (a benchmark sending requests at a rate): percentiles over its requests, and the requests
+    # it completed per second
+    "ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "request_throughput",
 ]
+LOAD_QUANTITIES = ("ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "request_throughput")
 # unit as published -> (quantities it may measure, factor to the canonical unit, inverted):
 # canonical units are tokens/s, FLOP/s, fraction, hours, seconds, bytes, GPUs.
 UNITS: dict[str, tuple[frozenset[str], float, bool]] = {
@@ -559,8 +593,10 @@ UNITS: dict[str, tuple[frozenset[str], float, bool]] = {
     "fraction": (frozenset({"mfu"}), 1, False),
     "GPU hours": (frozenset({"gpu_hours"}), 1, False),
     "million GPU hours": (frozenset({"gpu_hours"}), 1e6, False),
-    "s": (frozenset({"ttft_s", "rl_step_time_s", "rl_generation_time_s", "rl_training_time_s"}), 1, False),
-    "ms": (frozenset({"ttft_s"}), 1e-3, False),
+    "s": (frozenset({"ttft_s", "rl_step_time_s", "rl_generation_time_s", "rl_training_time_s", *LOAD_QUANTITIES[:4]}),
+          1, False),
+    "ms": (frozenset({"ttft_s", *LOAD_QUANTITIES[:4]}), 1e-3, False),
+    "requests/s": (frozenset({"request_throughput"}), 1, False),
     "GB": (frozenset({"peak_memory_per_gpu"}), 1e9, False),
     "GiB": (frozenset({"peak_memory_per_gpu"}), 2**30, False),
     "GPUs": (frozenset({"fewest_gpus"}), 1, False),
@@ -577,9 +613,11 @@ MEASURED_RANGE: dict[str, str] = {
     "decode_tokens_per_s_total": "tokens_per_s", "ttft_s": "seconds", "peak_memory_per_gpu": "bytes",
     "fewest_gpus": "gpus", "rl_step_time_s": "seconds", "rl_generation_time_s": "seconds",
     "rl_training_time_s": "seconds", "training_energy_kwh": "kwh", "training_co2_kg": "kg_co2",
+    **{q: "seconds" for q in LOAD_QUANTITIES[:4]}, "request_throughput": "request_rate",
 }
 _CANONICAL_UNIT = {"tokens_per_s": "tokens/s", "flops": "FLOP/s", "fraction": "fraction", "hours": "GPU hours",
-                   "seconds": "s", "bytes": "bytes", "gpus": "GPUs", "kwh": "kWh", "kg_co2": "kg CO2eq"}
+                   "seconds": "s", "bytes": "bytes", "gpus": "GPUs", "kwh": "kWh", "kg_co2": "kg CO2eq",
+                   "request_rate": "requests/s"}
 
 
 class Measurement(Entry):

@@ -11,10 +11,12 @@ from collections import defaultdict
 from ...answer.answer import MEMORY_PARTS, Answer, Finding, Option
 from ...answer.bandtext import lines as band_lines
 from ...answer.bandtext import shown
+from ...contrib.loadchart import svg
 from ...contrib.scenarios import Run
 from ...core.fmt import duration, number
 from ...core.words import term
 from ...engine.trace import TraceStep
+from ...estimate.load import curve
 from ...knowledge.rules import STAGES
 from ..links import SCENARIOS, Context, scenario_page
 from ..text import code, css_token, esc, esc_spaced, html_text, stacked_table, table
@@ -316,6 +318,22 @@ def _rl_step(ctx: Context, a: Answer) -> list[str]:
             table([t("Role", "角色"), "GB"], roles, "lr"), ""]
 
 
+def _load_chart(ctx: Context, a: Answer) -> list[str]:
+    """Under a request rate: the first option's latency against the rate, the knee marked (inline SVG; the
+    curve is simulated at build time)."""
+    drawn = curve(a) if a.workload.request_rate else None
+    if drawn is None:
+        return []
+    t = ctx.t
+    return [f"## {t('Latency under load', '负载下的延迟')} {{#load}}", "",
+            t(f"P50 and P99 of the time to the first token and per output token of {esc(drawn.gpu)} x{drawn.count} as "
+              f"requests arrive faster; the dashed line is the knee, {drawn.knee:,.1f} requests/s, where the queue "
+              "starts to grow.",
+              f"请求到达越来越快时，{esc(drawn.gpu)} x{drawn.count} 的首 token 时间和每 token 时间的 P50 与 P99；"
+              f"虚线是拐点（每秒 {drawn.knee:,.1f} 个请求），队列从这里开始增长。"), "",
+            f'<div class="gpukb-load-chart">{svg(drawn, "zh" if ctx.zh else "en")}</div>', ""]
+
+
 def scenario(ctx: Context, run: Run) -> str:
     here, a, s, t = scenario_page(run.scenario.id), run.answer, run.scenario, ctx.t
     w = a.workload
@@ -341,6 +359,7 @@ def scenario(ctx: Context, run: Run) -> str:
                   [[esc(part_name(ctx, p)), gb_exact(getattr(m, p)), f"{getattr(m, p) / m.total:.0%}" if m.total else "—"]
                    for p in MEMORY_PARTS] + [[f"**{t('total', '合计')}**", f"**{gb_exact(m.total)}**", ""]], "lrr"), ""]
     out += _rl_step(ctx, a)
+    out += _load_chart(ctx, a)
     order = {"speed": t("fastest first", "最快在前"), "cost": t("cheapest first", "最便宜在前"),
              "gpus": t("fewest GPUs first", "GPU 最少在前")}[w.objective]
     out += [f"## {t('Options', '可选方案')} {{#options}}", "",

@@ -15,7 +15,8 @@ from .common import h1
 # the picture: both axes relative to the median measured value of each point's quantity, so tokens/s,
 # bytes and hours share one chart and the diagonal means "predicted = measured"
 SIZE, PAD = 560, 56
-COLOURS = {"training": "#1f77b4", "decode": "#d62728", "memory": "#2ca02c", "rl": "#9467bd", "energy": "#ff7f0e"}
+COLOURS = {"training": "#1f77b4", "decode": "#d62728", "memory": "#2ca02c", "rl": "#9467bd", "energy": "#ff7f0e",
+           "load": "#8c564b"}
 
 
 def _scaled(points: list[Point]) -> list[tuple[float, float, Point]]:
