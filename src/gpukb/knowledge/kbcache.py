@@ -61,8 +61,8 @@ ALLOWED: frozenset[tuple[str, str]] = frozenset({
                                          "RuleTest")),
     *(("gpukb.knowledge.schema", name) for name in (
         "Claim", "CloudPrice", "Dtype", "Figure", "Framework", "FrameworkTerm", "Gpu", "Interconnect", "Manifest",
-        "Measurement", "Model", "Moe", "NodePrice", "Optimizer", "Policy", "Price", "Rhetoric", "Source", "System", "Term",
-        "TrainingBytes")),
+        "Measurement", "Model", "Moe", "NodePrice", "Optimizer", "Policy", "Price", "Rhetoric", "Scheduler", "SchedulerTier",
+        "Source", "System", "Term", "TrainingBytes")),
     ("pathlib", "PosixPath"),
     ("pydantic.networks", "HttpUrl"),
     ("pydantic_core._pydantic_core", "Url"),
