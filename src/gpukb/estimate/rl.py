@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..answer.answer import Answer, Memory, Option, RlEstimate, Strategy, _improves, _lineage, _remedy, build_answer
@@ -164,51 +165,55 @@ def _phase_terms(parts: dict[str, dict[str, tuple[float, float]]], overhead: flo
     return phases
 
 
-def place(kb: KnowledgeBase, w: ResolvedWorkload, roles: Roles, gpu: dict[str, Any], policy: dict[str, Any],
-          placement: str) -> dict[str, Any] | None:
-    """One GPU type's RL plan under one placement: GPU counts, memory per role and per phase, fits."""
-    usable = float(USABLE.evaluate({"g": gpu, "p": policy}))
-    node = gpu["gpus_per_node"]
-    # one node of a system with no network between nodes; where no system holds the GPU, one box of consumer cards
-    if gpu["system"]:
-        box = NO_LIMIT if gpu["scales_out"] else node
-    else:
-        box = NODE_SIZE * int(policy["consumer_nodes"]) if gpu["consumer"] else NO_LIMIT
-    limit = min(w.gpu_count or NO_LIMIT, box)
-    overhead = policy["runtime_overhead"]
-    max_seqs = int(kb.policy(MAX_SEQS))
-    trained = [r for r in roles.replicas if r in (*TRAINED, *FROZEN)]
-    rollout_answer = roles.answers.get("rollout")
-    rollout_opt = _option(rollout_answer, gpu["gpu"]) if rollout_answer else None
-    # split: the serving planner's fewest GPUs that hold the whole batch; none within gpu_count is a miss
-    rollout_fits = placement != "split" or rollout_answer is None or (rollout_opt is not None and rollout_opt.fits)
-    tp, pp = w.tensor_parallel or 1, w.pipeline_parallel or 1
-    zeros = [w.zero_stage] if w.zero_stage is not None else [3]  # FSDP full sharding: verl's and OpenRLHF's default
-    ckpts = [w.activation_checkpointing] if w.activation_checkpointing is not None else [False, True]
-    rollout_memory = roles.replicas["rollout"][0] if "rollout" in roles.replicas else None
-    s = sequences(w)
-    # split: the rollout engine's GPUs come out of the GPUs allowed; the trainer has the rest
-    reserved = rollout_opt.count if placement == "split" and rollout_opt is not None else 0
-    trainer_limit = limit - reserved if limit < NO_LIMIT else NO_LIMIT
+# a search's choice: ((trainer GPUs, waves of generation, rollout tp), data-parallel size, layout, rollout tp)
+_Best = tuple[tuple[int, int, int], int, Layout, int]
 
-    def search(bound: int, exact: bool) -> tuple[tuple[int, int, int], int, Layout, int] | None:
-        """The fewest trainer GPUs within `bound` ((count, waves, rollout tp), dp, layout, rollout tp); `exact`:
-        placement 'all', the trainer gets every GPU of the bound."""
-        best: tuple[tuple[int, int, int], int, Layout, int] | None = None
-        for zero in zeros:
-            for ckpt in ckpts:
-                layout = Layout(tp, pp, zero, ckpt, "none")
-                # each role's parts without its own runtime overhead: the GPU's is counted once, in the phase
-                parts = {r: {k: v for k, v in roles.parts(r, layout).items() if k not in ("overhead", "kv_cache")}
-                         for r in trained}
+
+@dataclass(frozen=True)
+class _TrainerSearch:
+    """What the search for the fewest trainer GPUs of one GPU type and placement ranges over."""
+
+    w: ResolvedWorkload
+    roles: Roles
+    trained: list[str]
+    placement: str
+    node: int
+    usable: float
+    overhead: float
+    rollout_memory: dict[str, Any] | None
+    rollout_fits: bool
+    sequences: int
+    max_seqs: int
+
+    @property
+    def zeros(self) -> list[int]:  # FSDP full sharding: verl's and OpenRLHF's default
+        return [self.w.zero_stage] if self.w.zero_stage is not None else [3]
+
+    @property
+    def checkpointing(self) -> list[bool]:
+        return [self.w.activation_checkpointing] if self.w.activation_checkpointing is not None else [False, True]
+
+    def stripped(self, layout: Layout) -> dict[str, dict[str, float]]:
+        """Each role's parts without its own runtime overhead: the GPU's is counted once, in the phase."""
+        return {r: {k: v for k, v in self.roles.parts(r, layout).items() if k not in ("overhead", "kv_cache")}
+                for r in self.trained}
+
+    def fewest(self, bound: int, exact: bool) -> _Best | None:
+        """The fewest trainer GPUs within `bound`; `exact`: placement 'all', the trainer gets every GPU of the bound."""
+        w, node = self.w, self.node
+        best: _Best | None = None
+        for zero in self.zeros:
+            for ckpt in self.checkpointing:
+                layout = Layout(w.tensor_parallel or 1, w.pipeline_parallel or 1, zero, ckpt, "none")
+                parts = self.stripped(layout)
                 rollout_tps: list[int | None] = [None]
-                if placement == "colocated" and rollout_memory is not None:
+                if self.placement == "colocated" and self.rollout_memory is not None:
                     rollout_tps = [t for t in TP_SIZES if t <= node and w.heads % t == 0]
                 for rtp in rollout_tps:
                     # an engine needs its share of the weights and room for at least one sequence's KV cache
-                    least_rollout = None if rtp is None else _engine_bytes(rollout_memory, rtp, 1, s)
-                    phases = _phase_terms(parts, overhead, None if least_rollout is None else (least_rollout, 0.0))
-                    least = [_least_dp(terms, usable) for terms in phases.values()]
+                    least_rollout = None if rtp is None else _engine_bytes(self.rollout_memory, rtp, 1, self.sequences)
+                    phases = _phase_terms(parts, self.overhead, None if least_rollout is None else (least_rollout, 0.0))
+                    least = [_least_dp(terms, self.usable) for terms in phases.values()]
                     if any(d is None for d in least):
                         continue
                     count = max(d for d in least if d is not None) * layout.group
@@ -216,67 +221,110 @@ def place(kb: KnowledgeBase, w: ResolvedWorkload, roles: Roles, gpu: dict[str, A
                         count = max(count, rtp)
                     count = count if count <= node else node * math.ceil(count / node)
                     count = -(-count // layout.group) * layout.group
-                    if not rollout_fits or count > bound or (rtp is not None and count % rtp):
+                    if not self.rollout_fits or count > bound or (rtp is not None and count % rtp):
                         continue
                     if exact:  # exactly gpu_count GPUs: the trainer gets what the rollout engine leaves
                         if bound < count or bound % layout.group or (rtp is not None and bound % rtp):
                             continue
                         count = bound
-                    waves = 0 if rtp is None else _engines(phases, count // layout.group, usable, rollout_memory, rtp,
-                                                           count, s, max_seqs)[1]
+                    waves = 0 if rtp is None else _engines(phases, count // layout.group, self.usable,
+                                                           self.rollout_memory, rtp, count, self.sequences,
+                                                           self.max_seqs)[1]
                     key = (count, waves, rtp or 0)  # the fewest GPUs, then the fewest waves, then the smaller tp
                     if best is None or key < best[0]:
                         best = (key, count // layout.group, layout, rtp or 0)
         return best
 
-    best = search(trainer_limit, w.placement == "all")
+    def needed(self, reserved: int, fallback: int) -> int:
+        """The GPUs trainer and rollout engine need together with no bound: what a miss on the count names."""
+        unbounded = self.fewest(NO_LIMIT, False) if self.rollout_fits else None
+        return reserved + (unbounded[0][0] if unbounded else fallback)
+
+
+def _gpu_box(gpu: dict[str, Any], policy: dict[str, Any]) -> int:
+    """The most GPUs a plan may span: one node of a system with no network between nodes; where no system holds
+    the GPU, one box of consumer cards."""
+    if gpu["system"]:
+        return NO_LIMIT if gpu["scales_out"] else gpu["gpus_per_node"]
+    return NODE_SIZE * int(policy["consumer_nodes"]) if gpu["consumer"] else NO_LIMIT
+
+
+def place(kb: KnowledgeBase, w: ResolvedWorkload, roles: Roles, gpu: dict[str, Any], policy: dict[str, Any],
+          placement: str) -> dict[str, Any] | None:
+    """One GPU type's RL plan under one placement: GPU counts, memory per role and per phase, fits. In parts: the
+    search for the fewest trainer GPUs (_TrainerSearch), the closest miss when none fits, the memory of the choice
+    (_plan_memory)."""
+    usable = float(USABLE.evaluate({"g": gpu, "p": policy}))
+    node, box = gpu["gpus_per_node"], _gpu_box(gpu, policy)
+    limit = min(w.gpu_count or NO_LIMIT, box)
+    rollout_answer = roles.answers.get("rollout")
+    rollout_opt = _option(rollout_answer, gpu["gpu"]) if rollout_answer else None
+    # split: the serving planner's fewest GPUs that hold the whole batch; none within gpu_count is a miss
+    rollout_fits = placement != "split" or rollout_answer is None or (rollout_opt is not None and rollout_opt.fits)
+    search = _TrainerSearch(
+        w, roles, [r for r in roles.replicas if r in (*TRAINED, *FROZEN)], placement, node, usable,
+        policy["runtime_overhead"], roles.replicas["rollout"][0] if "rollout" in roles.replicas else None,
+        rollout_fits, sequences(w), int(kb.policy(MAX_SEQS)))
+    # split: the rollout engine's GPUs come out of the GPUs allowed; the trainer has the rest
+    reserved = rollout_opt.count if placement == "split" and rollout_opt is not None else 0
+    trainer_limit = limit - reserved if limit < NO_LIMIT else NO_LIMIT
+    best = search.fewest(trainer_limit, w.placement == "all")
     fits = best is not None
     # what a miss is short of: memory per GPU on the GPUs allowed, or GPUs (the trainer and the rollout engine
     # together need more than are allowed, though each GPU would hold its share)
     needed = 0
     if best is None:  # the closest miss: the last layout tried on one node, or on the GPUs allowed
-        layout = Layout(tp, pp, zeros[-1], ckpts[-1], "none")
+        layout = Layout(w.tensor_parallel or 1, w.pipeline_parallel or 1, search.zeros[-1], search.checkpointing[-1],
+                        "none")
         count = min(trainer_limit, node) if w.gpu_count is None or limit == box else trainer_limit
         if count < layout.group:  # the rollout engine leaves the trainer no GPU: the count is what does not fit
-            unbounded = search(NO_LIMIT, False) if rollout_fits else None
-            needed = reserved + (unbounded[0][0] if unbounded else layout.group)
+            needed = search.needed(reserved, layout.group)
             count = layout.group
         count = max(count // layout.group, 1) * layout.group
         rtp = max([t for t in TP_SIZES if t <= min(count, node) and w.heads % t == 0] or [1])
         best = ((count, 0, rtp), count // layout.group, layout, rtp)
     (count, _, _), dp, layout, rtp = best
-    stripped = {r: {k: v for k, v in roles.parts(r, layout).items() if k not in ("overhead", "kv_cache")} for r in trained}
+    memory = _plan_memory(search, rollout_opt, count, dp, layout, rtp)
+    if not fits and not needed and memory["per_gpu_bytes"] <= usable and limit < NO_LIMIT:
+        # a miss whose peak fits: what fails is the count (the search's own bound, e.g. a tensor-parallel size
+        # that does not divide the GPUs left), so the rejection names GPUs, not memory
+        needed = search.needed(reserved, count + layout.group)
+    rollout_gpus = memory["rollout_gpus"]
+    return {"gpu": gpu["gpu"], "placement": placement, "count": min(count + rollout_gpus, limit) if needed else
+            count + rollout_gpus, "trainer_gpus": count, "dp": dp, "tp": layout.tp, "pp": layout.pp,
+            "zero_stage": layout.zero_stage, "checkpointing": layout.checkpointing, **memory, "usable_bytes": usable,
+            "fits": fits and memory["per_gpu_bytes"] <= usable, "limit": limit if limit < NO_LIMIT else 0,
+            "needed_gpus": needed}
+
+
+def _plan_memory(search: _TrainerSearch, rollout_opt: Option | None, count: int, dp: int, layout: Layout,
+                 rtp: int) -> dict[str, Any]:
+    """The chosen plan's memory: per role, the rollout engine's batch and waves (colocated: in the memory the
+    trainer's phases leave; split: the serving planner's own GPUs), and the peak of a GPU over the phases."""
+    trained, overhead = search.trained, search.overhead
+    stripped = search.stripped(layout)
     parts = {r: {k: _at(v, dp) for k, v in stripped[r].items()} for r in trained}
     by_role = {r: sum(v for k, v in parts[r].items() if r in TRAINED or k in ("weights", "activations")) for r in trained}
     rollout_gpus, engine_batch, waves, rollout_term = 0, 0, 0, None
-    if rollout_memory is not None:
+    if search.rollout_memory is not None:
         assert rollout_opt is not None
-        if placement == "colocated":
-            engine_batch, waves = _engines(_phase_terms(stripped, overhead, None), dp, usable, rollout_memory, rtp,
-                                           count, s, max_seqs)
+        if search.placement == "colocated":
+            engine_batch, waves = _engines(_phase_terms(stripped, overhead, None), dp, search.usable,
+                                           search.rollout_memory, rtp, count, search.sequences, search.max_seqs)
             engine_batch = max(engine_batch, 1)
-            by_role["rollout"] = _engine_bytes(rollout_memory, rtp, engine_batch, s)
+            by_role["rollout"] = _engine_bytes(search.rollout_memory, rtp, engine_batch, search.sequences)
             rollout_term = (by_role["rollout"], 0.0)
         else:
             rollout_gpus = rollout_opt.count
             rtp = rollout_opt.strategy.tensor_parallel
-            engine_batch, waves = s, 1
+            engine_batch, waves = search.sequences, 1
             by_role["rollout"] = rollout_opt.per_gpu_bytes - overhead
     phases = _phase_terms(stripped, overhead, rollout_term)
     peak = max(sum(_at(t, dp) for t in terms) for terms in phases.values())
-    if rollout_gpus:
-        peak = max(peak, rollout_opt.per_gpu_bytes if rollout_opt else 0.0)
-    if not fits and not needed and peak <= usable and limit < NO_LIMIT:
-        # a miss whose peak fits: what fails is the count (the search's own bound, e.g. a tensor-parallel size
-        # that does not divide the GPUs left), so the rejection names GPUs, not memory
-        unbounded = search(NO_LIMIT, False) if rollout_fits else None
-        needed = reserved + (unbounded[0][0] if unbounded else count + layout.group)
-    return {"gpu": gpu["gpu"], "placement": placement, "count": min(count + rollout_gpus, limit) if needed else
-            count + rollout_gpus, "trainer_gpus": count,
-            "rollout_gpus": rollout_gpus, "dp": dp, "tp": layout.tp, "pp": layout.pp, "zero_stage": layout.zero_stage,
-            "checkpointing": layout.checkpointing, "rollout_tp": rtp, "engine_batch": engine_batch, "waves": waves,
-            "per_gpu_bytes": peak, "usable_bytes": usable, "memory_by_role": by_role, "parts": parts,
-            "fits": fits and peak <= usable, "limit": limit if limit < NO_LIMIT else 0, "needed_gpus": needed}
+    if rollout_gpus and rollout_opt is not None:
+        peak = max(peak, rollout_opt.per_gpu_bytes)
+    return {"rollout_gpus": rollout_gpus, "rollout_tp": rtp, "engine_batch": engine_batch, "waves": waves,
+            "per_gpu_bytes": peak, "memory_by_role": by_role, "parts": parts}
 
 
 def _engine_bytes(rollout: dict[str, Any] | None, rtp: int, batch: int, sequences: int) -> float:
