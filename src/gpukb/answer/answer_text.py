@@ -68,7 +68,7 @@ def render_answer(answer: Answer, lang: Lang = "en") -> str:
     m = answer.memory
     out.append(say(lang, "one_replica", weights=gb(m.weights), gradients=gb(m.gradients), optimizer=gb(m.optimizer),
                    activations=gb(m.activations), kv_cache=gb(m.kv_cache), overhead=gb(m.overhead), total=gb(m.total)))
-    for note in w.assumptions:
+    for note in w.assumptions_in(lang):
         out.append(say(lang, "assumption", note=note))
     if answer.summary is not None:  # the decision first, then the reasoning behind it
         head, *rest = answer.summary.lines(lang)

@@ -456,6 +456,7 @@ class Framework(Entry):
     default_for: list[FrameworkTask] = Field(default=[], description=(
         "tasks this framework is the default for (what most people run for them); each task has exactly one"))
     default_reason: str = Field(default="", description="why it is the default, printed with every answer that uses it")
+    default_reason_zh: str = Field(default="", description="default_reason in Chinese, for answers in Chinese")
     loss_logit_bytes: FrameworkTerm | None = Field(default=None, description=(
         "training: bytes held per logit (micro-batch x sequence x vocabulary) at the loss's peak: the 16-bit "
         "logits, any fp32 copy and what cross-entropy saves for its gradient"))
@@ -513,6 +514,8 @@ class Framework(Entry):
             raise ValueError(f"default_for: {sorted(set(self.default_for) - set(self.tasks))} not among its tasks")
         if self.default_for and not self.default_reason:
             raise ValueError("default_reason: say why it is the default for " + ", ".join(self.default_for))
+        if self.default_for and not self.default_reason_zh:
+            raise ValueError("default_reason_zh: say in Chinese why it is the default for " + ", ".join(self.default_for))
         if self.loss_logit_bytes is None and set(self.tasks) - {"inference"}:
             raise ValueError("loss_logit_bytes: a training framework states what its loss holds per logit")
         # each share lies in (0, 1]: its quantity's plausible range (_plausible)

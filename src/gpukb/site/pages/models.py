@@ -101,7 +101,7 @@ def model(ctx: Context, model_id: str) -> str:
               f"2 × {m.layers} 层 × {m.kv_heads} 个 KV 头 × {m.head_dim} × 2 字节 = **每 token {kv:,} 字节**（16 位）；"
               f"完整的 {m.context_length:,} token 上下文每条序列占 {gb(kv * m.context_length)}。"), ""]
     if m.notes:
-        out += [f"## {t('Notes', '说明')}", "", esc(ctx.field(m, "notes")), ""]
+        out += [f"## {t('Notes', '说明')} {{#notes}}", "", ctx.note(here, m), ""]
     out += [f"## {t('Sources', '来源')}", "", bullets(source_line(ctx, here, s) for s in m.sources), "",
             f"## {t('In the scenarios', '在各场景中')}", "",
             bullets((ctx.scenario(here, run) for run in ctx.runs if run.answer.workload.model == model_id),

@@ -20,7 +20,7 @@ from ..links import (
 )
 from ..markdown import demote, repository_markdown
 from ..text import code, esc, external, link, table, title_text
-from .common import h1
+from .common import h1, quoted_en
 
 
 def sources(ctx: Context) -> str:
@@ -32,7 +32,7 @@ def sources(ctx: Context) -> str:
     for s in kb.sources.values():
         by_kind[s.kind].append(s.id)
     for kind in sorted(by_kind):
-        out += [f"## {esc(kind.replace('_', ' ').capitalize())} {{#kind-{kind}}}", ""]
+        out += [f"## {esc(ctx.t(kind.replace('_', ' ').capitalize(), ctx.value('source_kind', kind)))} {{#kind-{kind}}}", ""]
         for source_id in sorted(by_kind[kind]):
             s = kb.sources[source_id]
             users = ctx.source_users.get(source_id, [])
@@ -54,9 +54,9 @@ def interconnects(ctx: Context) -> str:
         users = sorted(g.id for g in kb.gpus.values() if ic.id in (g.scale_up, g.pcie))
         out += [f"## {esc(title_text(ic.name))} {{#{ic.id}}}", "",
                 f"{code(ic.id)} · {esc(ic.kind.replace('_', ' '))} · {ic.bandwidth / 1e9:,.1f} GB/s "
-                + ctx.t("per direction", "单向"), "", ctx.t("Quoted: ", "原文：") + f"“{esc(ic.quoted)}”", ""]
+                + ctx.t("per direction", "单向"), "", ctx.t("Quoted: ", "原文：") + quoted_en(ic.quoted), ""]
         if ic.notes:
-            out += [esc(ctx.field(ic, "notes")), ""]
+            out += [ctx.note(INTERCONNECTS, ic, fragment=ic.id), ""]
         out += [ctx.t("Sources: ", "来源：") + ", ".join(ctx.source(INTERCONNECTS, s) for s in ic.sources) + ".", ""]
         if users:
             out += [ctx.t("Used by ", "使用它的 GPU：") + ", ".join(ctx.gpu(INTERCONNECTS, g) for g in users) + ".", ""]
@@ -85,14 +85,14 @@ def systems(ctx: Context) -> str:
                    ctx.t("$/node-hour", "每节点小时美元")], rows), ""]
     for s in sorted(kb.systems.values(), key=lambda s: s.id):
         out += [f"## {esc(title_text(s.name))} {{#{s.id}}}", "",
-                f"{code(s.id)} · {esc(s.kind)} · {esc(s.provider)}" + (f" · {esc(s.network)}" if s.network else ""), ""]
+                f"{code(s.id)} · {esc(ctx.value('system_kind', s.kind))} · {esc(s.provider)}" + (f" · {esc(s.network)}" if s.network else ""), ""]
         for price in s.prices:
             out += [f"- ${price.usd_per_node_hour:,.2f} " + ctx.t("per node-hour", "每节点小时")
-                    + f", {esc(price.region)}, {price.as_of} ({ctx.source(here, price.source)}): “{esc(price.quote)}”"]
+                    + f", {esc(price.region)}, {price.as_of} ({ctx.source(here, price.source)}): {quoted_en(price.quote)}"]
         if s.prices:
             out.append("")
         if s.notes:
-            out += [esc(ctx.field(s, "notes")), ""]
+            out += [ctx.note(here, s, fragment=s.id), ""]
         out += [ctx.t("Sources: ", "来源：") + ", ".join(ctx.source(here, x) for x in s.sources) + ".", ""]
     return "\n".join(out)
 
