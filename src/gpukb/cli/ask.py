@@ -15,6 +15,7 @@ from ..core.messages import message
 from ..core.terminal import clean
 from .answer_text import print_answer, print_launch
 from .common import BAD_INPUT, NOTHING_FITS, Language, Offload, Optim, Precision, RootOption, Task, err, fail, fail_kb, out
+from .usage import flag
 
 # `--json` without `--trace`: the steps of the reasoning (nine tenths of the bytes) stay out, everything else is there
 WITHOUT_TRACE: dict[str, Any] = {"trace": True, "options": {"__all__": {"trace"}}, "rejected": {"__all__": {"trace"}}}
@@ -142,7 +143,7 @@ def ask(
     except KBError as error:
         fail_kb(error, lang.value)
     except ASK_ERRORS as error:
-        fail(error, BAD_INPUT, lang.value)
+        fail(error, BAD_INPUT, lang.value, named=flag)
     if launch is not None:
         print_launch(answer, launch, kb, lang.value)
         return

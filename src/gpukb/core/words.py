@@ -107,6 +107,8 @@ VALUES: dict[Lang, dict[str, dict[str, str]]] = {
         "system_kind": {"cloud": "云实例", "server": "服务器", "workstation": "工作站"},
         "price_kind": {"launch_msrp": "首发建议零售价", "list_price": "标价"},
         "claim_kind": {"quantitative": "定量", "qualitative": "定性", "recommendation": "建议"},
+        "policy_unit": {"fraction": "比例", "bytes": "字节", "bandwidth": "字节/s", "ratio": "倍数", "tokens": "token 数",
+                        "seconds": "s", "count": "个", "gCO2/kWh": "gCO₂/kWh"},
         "link_kind": {"scale_up": "卡间互联", "host": "主机链路", "scale_out": "节点间网络"},
         "mlp": {"gated": "门控（三个矩阵）", "standard": "标准（两个矩阵）"},
         "bound": {"compute": "算力受限", "memory": "访存受限", "host": "受主机下发步骤的时间限制"},
@@ -128,7 +130,8 @@ LABELS_ZH: dict[str, str] = {
     "One replica, before sharding (GB = 1e9 bytes)": "切分前的一个副本（GB = 1e9 字节）",
     "weights": "权重", "grads": "梯度", "optimizer": "优化器状态", "activations": "激活值", "KV cache": "KV 缓存",
     "overhead": "运行时开销", "total": "合计", "GPU": "GPU", "GPUs": "卡数", "GB/GPU used/usable": "每卡 GB 占用/可用",
-    "strategy": "并行策略", "tokens/s": "tokens/s", "time to train": "训练用时", "GPU-h": "GPU 小时", "TTFT ms": "首 token 时延 ms",
+    "strategy": "并行策略", "tokens/s": "tokens/s", "time to train": "训练用时", "GPU-h": "GPU 小时",
+    "TTFT ms": "首 token 时延 ms",
     "ms/tok": "每 token 时延 ms", "pick": "文章之选", "$/h": "美元/小时", "$/Mtok": "美元/百万 token", "cost": "费用",
     "fastest first": "最快的在前", "fewest GPUs that meet the latency targets first": "满足延迟目标、卡数最少的在前",
     "cheapest first": "最便宜的在前", "fewest GPUs first": "卡数最少的在前",
@@ -141,7 +144,18 @@ LABELS_ZH: dict[str, str] = {
     "Rejected": "被排除的 GPU", "why": "原因", "Findings": "发现", "Remedies": "对策",
     "Run with --explain for the full trace, --json for everything.": "加 --explain 查看完整推理记录，加 --json 查看全部数据。",
     "seq": "序列长度", "grid": "电网",
-    "placement": "放置", "s/step": "秒/步", "gen/train/other": "生成/训练/其他",
+    "placement": "放置", "s/step": "s/步", "gen/train/other": "生成/训练/其他",
+    # gpukb list
+    "id": "id", "name": "名称", "memory": "显存", "bandwidth": "显存带宽", "BF16 TFLOPS": "BF16 TFLOPS",
+    "$/GPU-h": "$/GPU 小时", "price": "售价", "gpu": "GPU", "P2P": "P2P", "network": "节点间网络",
+    "host memory": "主机内存", "$/node-h": "$/节点小时", "params": "参数量", "layers": "层数", "context": "上下文",
+    "Hugging Face repository": "Hugging Face 仓库", "yes": "是", "no": "否", "none": "无",
+    "GPUs (--gpu ID; GB = 1e9 bytes; BF16 dense; $/GPU-h: lowest dated cloud on-demand price)":
+        "GPU（--gpu ID；GB = 1e9 字节；BF16 为稠密算力；$/GPU 小时：有日期的云按需价格中最低者）",
+    "Systems (--system ID; network: per node between nodes; $/node-h: lowest price)":
+        "系统（--system ID；节点间网络按每节点计；$/节点小时：最低价格）",
+    "Models (--model ID or its Hugging Face repository; params in billions, active of total for MoE)":
+        "模型（--model ID 或其 Hugging Face 仓库；参数量以十亿（B）计，MoE 模型列出激活参数量与总参数量）",
 }
 
 

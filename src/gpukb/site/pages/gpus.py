@@ -109,7 +109,8 @@ def gpu(ctx: Context, gpu_id: str) -> str:
               f"，每方向 {g.scale_up_bandwidth / 1e9:,.0f} GB/s，每个互联域 {g.scale_up_domain} 张卡")
             if g.scale_up_bandwidth else "")],
         [t("Host link", "主机链路"), ctx.interconnect(here, g.pcie)], [t("Board power", "整卡功耗"), f"{g.tdp:,.0f} W"],
-        [t("Cooling", "散热"), esc(t(", ", "、").join(ctx.value("cooling", c) for c in g.cooling))], [t("As of", "数据日期"), esc(g.as_of)],
+        [t("Cooling", "散热"), esc(t(", ", "、").join(ctx.value("cooling", c) for c in g.cooling))],
+        [t("As of", "数据日期"), esc(g.as_of)],
         [t("Version", "版本"), str(g.version)],
     ]
     if g.devices > 1 and g.devices_source:  # each die its own device: plans count devices (kb/gpus field devices)
@@ -120,9 +121,11 @@ def gpu(ctx: Context, gpu_id: str) -> str:
         spec.append([t("Plans", "规划"), t("one box of at most 8 cards (policy consumer-nodes)",
                                            "一台机器内最多 8 张卡（策略 consumer-nodes）")])
     if g.memory_bandwidth and g.bf16_flops:
-        spec.append([t("Ridge point (BF16)", "屋脊点（BF16）"), f"{g.bf16_flops / g.memory_bandwidth:,.0f} " + t("FLOP/byte", "FLOP/字节")])
+        ridge = f"{g.bf16_flops / g.memory_bandwidth:,.0f} " + t("FLOP/byte", "FLOP/字节")
+        spec.append([t("Ridge point (BF16)", "屋脊点（BF16）"), ridge])
     if g.price:
-        spec.append([t("Price", "价格"), f"${g.price.usd:,.0f} {esc(ctx.value('price_kind', g.price.kind))}, {esc(g.price.as_of)} "
+        kind = esc(ctx.value("price_kind", g.price.kind))
+        spec.append([t("Price", "价格"), f"${g.price.usd:,.0f} {kind}, {esc(g.price.as_of)} "
                                          f"({ctx.source(here, g.price.source)})"])
     out = h1(g.name, g.id)
     out += [table([t("Specification", "规格"), t("Value", "值")], spec), ""]

@@ -53,7 +53,8 @@ def interconnects(ctx: Context) -> str:
     for ic in sorted(kb.interconnects.values(), key=lambda i: (i.kind, i.bandwidth, i.id)):
         users = sorted(g.id for g in kb.gpus.values() if ic.id in (g.scale_up, g.pcie))
         out += [f"## {esc(title_text(ic.name))} {{#{ic.id}}}", "",
-                f"{code(ic.id)} · {esc(ic.kind.replace('_', ' '))} · {ic.bandwidth / 1e9:,.1f} GB/s "
+                f"{code(ic.id)} · {esc(ctx.t(ic.kind.replace('_', ' '), ctx.value('link_kind', ic.kind)))} · "
+                f"{ic.bandwidth / 1e9:,.1f} GB/s "
                 + ctx.t("per direction", "单向"), "", ctx.t("Quoted: ", "原文：") + quoted_en(ic.quoted), ""]
         if ic.notes:
             out += [ctx.note(INTERCONNECTS, ic, fragment=ic.id), ""]
@@ -85,7 +86,8 @@ def systems(ctx: Context) -> str:
                    ctx.t("$/node-hour", "每节点小时美元")], rows), ""]
     for s in sorted(kb.systems.values(), key=lambda s: s.id):
         out += [f"## {esc(title_text(s.name))} {{#{s.id}}}", "",
-                f"{code(s.id)} · {esc(ctx.value('system_kind', s.kind))} · {esc(s.provider)}" + (f" · {esc(s.network)}" if s.network else ""), ""]
+                f"{code(s.id)} · {esc(ctx.value('system_kind', s.kind))} · {code(s.provider)}"
+                + (f" · {quoted_en(s.network) if ctx.zh else esc(s.network)}" if s.network else ""), ""]
         for price in s.prices:
             out += [f"- ${price.usd_per_node_hour:,.2f} " + ctx.t("per node-hour", "每节点小时")
                     + f", {esc(price.region)}, {price.as_of} ({ctx.source(here, price.source)}): {quoted_en(price.quote)}"]
@@ -117,7 +119,8 @@ def policies(ctx: Context) -> str:
     out += [ctx.t("Engineering assumptions the engine states rather than hides; every answer that depends on one shows "
                   "it in its trace.", "引擎明确写出而不隐藏的工程假设；每个依赖它们的回答都会在推理记录中列出。"), ""]
     for p in sorted(kb.policies.values(), key=lambda p: p.id):
-        value = gb(p.value) if p.unit == "bytes" else f"{p.value:g} ({esc(p.unit)})"
+        unit = ctx.t(f" ({p.unit})", f"（{ctx.value('policy_unit', p.unit)}）")
+        value = gb(p.value) if p.unit == "bytes" else f"{p.value:g}{esc(unit)}"
         out += [f"## {esc(title_text(ctx.field(p, 'title')))} {{#{p.id}}}", "", f"{code(p.id)} = **{value}**", "",
                 esc(ctx.field(p, "reason")), ""]
         if p.claims:

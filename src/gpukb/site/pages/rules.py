@@ -56,7 +56,8 @@ def rules_index(ctx: Context) -> str:
                       "推理记录中出现、但不是规则文件的引擎步骤：规划器，它用并行策略把显存分配到 GPU 上。"), ""]
         for rule_id, step in sorted(ctx.builtins.items()):
             out += [f"### {esc(step.rule)} {{#built-in-{rule_id}}}", "",
-                    f"{esc((ctx.zh and step.title_zh) or step.title)} · {ctx.t('stage', '阶段')} {esc(stage_name(ctx, step.stage))}", ""]
+                    f"{esc((ctx.zh and step.title_zh) or step.title)} · {ctx.t('stage', '阶段')} "
+                    f"{esc(stage_name(ctx, step.stage))}", ""]
             if step.claims:
                 out += [ctx.t("Rests on ", "依据 ") + ", ".join(ctx.claim(here, c.id) for c in step.claims) + ".", ""]
             if step.sources:
@@ -71,7 +72,8 @@ def _outputs(ctx: Context, rule: Rule) -> list[str]:
         rows += [[code(k), ctx.t("let (traced, not asserted)", "中间值（`let`，记入推理记录，不断言）"), code(v)]
                  for k, v in o.let.items()]
         rows += [[code(k), ctx.t("compute", "计算（`compute`）"), code(v)] for k, v in o.compute.items()]
-        out += [ctx.t(f"Asserts a **{esc(o.kind)}** fact:", f"断言一个{esc(ctx.value('fact', o.kind))}事实（{code(o.kind)}）："), "",
+        out += [ctx.t(f"Asserts a **{esc(o.kind)}** fact:",
+                      f"断言一个{esc(ctx.value('fact', o.kind))}事实（{code(o.kind)}）："), "",
                 table([ctx.t("Field", "字段"), ctx.t("How", "方式"), ctx.t("Value or expression", "值或表达式")], rows), ""]
     return out
 

@@ -289,7 +289,8 @@ def _findings(ctx: Context, here: str, a: Answer) -> list[str]:
               "每行是一条规则的发现及其适用的 GPU；展开可查看每种 GPU 的具体数字。"), ""]
     rows = []
     for (severity, kind, rule), group in _grouped(a.findings):
-        rows.append([_severity(ctx, severity), esc(ctx.t(kind.replace("_", " "), ctx.value("finding", kind))), ctx.rule_named(here, rule),
+        category = ctx.t(kind.replace("_", " "), ctx.value("finding", kind))
+        rows.append([_severity(ctx, severity), esc(category), ctx.rule_named(here, rule),
                      esc(group[0].text(ctx.lang))
                      + (t(f" (and {len(group) - 1} more like it)", f"（另有 {len(group) - 1} 条类似）")
                         if len(group) > 1 else ""),
