@@ -348,10 +348,14 @@ class TrainingBytes(Strict):
 
 
 class Term(Entry):
-    """A glossary entry: the one Chinese term every text of gpukb uses for a concept, and the ones it avoids."""
+    """A glossary entry: a concept the answers use, the one Chinese term every text of gpukb writes for it, the
+    other names readers search for it by, and the words gpukb's own Chinese avoids."""
 
     en: Name
     zh: Name = Field(description="the preferred Chinese term (a product name stays as it is)")
+    aliases: list[Name] = Field(default_factory=list, description=(
+        "other names readers know the concept by (abbreviations, English and Chinese synonyms, a library's word): the "
+        "glossary page lists them, so searching any of them finds the entry"))
     avoid_zh: list[str] = Field(default_factory=list, description="terms Chinese text must not use for this concept: "
                                 "drifting synonyms, translationese, English left in a Chinese sentence")
     note: str = Field(description="why this term, and how to use it")

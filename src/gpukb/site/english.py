@@ -18,7 +18,7 @@ _FENCE = re.compile(r"^ *(`{3,}|~{3,}).*?^ *\1", re.M | re.S)
 _CODE = re.compile(r"(`+).*?\1", re.S)
 _ELEMENT = re.compile(r"<(code|pre|svg|kbd)\b[^>]*>.*?</\1>", re.S | re.I)
 # an element marked as English (a cited quote, the English of a bilingual block) is English by design
-_MARKED = re.compile(r"<(\w+)\b[^>]*\blang=\"en\"[^>]*>.*?</\1>", re.S | re.I)
+_MARKED = re.compile(r"<(\w+)\b[^>]*\blang=\"en\"[^>]*>", re.I)
 _TAG = re.compile(r"<[^>]*>")
 _TARGET = re.compile(r"\]\([^)]*\)")
 _ATTRIBUTES = re.compile(r"\{[^{}]*\}")  # attribute lists, and a template's placeholders
@@ -36,7 +36,7 @@ ALLOWED = frozenset("""
     b kb mb gb tb pb kib mib gib tib bytes s ms us ns h w kw kwh mwh x e t tokens token flop flops tflops pflops
     gbps gbit gt gbe bf fp int nf mxfp tp pp dp ep cp vllm sglang fsdp cuda cudnn nccl pytorch torch torchtune torchtitan npu
     deepspeed megatron unsloth llama cpp hf jieba gpukb pip kg co verl
-    roofline softmax goodput logit logits gco
+    roofline softmax goodput logit logits gco dropout
 """.split())  # noqa: SIM905 (a word list reads best as words)
 
 
@@ -49,11 +49,23 @@ class Passage:
         return f"{self.page}: {self.text[:160]!r}"
 
 
+def _unmarked(text: str) -> str:
+    """The text without its elements marked lang="en", nested elements of the same tag and all."""
+    while (start := _MARKED.search(text)) is not None:
+        tag, depth, at = start[1], 1, start.end()
+        tags = re.compile(rf"<(/?){tag}\b[^>]*>", re.I)
+        while depth and (found := tags.search(text, at)) is not None:
+            depth += -1 if found[1] else 1
+            at = found.end()
+        text = text[:start.start()] + " " + text[at:]
+    return text
+
+
 def _prose(markdown: str) -> str:
     """What a reader reads: code, markup, link targets and addresses left out, entities decoded."""
     text = _FENCE.sub(" ", markdown)
     text = _ELEMENT.sub(" ", text)
-    text = _MARKED.sub(" ", text)
+    text = _unmarked(text)
     text = _CODE.sub(" ", text)
     text = _TARGET.sub("] ", text)
     text = _TAG.sub(" ", text)

@@ -9,6 +9,7 @@ from collections import defaultdict
 from ...core.fmt import gb
 from ..links import (
     CHANGELOG,
+    GLOSSARY,
     INTERCONNECTS,
     POLICIES,
     PRECISIONS,
@@ -100,17 +101,43 @@ def systems(ctx: Context) -> str:
 
 
 def glossary(ctx: Context) -> str:
-    """The terms every Chinese text of gpukb uses, with the words it avoids (kb/glossary)."""
-    out = h1(ctx.t("Glossary", "术语表"))
-    out += [ctx.t("The one Chinese term gpukb uses for each concept, and the words its Chinese texts avoid; a test "
-                  "fails on an avoided word anywhere in the knowledge base, the rules, the program or this site.",
-                  "gpukb 对每个概念只用一个中文术语，并列出中文文本中避免使用的说法；知识库、规则、程序或本站任何地方"
-                  "出现避免使用的说法，测试都会失败。"), ""]
-    rows = [[esc(term.en), f"**{esc(term.zh)}**", "、".join(code(a) for a in term.avoid_zh) or "—",
-             esc(ctx.field(term, "note"))] for term in sorted(ctx.kb.glossary.values(), key=lambda t: t.en.lower())]
-    out += [table([ctx.t("English", "英文"), ctx.t("Chinese", "中文"), ctx.t("Avoid", "避免"), ctx.t("Why", "说明")], rows), ""]
-    out += [ctx.t("Kept in ", "定义于 ") + code("kb/glossary/terms.yaml") + ctx.t(".", "。"), ""]
+    """Every concept the answers use (kb/glossary): one section each, titled by its Chinese term on the Chinese
+    site, with the other names readers search for it by, so that site search finds the entry from any of them."""
+    t = ctx.t
+    out = h1(t("Glossary", "术语表"))
+    out += [t("The concepts gpukb's answers use, each with the names people search for it by (search finds the entry "
+              "from any of them) and the one Chinese term gpukb's Chinese text writes for it.",
+              "gpukb 回答中用到的概念，每条列出人们常用的其他叫法（用其中任何一个都能搜到这一条），"
+              "以及 gpukb 中文文本统一使用的术语。"), ""]
+    terms = sorted(ctx.kb.glossary.values(), key=lambda term: term.en.lower())
+    index = [link(esc(term.zh if ctx.zh else term.en), GLOSSARY, GLOSSARY, term.id) for term in terms]
+    out += [t("Terms: ", "术语：") + t(", ", "、").join(index), ""]
+    for term in terms:
+        title, other = (term.zh, term.en) if ctx.zh else (term.en, term.zh)
+        names = [n for n in dict.fromkeys([other, *term.aliases]) if n != title]
+        out += [f"## {esc(title_text(title))} {{#{term.id}}}", "",
+                f"**{t('Also called', '又称')}**{t(': ', '：')}" + t(", ", "、").join(_name(n, ctx.zh) for n in names), "",
+                esc(ctx.field(term, "note")), ""]
+        avoided = [a for a in term.avoid_zh if a not in term.aliases]
+        if avoided:
+            out += [t(f"gpukb's Chinese text writes {term.zh}, not ", f"gpukb 的中文文本统一写作“{term.zh}”，不写 ")
+                    + t(", ", "、").join(code(a) for a in avoided) + t(".", "。"), ""]
+        if term.sources:
+            out += [t("Sources: ", "来源：") + t(", ", "、").join(ctx.source(GLOSSARY, s) for s in term.sources)
+                    + t(".", "。"), ""]
+    out += [t("Kept in ", "定义于 ") + code("kb/glossary/terms.yaml") + t(".", "。"), ""]
     return "\n".join(out)
+
+
+ENGLISH_OPEN = '<div lang="en" markdown="1">'  # a block of English on a Chinese page, its Markdown rendered
+
+
+def _name(name: str, zh: bool) -> str:
+    """A name readers search by; on the Chinese site one in Latin letters is marked as English."""
+    return f'<span lang="en">{esc(name)}</span>' if zh and not _HAN.search(name) else esc(name)
+
+
+_HAN = re.compile(r"[\u3400-\u9fff]")
 
 
 def policies(ctx: Context) -> str:
@@ -166,10 +193,12 @@ def changelog(ctx: Context, package_version: str, changelog_md: str | None, page
               "每个条目都有一个整数 `version`，内容变化时递增；推理记录以 `id@version` 指代规则，"
               "内容哈希（`kb/` 和 `rules/` 的 sha256）锁定回答所用的确切数据。"), ""]
     if changelog_md:
-        if ctx.zh:
-            out += ["以下为英文原文。", ""]
-        included = repository_markdown(changelog_md.strip(), CHANGELOG, pages or REPOSITORY_PAGES)
-        out += [demote(re.sub(r"^# .*\n+", "", included)), ""]
+        included = demote(re.sub(r"^# .*\n+", "", repository_markdown(changelog_md.strip(), CHANGELOG,
+                                                                        pages or REPOSITORY_PAGES)))
+        if ctx.zh:  # the repository's record, kept in English: said so, and marked as English
+            out += ["以下各版本的变更说明是仓库 `CHANGELOG.md` 的英文原文。", "", ENGLISH_OPEN, "", included, "", "</div>", ""]
+        else:
+            out += [included, ""]
     else:
         out += [t("No `CHANGELOG.md` at the repository root yet.", "仓库根目录还没有 `CHANGELOG.md`。"), ""]
     return "\n".join(out)
@@ -179,7 +208,7 @@ def repository_guide(contributing_md: str, pages: dict[str, str], zh: bool = Fal
     text = repository_markdown(contributing_md.strip(), REPOSITORY_GUIDE, pages)
     if not text.startswith("# "):
         text = "# Contributing\n\n" + text
-    if zh:
+    if zh:  # the repository's guide, kept in English: said so, and marked as English
         title, _, rest = text.partition("\n")
-        text = f"{title}\n\n以下为仓库 `CONTRIBUTING.md` 的英文原文。\n{rest}"
+        text = f"{title}\n\n以下为仓库 `CONTRIBUTING.md` 的英文原文。\n\n{ENGLISH_OPEN}\n{rest}\n\n</div>"
     return text + "\n"

@@ -90,7 +90,9 @@ def rule(ctx: Context, rule_id: str) -> str:
     if where:
         meta.append([ctx.t("Defined in", "定义于"), code(f"{where[0]}:{where[1]}")])
     out = h1(ctx.rule_title(rule_id), f"{r.id}@{r.version}")
-    out += [table([ctx.t("Property", "属性"), ctx.t("Value", "值")], meta), "", f"## {ctx.t('When', '条件（`when`）')}", "",
+    # the key, stage and version are on the page for readers, kept out of search results' snippets
+    out += ['<div data-search-exclude markdown="1">', "", table([ctx.t("Property", "属性"), ctx.t("Value", "值")], meta), "",
+            "</div>", "", f"## {ctx.t('When', '条件（`when`）')}", "",
             ctx.t("The rule fires once for every combination of facts that matches all of these patterns:",
                   "对每一组同时满足以下全部模式的事实，规则触发一次："), ""]
     for p in r.when:
