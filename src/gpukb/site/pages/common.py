@@ -36,6 +36,11 @@ def bilingual(zh: str, en: str | None) -> str:
             f'<blockquote lang="en"><p>{esc(en)}</p></blockquote></div>')
 
 
+def english(text: object) -> str:
+    """Text as a source or provider writes it, in English, marked as such (a region, a table's locator)."""
+    return f'<span lang="en">{esc(text)}</span>'
+
+
 def quoted_en(text: object) -> str:
     """A source's words quoted as written, marked as English (for readers, screen readers and the Chinese
     site's check for untranslated text: a cited quote stays in its language)."""

@@ -8,7 +8,7 @@ from ...knowledge.schema import Gpu
 from ..chart import NARROW, WIDE, Point, scatter_svg
 from ..links import CHART, GPUS, Context, gpu_page
 from ..text import esc, link, table
-from .common import bullets, h1, source_line
+from .common import bullets, english, h1, source_line
 
 
 def _tflops(v: float | None) -> str:
@@ -80,7 +80,7 @@ def _cloud_prices(ctx: Context, here: str, g: Gpu) -> list[str]:
         return [*out, t("No dated cloud on-demand price is known for this GPU: its options carry no cost.",
                         "没有这款 GPU 的注明日期的云按需价格：它的方案不带成本。"), ""]
     rows = [[f"${p.usd_per_gpu_hour:,.2f}", esc(p.instance), str(p.gpus_per_instance), f"${p.instance_usd_per_hour:,.2f}",
-             esc(p.region), esc(p.as_of), ctx.source(here, p.source)]
+             english(p.region) if ctx.zh else esc(p.region), esc(p.as_of), ctx.source(here, p.source)]
             for p in sorted(g.cloud_prices, key=lambda p: (p.usd_per_gpu_hour, p.source))]
     return [*out, t("On-demand list prices, cheapest first. Answers use the lowest (GPUs × $/GPU-hour = $/hour; "
                     "per million tokens or to train the tokens from the option's speed).",

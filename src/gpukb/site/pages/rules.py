@@ -99,7 +99,7 @@ def rule(ctx: Context, rule_id: str) -> str:
         line = (f"- {code(p.alias)} — 一个{esc(ctx.value('fact', p.kind))}事实（{code(p.kind)}）" if ctx.zh
                 else f"- **{esc(p.alias)}** — a {code(p.kind)} fact")
         if p.if_:
-            line += (f"，满足 {code(p.if_)}" if ctx.zh  # the expression itself: its reading is English
+            line += (f"，满足 {code(p.if_)}" if ctx.zh  # the fields and values the engine compares, as written
                      else f" where {esc(readable(p.if_))} ({code(p.if_)})")
         out.append(line)
     out += ["", f"## {ctx.t('Then', '结论（`then`）')}", ""] + _outputs(ctx, r)

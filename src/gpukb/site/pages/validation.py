@@ -10,7 +10,7 @@ from statistics import median
 from ...estimate.validation import BAND, FOOTPRINTS, KIND_OF, Point, Validation
 from ..links import VALIDATION, Context
 from ..text import code, esc, html_text, table
-from .common import h1
+from .common import english, h1
 
 # the picture: both axes relative to the median measured value of each point's quantity, so tokens/s,
 # bytes and hours share one chart and the diagonal means "predicted = measured"
@@ -139,7 +139,7 @@ def validation(ctx: Context, v: Validation) -> str:
         why = esc(p.reason) if p.ratio is None else ", ".join(ctx.rule(here, r) for r in p.rules)
         point_rows.append([esc(m.title), _number(m.value) + " " + esc(m.unit),
                            _number(p.measured), "—" if p.predicted is None else _number(p.predicted), ratio,
-                           ctx.source(here, m.source) + " · " + esc(m.locator), why])
+                           ctx.source(here, m.source) + " · " + (english(m.locator) if ctx.zh else esc(m.locator)), why])
     out += [f"## {t('Every point', '全部数据点')}", "",
             t("Measured and predicted in the quantity's canonical unit (tokens/s, FLOP/s, hours, seconds, bytes).",
               "实测值与预测值均为该量的标准单位（tokens/s、FLOP/s、小时、秒、字节）。"), "",
