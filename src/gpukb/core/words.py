@@ -87,7 +87,8 @@ TERMS: dict[Lang, dict[str, str]] = {
         "error": "错误", "warning": "警告", "info": "提示",
         "requirements": "需求", "bottlenecks": "瓶颈", "remedies": "对策", "recommendations": "推荐",
         "pretrain": "预训练", "full_finetune": "全量微调", "lora": "LoRA 微调", "qlora": "QLoRA 微调",
-        "inference": "推理", "grpo": "GRPO 强化学习", "ppo": "PPO 强化学习", "dpo": "DPO 偏好优化",
+        "inference": "推理", "training": "训练", "any": "任意任务",
+        "grpo": "GRPO 强化学习", "ppo": "PPO 强化学习", "dpo": "DPO 偏好优化",
         "colocated": "共置", "split": "分离",
     },
 }
@@ -113,6 +114,8 @@ VALUES: dict[Lang, dict[str, dict[str, str]]] = {
         "mlp": {"gated": "门控（三个矩阵）", "standard": "标准（两个矩阵）"},
         "norm": {"rmsnorm": "RMSNorm", "layernorm": "LayerNorm"},
         "position_embeddings": {"rope": "RoPE 旋转位置编码", "learned": "可学习的绝对位置编码"},
+        "unit": {"GPU hours": "GPU 小时", "hours": "小时", "seconds": "s", "bytes": "字节"},
+        "regime": {"training": "训练", "inference": "推理", "any": "任意", "batched": "批处理", "single": "单请求"},
         "bound": {"compute": "算力受限", "memory": "访存受限", "host": "受主机下发步骤的时间限制"},
         "link": {"the network between nodes": "节点间网络", "the GPU-to-GPU link": "卡间互联", "PCIe": " PCIe 链路"},
         "energy_scope": {"gpu": "GPU 板卡", "node": "整台服务器", "facility": "整个数据中心（按 PUE）"},

@@ -129,6 +129,7 @@ class Rhetoric(Strict):
     section: Name = ""
     section_en: Name = ""
     reason: str
+    reason_zh: str = Field(default="", description="the reason in Chinese, for the Chinese site")
 
 
 class Price(Strict):
@@ -400,6 +401,7 @@ class Policy(Entry):
     """A stated engineering assumption (headroom, utilisation, network) with its reason."""
 
     title: Name
+    title_zh: str = Field(default="", description="the title in Chinese, for the Chinese site")
     unit: Literal["fraction", "bytes", "bandwidth", "ratio", "tokens", "seconds", "count", "gCO2/kWh"]
     value: Annotated[float, NoCoercion(), WithJsonSchema({
         "anyOf": [{"type": "number", "minimum": 0}, {"type": "string"}],

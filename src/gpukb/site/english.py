@@ -36,7 +36,7 @@ ALLOWED = frozenset("""
     b kb mb gb tb pb kib mib gib tib bytes s ms us ns h w kw kwh mwh x e t tokens token flop flops tflops pflops
     gbps gbit gt gbe bf fp int nf mxfp tp pp dp ep cp vllm sglang fsdp cuda cudnn nccl pytorch torch torchtune torchtitan npu
     deepspeed megatron unsloth llama cpp hf jieba gpukb pip kg co verl
-    roofline softmax goodput logit logits gco dropout
+    roofline softmax goodput logit logits gco dropout torchao sha
 """.split())  # noqa: SIM905 (a word list reads best as words)
 
 
@@ -76,7 +76,7 @@ def _prose(markdown: str) -> str:
 def english_passages(page: str, markdown: str, names: Iterable[str] = ()) -> list[Passage]:
     """The English passages of one Chinese page; `names` (entries' names, cited titles, ids) are allowed."""
     found = []
-    ordered = sorted({" ".join(n.split()) for n in names if n.strip()}, key=len, reverse=True)
+    ordered = sorted({" ".join(_URL.sub(" ", html.unescape(n)).split()) for n in names if n.strip()}, key=len, reverse=True)
     named = re.compile("(?<![\\w-])(?:" + "|".join(map(re.escape, ordered)) + ")(?![\\w-])") if ordered else None
     for line in _prose(markdown).splitlines():
         line = " ".join(line.split())
@@ -98,7 +98,7 @@ def site_names(kb: object) -> set[str]:
         for entry_id, entry in getattr(kb, kind, {}).items():
             names.add(entry_id)
             names.update(str(getattr(entry, attr, "") or "") for attr in ("name", "publisher", "family", "en"))
-            if kind == "sources":
+            if kind in ("sources", "measurements"):  # a cited work's title; a published run as it is named
                 names.add(str(entry.title))
             for price in getattr(entry, "cloud_prices", None) or ():
                 names.add(str(price.instance))

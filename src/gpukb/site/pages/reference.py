@@ -21,7 +21,7 @@ from ..links import (
 )
 from ..markdown import demote, repository_markdown
 from ..text import code, esc, external, link, table, title_text
-from .common import h1, quoted_en
+from .common import english, h1, quoted_en
 
 
 def sources(ctx: Context) -> str:
@@ -91,7 +91,8 @@ def systems(ctx: Context) -> str:
                 + (f" · {quoted_en(s.network) if ctx.zh else esc(s.network)}" if s.network else ""), ""]
         for price in s.prices:
             out += [f"- ${price.usd_per_node_hour:,.2f} " + ctx.t("per node-hour", "每节点小时")
-                    + f", {esc(price.region)}, {price.as_of} ({ctx.source(here, price.source)}): {quoted_en(price.quote)}"]
+                    + f", {english(price.region) if ctx.zh else esc(price.region)}, {price.as_of} "
+                    f"({ctx.source(here, price.source)}): {quoted_en(price.quote)}"]
         if s.prices:
             out.append("")
         if s.notes:
@@ -149,7 +150,7 @@ def policies(ctx: Context) -> str:
         unit = ctx.t(f" ({p.unit})", f"（{ctx.value('policy_unit', p.unit)}）")
         value = gb(p.value) if p.unit == "bytes" else f"{p.value:g}{esc(unit)}"
         out += [f"## {esc(title_text(ctx.field(p, 'title')))} {{#{p.id}}}", "", f"{code(p.id)} = **{value}**", "",
-                esc(ctx.field(p, "reason")), ""]
+                ctx.note(here, p, "reason", p.id), ""]
         if p.claims:
             out += [ctx.t("Claims: ", "论断：") + ", ".join(ctx.claim(here, c) for c in p.claims) + ".", ""]
         out += [ctx.t("Sources: ", "来源：") + ", ".join(ctx.source(here, s) for s in p.sources) + ".", ""]
@@ -209,6 +210,7 @@ def repository_guide(contributing_md: str, pages: dict[str, str], zh: bool = Fal
     if not text.startswith("# "):
         text = "# Contributing\n\n" + text
     if zh:  # the repository's guide, kept in English: said so, and marked as English
-        title, _, rest = text.partition("\n")
-        text = f"{title}\n\n以下为仓库 `CONTRIBUTING.md` 的英文原文。\n\n{ENGLISH_OPEN}\n{rest}\n\n</div>"
+        _title, _, rest = text.partition("\n")
+        text = (f"# 完整贡献指南（CONTRIBUTING.md）\n\n以下为仓库 `CONTRIBUTING.md` 的英文原文。\n\n{ENGLISH_OPEN}\n{rest}"
+                "\n\n</div>")
     return text + "\n"

@@ -35,9 +35,9 @@ def rules_index(ctx: Context) -> str:
     out += [ctx.t("Forward-chaining rules, one YAML file each under `rules/<stage>/`. A rule matches facts "
                   "(**when**), asserts new facts computed by whitelisted expressions (**then**), cites the article's "
                   "claims it rests on and its sources, and carries its own tests. Traces name a rule as `id@version`.",
-                  "前向推理规则，每条一个 YAML 文件，位于 `rules/<stage>/`。规则匹配事实（**when**），"
+                  "前向推理规则，每条一个 YAML 文件，位于 `rules/<stage>/`。规则匹配事实（`when`），"
                   "用白名单表达式计算并断言新事实"
-                  "（**then**），引用它所依据的原文论断和来源，并自带测试。推理记录以 `id@version` 指代规则。"), ""]
+                  "（`then`），引用它所依据的原文论断和来源，并自带测试。推理记录以 `id@version` 指代规则。"), ""]
     for stage in STAGES:
         rules = sorted((r for r in kb.rules.values() if r.stage == stage), key=lambda r: r.id)
         en, zh = STAGE_TEXT.get(stage, ("", ""))
@@ -122,7 +122,8 @@ def rule(ctx: Context, rule_id: str) -> str:
         for t in r.tests:
             expect = ctx.t("fires", "触发") if t.expect.fires else ctx.t("does not fire", "不触发")
             if t.expect.values:
-                expect += ctx.t(": ", "：") + ", ".join(f"{code(k)} = {esc(number(v))}" for k, v in t.expect.values.items())
+                expect += ctx.t(": ", "：") + ", ".join(f"{code(k)} = {esc(number(v)) if isinstance(v, int | float) else code(v)}"
+                                                        for k, v in t.expect.values.items())
             rows.append([code(t.name) if ctx.zh else esc(t.name), as_json(t.workload), expect])
         out += [table([ctx.t("Test", "测试"), ctx.t("Workload", "工作负载"), ctx.t("Expects", "预期")], rows), ""]
     else:
