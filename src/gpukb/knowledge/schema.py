@@ -388,6 +388,7 @@ class Optimizer(Entry):
         "state bytes per parameter in pure 16-bit training (workload master_weights: false), where the states "
         "take the 16-bit parameters' dtype; unset: the same as state_bytes (states with a dtype of their own)"))
     states: Name
+    states_zh: str = Field(default="", description="states in Chinese, for the Chinese site")
     sources: list[Slug] = Field(min_length=1)
     notes: str = ""
 

@@ -24,7 +24,8 @@ _TARGET = re.compile(r"\]\([^)]*\)")
 _ATTRIBUTES = re.compile(r"\{[^{}]*\}")  # attribute lists, and a template's placeholders
 _URL = re.compile(r"\b(?:https?://|www\.)\S+", re.I)
 # ids and file names: letters and digits joined by - _ . @ / (h100-sxm-80gb, rec.x@3, kb/gpus, config.json)
-_FLAG = re.compile(r"(?<![\w-])--?[a-z][a-z0-9-]*")  # a command-line flag, as the reader types it
+# a command line as the reader types it: a flag, or a gpukb command
+_FLAG = re.compile(r"(?<![\w-])--?[a-z][a-z0-9-]*|\bgpukb [a-z]+\b")
 _SLUG = re.compile(r"(?<![\w])[A-Za-z0-9]+(?:[-_.@/+][A-Za-z0-9]+)+")
 # what separates passages: Chinese characters, full-width punctuation and the marks Chinese text uses
 _CHINESE = re.compile(r"[\u3000-\u303f\u3400-\u9fff\uf900-\ufaff\uff00-\uffef“”‘’…—·、]+")

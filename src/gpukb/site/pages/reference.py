@@ -163,7 +163,7 @@ def precisions(ctx: Context) -> str:
                    (f"{d.training.weight_bytes:g} + {d.training.grad_bytes:g} + {d.training.master_bytes:g}"
                     if d.training else "—"), t("yes", "是") if d.inference else t("no", "否"), code(d.flops_field),
                    ", ".join(ctx.source(here, s) for s in d.sources)] for d in kb.dtypes.values()]
-    opt_rows = [[code(o.id), esc(o.name), f"{o.state_bytes:g}", esc(o.states),
+    opt_rows = [[code(o.id), esc(o.name), f"{o.state_bytes:g}", esc(ctx.field(o, "states")),
                  ", ".join(ctx.source(here, s) for s in o.sources)] for o in kb.optimizers.values()]
     out = h1(t("Precisions and optimizers", "精度与优化器"))
     out += [f"## {t('Precisions', '精度')}", "",
