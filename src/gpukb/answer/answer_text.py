@@ -20,7 +20,8 @@ def render_step(step: TraceStep, indent: str = "  ", lang: Lang = "en", number: 
     title = (step.title_zh or step.title) if zh else step.title
     sentence = (step.sentence_zh or step.sentence) if zh else step.sentence
     shown = step.step if number is None else number
-    lines = [f"{indent}[{shown}] {step.rule} ({term(lang, step.stage)}) — {title}", f"{indent}    {sentence}"]
+    stage = f"（{term(lang, step.stage)}）" if lang == "zh" else f" ({step.stage})"
+    lines = [f"{indent}[{shown}] {step.rule}{stage} — {title}", f"{indent}    {sentence}"]
     for value in step.values:
         if value["expr"]:
             lines.append(f"{indent}    {value['name']} = {value['expr']} = {fmt_number(value['value'])}")
