@@ -15,6 +15,13 @@ REPO = Path(__file__).resolve().parent.parent
 # tests load the knowledge base from its files and leave the user's cache folder alone (kbcache
 # has tests of its own, in folders of theirs)
 os.environ["GPUKB_NO_CACHE"] = "1"
+# The command line wraps every line to the terminal (80 columns when unknown). Tests that read what a command
+# says see it on a wide terminal, one sentence a line; the tests of wrapping set COLUMNS themselves. The consoles
+# are made first: one made while COLUMNS is set keeps that width for good, one made without it reads it when asked.
+os.environ.pop("COLUMNS", None)  # a worker inherits the controller's
+import gpukb.cli.common  # noqa: E402
+
+os.environ["COLUMNS"] = "300"
 
 # Property tests judge answers, never time: no per-example deadline and no health check that times
 # data generation, so a loaded CI machine cannot fail them (a test that needs a bound states it).

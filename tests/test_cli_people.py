@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import re
 
+import pytest
 import yaml
+from rich.cells import cell_len
 from typer.testing import CliRunner
 
 import gpukb
@@ -40,7 +42,7 @@ def test_explain_numbers_the_chain_without_gaps_and_says_why_lower_options_lose(
     # the article's pick (rtx-4090-24gb) is marked, not ranked above the faster H100
     assert re.search(r"rtx-4090-24gb: 1,513 effective tokens/s against 15,621 on h100-sxm-80gb \[rec.rank.training@", lower)
     summary = text.split("Best option:")[0]
-    assert "fastest: 1 x h100-sxm-80gb" in summary and "article's pick: 1 x rtx-4090-24gb" in summary
+    assert "fastest, cheapest and fewest GPUs: 1 x h100-sxm-80gb" in summary and "article's pick: 1 x rtx-4090-24gb" in summary
 
 
 def test_explain_takes_several_ids_and_id_at_version():
@@ -64,3 +66,32 @@ def test_explain_suggests_near_ids():
     assert result.exit_code == 2
     assert "did you mean h100-" in result.output and "h100-sxm-80gb" in result.output
     assert "did you mean llama-2-7b" in result.output
+
+
+WIDE_COMMANDS = [
+    ["ask", "--model", "llama-2-7b", "--task", "full_finetune", "--gpu", "h100-sxm-80gb"],
+    ["ask", "--model", "llama-2-7b", "--task", "full_finetune", "--gpu", "h100-sxm-80gb", "--lang", "zh"],
+    ["ask", "--model", "llama-2-7b", "--task", "lora", "--gpu", "a10-24gb", "--explain"],
+    ["ask", "--model", "llama-2-7b", "--task", "lora", "--gpu", "a10-24gb", "--explain", "--lang", "zh"],
+    ["explain", "h100-sxm-80gb", "rec.rank.training"],
+    ["validate"],
+    ["lint"],
+    ["ask", "--model", "llama-2-7b", "--task", "lora", "--gpu", "h100"],  # an error, on stderr
+]
+
+
+@pytest.mark.parametrize("args", WIDE_COMMANDS, ids=lambda a: " ".join(a[:2] + a[-2:]))
+def test_every_line_a_command_prints_fits_80_columns(args):
+    """Findings, remedies, bands, traces, entries, reports and errors wrap with their indent, CJK counted as two
+    cells a character, and an id is never cut."""
+    result = runner.invoke(app, args, env={"COLUMNS": "80"})
+    text = result.stdout + result.stderr
+    assert text.strip(), result
+    widths = {line: cell_len(line) for line in text.splitlines()}
+    assert max(widths.values()) <= 80, max(widths, key=widths.get)
+    if args[0] == "ask" and "--explain" not in args and result.exit_code == 0:
+        findings = text.split("\nFindings\n" if "zh" not in args else "\n发现\n")[1]
+        continued = [line for line in findings.splitlines()[1:] if line.startswith("    ")]
+        assert continued, "a finding that needs more than one line continues under its text"
+    for rule in re.findall(r"\[([a-z0-9_.-]+@\d+)\]", " ".join(text.split())):
+        assert rule in text  # never cut over two lines

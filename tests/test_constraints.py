@@ -161,11 +161,12 @@ def test_the_launch_line_says_which_option_it_is_for_and_holds_the_batch():
 
     import gpukb
     from gpukb.cli import app
+    from launchtext import launch_block
 
-    args = ["ask", "--model", "llama-2-70b", "--task", "inference", "--batch-size", "32", "--launch", "vllm"]
+    args = ["ask", "--model", "llama-2-70b", "--task", "inference", "--batch-size", "32", "--launch"]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
-    comment, line = result.stdout.splitlines()
+    comment, line = launch_block(result.stdout)
     best = gpukb.ask({"model": "llama-2-70b", "task": "inference", "batch_size": 32}).best
     assert comment.startswith(f"# {best.gpu} x {best.count} GPU")
     assert f"tensor parallel {best.strategy.tensor_parallel}," in comment
@@ -175,7 +176,7 @@ def test_the_launch_line_says_which_option_it_is_for_and_holds_the_batch():
     assert argv[argv.index("--tensor-parallel-size") + 1] == str(best.strategy.tensor_parallel)
     # with a latency target the engine is capped at the batch the target was planned for
     result = CliRunner().invoke(app, [*args, "--tpot-ms", "200"])
-    argv = shlex.split(result.stdout.splitlines()[1])
+    argv = shlex.split(launch_block(result.stdout)[1])
     assert argv[argv.index("--max-num-seqs") + 1] == "32"
 
 

@@ -157,8 +157,10 @@ def test_the_command_line_prints_errors_in_the_language_asked():
     assert english.exit_code == chinese.exit_code == 2
     assert english.stderr.startswith("error: gpus.1: 't4-16gb' is listed 2 times")
     assert chinese.stderr.startswith("错误：--gpu：'t4-16gb' 列出了 2 次")  # the flag typed, not the field
-    wrong = runner.invoke(app, ["ask", "--model", "llama-2-7b", "--task", "inference", "--launch", "foo", "--lang", "zh"])
-    assert wrong.exit_code == 2 and wrong.stderr.startswith("错误：--launch：未知的推理引擎 'foo'（可选：vllm、sglang）")
+    wrong = runner.invoke(app, ["ask", "--model", "llama-2-7b", "--task", "inference", "--framework", "gpt-fast",
+                                "--launch", "--lang", "zh"])
+    assert wrong.exit_code == 2 and wrong.stderr.startswith(
+        "错误：--launch：框架 gpt-fast 没有启动命令；gpukb 只为 vllm、sglang、tensorrt-llm、llama.cpp 写出命令")
     unknown = runner.invoke(app, ["explain", "req.kv-cach", "--lang", "zh"])
     assert unknown.exit_code == 2 and unknown.stderr.startswith("错误：没有哪条规则、论断、GPU、模型或来源的 id 是 'req.kv-cach'")
 
@@ -167,8 +169,10 @@ def test_nothing_fits_says_the_nearest_misses_in_chinese(glossary):
     args = ["ask", "--model", "llama-3-8b", "--task", "full_finetune", "--gpu", "rtx-4090-24gb", "--gpu-count", "1"]
     result = runner.invoke(app, [*args, "--lang", "zh"])
     assert result.exit_code == 3
-    head = result.stdout.splitlines()[1:4]
-    text = "".join(head)
+    lines = result.stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("放不下"))  # under the header's assumptions
+    assert lines[1].startswith("假设：框架 hf（未指定，取全量微调的默认框架：微调最常通过 Transformers 的 Trainer")
+    text = "".join(lines[start:start + 3])
     assert text.startswith("放不下：1 种 GPU 都无法运行 llama-3-8b（全量微调，最多 1 块 GPU）")
     assert "rtx-4090-24gb（最接近的方案：1 块 GPU，每块占用" in text and "gpu_count 改为" in text
     assert "full_finetune" not in text  # the task in words, not its value

@@ -18,15 +18,30 @@ H100S = ("h100-sxm-80gb", "h100-pcie-80gb", "h100-nvl-94gb")
 
 
 def test_list_gpus_shows_every_catalog_gpu_with_its_figures(kb):
-    result = runner.invoke(app, ["list", "gpus"], env={"COLUMNS": "80"})
+    result = runner.invoke(app, ["list", "gpus"], env={"COLUMNS": "160"})
     assert result.exit_code == 0, result.output
     listed = {line.split()[0] for line in result.stdout.splitlines()[4:] if line.strip()}  # after title, header
     assert listed == {g for g, gpu in kb.gpus.items() if gpu.status != "deprecated"}
     row = next(line for line in result.stdout.splitlines() if line.strip().startswith("h100-sxm-80gb "))
-    # whole, not cut to the terminal's 80 columns: the name, 80 GB, 3.35 TB/s, 989 dense BF16 TFLOPS, $/GPU-hour
+    # the name, 80 GB, 3.35 TB/s, 989 dense BF16 TFLOPS, $/GPU-hour
     h100 = kb.gpus["h100-sxm-80gb"]
     assert h100.name in row and "80.0 GB" in row and "3.35 TB/s" in row and " 989 " in row
     assert f"{h100.cloud_price.usd_per_gpu_hour:,.2f}" in row
+
+
+@pytest.mark.parametrize("what", ["gpus", "models", "systems"])
+def test_a_list_narrower_than_its_table_gives_each_entry_its_id_line_then_its_figures(kb, what):
+    """In 80 columns the tables do not fit: each id stands whole on a line of its own, its figures below it,
+    wrapped under their indent; nothing is wider than the terminal."""
+    result = runner.invoke(app, ["list", what], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert max(map(len, lines)) <= 80
+    ids = [line for line in lines if line and not line.startswith(" ")][1:]  # after the title
+    catalog = {"gpus": kb.gpus, "models": kb.models, "systems": kb.systems}[what]
+    assert ids == sorted(i for i, entry in catalog.items() if entry.status != "deprecated")
+    after = lines[lines.index("h100-sxm-80gb" if what == "gpus" else ids[0]) + 1]
+    assert after.startswith("  ") and ": " in after and " · " in after
 
 
 def test_list_gpus_as_json_carries_si_numbers(kb):
@@ -40,7 +55,7 @@ def test_list_gpus_as_json_carries_si_numbers(kb):
 
 
 def test_list_models_shows_params_layers_context_and_repository(kb):
-    result = runner.invoke(app, ["list", "models"], env={"COLUMNS": "80"})
+    result = runner.invoke(app, ["list", "models"], env={"COLUMNS": "160"})
     assert result.exit_code == 0, result.output
     row = next(line for line in result.stdout.splitlines() if line.strip().startswith("mixtral-8x7b "))
     assert "12.9B of 46.7B" in row and " 32 " in row and "32,768" in row and "mistralai/Mixtral-8x7B-v0.1" in row

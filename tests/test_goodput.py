@@ -45,3 +45,16 @@ def test_goodput_is_training_only_and_in_the_json(kb):
     assert serving.options[0].goodput is None and "goodput" not in serving.options[0].model_dump()
     tune = kb.ask({"model": "llama-2-7b", "task": "lora", "tokens": "1B", "gpus": ["h100-sxm-80gb"]})
     assert 0.99 < tune.options[0].goodput < 1 and "goodput" in tune.options[0].model_dump()
+
+
+def test_a_run_with_no_state_to_checkpoint_loses_only_its_interruptions(kb):
+    """LoRA with SGD keeps no optimizer state: nothing to checkpoint, so the checkpoint loss is 0 (it divided
+    0 by a 0-second interval and failed the whole ask)."""
+    answer = kb.ask({"model": "llama-2-7b", "task": "lora", "precision": "fp32", "optimizer": "sgd",
+                     "tokens": "1B", "gpus": ["a10-24gb"]})
+    (option, *_) = answer.options
+    step = next(s for s in option.trace if s.rule.startswith("rec.rank.training"))
+    values = {v["name"]: v["value"] for v in step.values}
+    assert values["checkpoint_s"] == 0 and values["checkpoint_loss"] == 0
+    assert option.goodput == pytest.approx(1 / (1 + values["interruption_loss"]), rel=1e-12)
+    assert option.goodput < 1

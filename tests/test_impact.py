@@ -54,7 +54,9 @@ def test_a_policy_change_shows_counts_and_rejections(repo):
     workload = {"model": "llama-2-13b", "task": "lora", "gpus": ["rtx-4090-24gb", "l40s-48gb"], "gpu_count": 1,
                 "offload": "none"}
     before = gpukb.load_kb(repo).ask(workload)
-    edit_entry(repo, "reserve-fraction", lambda p: p.update(value=0.5, version=p["version"] + 1))
+    # half of every card kept free, at the edge too (a plan the reserve refuses would otherwise run at the edge)
+    for policy in ("reserve-fraction", "edge-reserve-fraction"):
+        edit_entry(repo, policy, lambda p: p.update(value=0.5, version=p["version"] + 1))
     after = gpukb.load_kb(repo).ask(workload)
     fitted = {o.gpu for o in before.options} - {o.gpu for o in after.options}
     assert fitted, "a 50% reserve should push a GPU out"
@@ -66,7 +68,7 @@ def test_a_policy_change_shows_counts_and_rejections(repo):
     assert text == result.output
     v = gpukb.load_kb(repo).policies["reserve-fraction"].version
     assert f"policies:reserve-fraction v{v - 1}→v{v}: value" in text
-    assert "- Changed entries it reads: `policies:reserve-fraction`" in text
+    assert "- Changed entries it reads: `policies:edge-reserve-fraction`, `policies:reserve-fraction`" in text
     section = text.split("(`lora-13b-consumer`)")[1]
     assert "- Now rejected:" in section
     for gpu in sorted(fitted):

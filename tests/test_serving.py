@@ -254,19 +254,24 @@ def test_the_sglang_command_line_follows_the_plan_and_the_formats(kb):
     assert set(int4.launch) == {"vllm"}
 
 
-def test_gpukb_ask_launch_sglang_prints_the_command_alone():
+def test_gpukb_ask_launch_follows_the_framework_and_comes_after_the_answer():
     from typer.testing import CliRunner
 
     from gpukb.cli import app
+    from launchtext import launch_block
 
-    args = ["ask", "--model", "llama-2-7b", "--task", "inference", "--gpu", "h100-sxm-80gb", "--launch", "sglang"]
-    result = CliRunner().invoke(app, args)
+    args = ["ask", "--model", "llama-2-7b", "--task", "inference", "--gpu", "h100-sxm-80gb", "--framework", "sglang",
+            "--launch"]
+    result = CliRunner().invoke(app, args, env={"COLUMNS": "80"})
     assert result.exit_code == 0, result.output
-    comment, line = result.stdout.splitlines()
+    assert result.stdout.startswith("llama-2-7b · inference") and "Options," in result.stdout  # the answer, then it
+    comment, line = launch_block(result.stdout)
     assert comment == "# h100-sxm-80gb x 1 GPU: tensor parallel 1, pipeline parallel 1, data parallel 1, 1 node"
     assert line.startswith("python -m sglang.launch_server --model-path meta-llama/Llama-2-7b-hf --tp-size 1 ")
-    result = CliRunner().invoke(app, [*args[:-1], "sglang", "--precision", "int4"])
+    assert max(len(x) for x in result.stdout.split("\nLaunch (")[1].splitlines()) <= 80
+    result = CliRunner().invoke(app, [*args, "--precision", "int4"])
     assert result.exit_code == 2 and "sglang has no in-flight int4 flag" in result.stderr  # bad input
+    assert not result.stdout
 
 
 def test_a_kv_cache_precision_the_gpu_cannot_hold_is_rejected_naming_the_field(kb):
@@ -335,16 +340,20 @@ def test_gpukb_ask_launch_prints_the_command_line():
     from gpukb.cli import app
 
     runner = CliRunner()
+    from launchtext import launch_block
+
     result = runner.invoke(app, ["ask", "--model", "llama-3-8b", "--task", "inference", "--gpu", "l4-24gb",
-                                 "--launch", "vllm"])
+                                 "--launch"])
     assert result.exit_code == 0, result.output
     seqs = gpukb.ask({"model": "llama-3-8b", "task": "inference", "gpus": ["l4-24gb"]}).best.max_concurrency
-    assert result.stdout == ("# l4-24gb x 1 GPU: tensor parallel 1, pipeline parallel 1, data parallel 1, 1 node\n"
-                             "vllm serve meta-llama/Meta-Llama-3-8B --tensor-parallel-size 1 --pipeline-parallel-size 1 "
-                             f"--gpu-memory-utilization 0.9 --max-model-len 4096 --max-num-seqs {seqs} "
-                             "--kv-cache-dtype auto --dtype bfloat16\n")
-    result = runner.invoke(app, ["ask", "--model", "llama-3-8b", "--task", "inference", "--launch", "tgi"])
-    assert result.exit_code == 2 and "unknown engine" in result.output
+    assert launch_block(result.stdout) == (
+        "# l4-24gb x 1 GPU: tensor parallel 1, pipeline parallel 1, data parallel 1, 1 node",
+        "vllm serve meta-llama/Meta-Llama-3-8B --tensor-parallel-size 1 --pipeline-parallel-size 1 "
+        f"--gpu-memory-utilization 0.9 --max-model-len 4096 --max-num-seqs {seqs} --kv-cache-dtype auto --dtype bfloat16")
+    assert "Launch (vllm, the first option):" in result.stdout  # the default framework's engine
+    result = runner.invoke(app, ["ask", "--model", "llama-3-8b", "--task", "inference", "--framework", "lmdeploy",
+                                 "--launch"])
+    assert result.exit_code == 2 and "no command line for framework lmdeploy" in result.stderr
 
 
 def test_every_cloud_price_is_dated_sourced_and_quoted(kb):
@@ -385,18 +394,18 @@ def test_training_cost_by_hand(kb):
 
 
 def test_a_gpu_without_a_dated_price_has_no_cost(kb):
-    (option,) = kb.ask({"model": "llama-3-8b", "task": "inference", "gpus": ["l4-24gb"]}).options
+    (option,) = kb.ask({"model": "llama-3-8b", "task": "inference", "gpus": ["h20-96gb"]}).options  # purchased only
     assert option.usd_per_hour is None and option.usd_per_million_tokens is None
 
 
 def test_objective_cost_ranks_by_dollars_per_token(kb):
     w = {"model": "llama-3-8b", "task": "inference", "batch_size": 16,
-         "gpus": ["h100-sxm-80gb", "l40s-48gb", "a100-sxm-80gb", "l4-24gb"]}
+         "gpus": ["h100-sxm-80gb", "l40s-48gb", "a100-sxm-80gb", "l20-48gb"]}
     by_speed = kb.ask(w).options
     assert by_speed[0].gpu == "h100-sxm-80gb"
     by_cost = kb.ask({**w, "objective": "cost"}).options
     priced = [o.usd_per_million_tokens for o in by_cost if o.usd_per_million_tokens is not None]
-    assert priced == sorted(priced) and by_cost[-1].gpu == "l4-24gb"  # no dated price: last
+    assert priced == sorted(priced) and by_cost[-1].gpu == "l20-48gb"  # no dated price: last
     assert {o.gpu for o in by_cost} == {o.gpu for o in by_speed}
 
 

@@ -102,7 +102,7 @@ def test_a_runs_footprint_is_its_own_gate_outside_the_overall_median(shipped, kb
     assert data["footprints"]["points"] == len(footprints) and data["footprints"]["passed"] is True
     assert data["median_error"] == pytest.approx(Summary.of(performance).median_error)
     text = runner.invoke(app, ["validate"]).output
-    assert f"all (performance)                  {len(performance):6d}" in text
+    assert f"all (performance)            {len(performance):6d}" in text
     assert "footprints (a run's energy and CO₂" in text and "footprints within ±25% ≥ 100%" in text
 
 
@@ -138,7 +138,8 @@ def test_against_a_base_revision_a_worse_median_fails_and_names_the_points(tmp_p
     repo = make_repo(tmp_path / "repo")
     same = runner.invoke(app, ["validate", "--root", str(repo), "--base", "HEAD", "--format", "json"])
     assert same.exit_code == 0 and json.loads(same.output)["base"]["failed"] is False
-    edit_entry(repo, "decode-bandwidth-utilisation", lambda p: p.update(value=0.3))
+    # a decode rate well below every engine's: the decode points' median error rises past the allowed step
+    edit_entry(repo, "decode-bandwidth-utilisation", lambda p: p.update(value=0.2))
     result = runner.invoke(app, ["validate", "--root", str(repo), "--base", "HEAD", "--format", "json"])
     base = json.loads(result.output)["base"]
     assert result.exit_code == 1 and base["failed"] is True
@@ -250,3 +251,47 @@ def test_rl_step_times_are_predicted_from_the_rl_option(shipped):
     points = [p for p in shipped.points if p.quantity == "rl_step_time_s"]
     assert len(points) >= 2 and all(p.predicted for p in points)
     assert all(any(r.startswith("rec.rl.step-time") for r in p.rules) for p in points)
+
+
+def test_rl_phase_times_are_the_sum_of_their_phases_in_the_rl_option(shipped, kb):
+    """A phase point reads its phases from the same answer as the step: generation alone; the trainer's phases (the
+    update with the old log-probs, the reference's, reward's and critic's passes) together; never the step."""
+    from gpukb.estimate.validation import RL_PHASES, predict, workload_of
+
+    by_id = {p.id: p for p in shipped.points}
+    for quantity in RL_PHASES:
+        ids = [m.id for m in kb.measurements.values() if m.quantity == quantity and m.status != "deprecated"]
+        assert len(ids) >= 3
+        for mid in ids:
+            m = kb.measurements[mid]
+            option = kb.ask(workload_of(m, kb), bands=False).options[0]
+            assert option.rl is not None
+            expected = sum(option.rl.phases.get(ph, 0.0) for ph in RL_PHASES[quantity])
+            if quantity == "rl_generation_time_s":
+                assert expected == option.rl.phases["generation"]
+            else:  # everything the trainer runs, none of the engine's phases
+                engine = sum(option.rl.phases.get(ph, 0.0) for ph in ("generation", "sync", "switch", "offload"))
+                assert expected == pytest.approx(option.rl.step_time_s - engine)
+            assert predict(m, kb.ask(workload_of(m, kb), bands=False), kb)[0] == pytest.approx(expected)
+            assert 0 < expected < option.rl.step_time_s
+            assert by_id[mid].predicted == pytest.approx(expected)
+            assert any(r.startswith("rec.rl.step-time") for r in by_id[mid].rules)
+
+
+def test_a_phase_the_answer_lacks_is_a_miss_not_a_zero(kb):
+    """An RL answer with no generation phase (dpo has no rollout engine) cannot predict a generation time."""
+    from gpukb.answer.answer import RlEstimate
+    from gpukb.estimate.validation import predict
+
+    m = next(m for m in kb.measurements.values() if m.quantity == "rl_generation_time_s")
+    answer = kb.ask(m.workload | {"placement": "all"}, bands=False)
+    option = answer.options[0]
+    assert option.rl is not None
+    rl = RlEstimate(**{**option.rl.model_dump(), "phases": {k: v for k, v in option.rl.phases.items()
+                                                          if k != "generation"}})
+    stripped = answer.model_copy(update={"options": (option.model_copy(update={"rl": rl}), *answer.options[1:])})
+    with pytest.raises(LookupError, match="rl generation time"):
+        predict(m, stripped, kb)
+    # the trainer's phases are still there
+    t = next(x for x in kb.measurements.values() if x.quantity == "rl_training_time_s" and x.workload == m.workload)
+    assert predict(t, stripped, kb)[0] == pytest.approx(sum(option.rl.phases[p] for p in ("training", "reference")))

@@ -173,6 +173,9 @@ class Option(BaseModel):
     # training: the share of wall-clock that trains (interruptions, restarts, checkpoint writes; rec.rank.training),
     # already in time_to_train_s, gpu_hours, cost_usd and energy_kwh
     goodput: float | None = Field(default=None, exclude_if=lambda v: v is None)
+    # training: the best MFU published runs on at least this many GPUs report (policies published-mfu-*-gpus); the
+    # estimate and its bands never claim more (rec.rank.training)
+    mfu_ceiling: float | None = Field(default=None, exclude_if=lambda v: v is None)
     ttft_s: float | None = None  # inference: time to the first token of one prompt
     tpot_s: float | None = None  # inference: time per output token of one stream
     max_concurrency: int | None = None  # inference: most sequences per replica at the requested context
@@ -371,12 +374,19 @@ def cost_sort_key(o: Option, usd_per_million_tokens: float | None) -> tuple[Any,
     return (_late(o), not priced, usd_per_million_tokens if priced else 0.0, -o.score, o.count, o.gpu)
 
 
+CEILED = ("mfu", "tokens_per_s")  # training fields whose bands stop at the published MFU ceiling (Option.mfu_ceiling)
+
+
 def error_bands(bands: Bands, option: Option, task: str, batch_size: int) -> dict[str, ErrorBand]:
     """An option's predicted numbers with their bands, in the numbers' own units."""
     values = {name: getattr(option, name) for name in FIELDS}
     out = {}
     for name, band in for_option(bands, values, task, option.strategy.nodes, batch_size):
         low, high = band.around(values[name]) if band.banded else (None, None)
+        if high is not None and name in CEILED and option.mfu_ceiling and option.mfu:
+            # no band reaches past what published runs at this scale reach: the MFU ceiling, and the
+            # throughput it allows (the estimate is held to it already, so the band still holds its estimate)
+            high = min(high, values[name] * option.mfu_ceiling / option.mfu)
         out[name] = ErrorBand(low=low, high=high, coverage=band.coverage, points=band.points, regime=band.regime)
     return out
 
@@ -429,6 +439,7 @@ def build_answer(c: Collector, kb_version: str, kb_hash: str, workload: Resolved
             efficiency=rank.get("efficiency") if rank else None,
             mfu=rank.get("mfu") if rank else None,
             goodput=rank.get("goodput") if rank else None,
+            mfu_ceiling=rank.get("mfu_ceiling") if rank else None,
             ttft_s=rank.get("ttft_s") if rank else None,
             tpot_s=rank.get("tpot_s") if rank else None,
             max_concurrency=capacity["max_concurrency"] if capacity else None,

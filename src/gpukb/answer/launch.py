@@ -12,7 +12,7 @@ from typing import Any
 from ..core.messages import Message, message
 from .workload import ResolvedWorkload
 
-ENGINES = ("vllm", "sglang")
+ENGINES = ("vllm", "sglang", "tensorrt-llm", "llama.cpp")
 # vLLM's --dtype for the 16/32-bit formats; quantized weights keep 16-bit activations (vLLM's default)
 VLLM_DTYPE = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 # fp8 weights: vLLM's online dynamic FP8 quantization; int8/int4: bitsandbytes in-flight quantization
@@ -28,6 +28,11 @@ SGLANG_KV_DTYPE = {"fp8": "fp8_e4m3", "int8": "fp8_e4m3"}
 SGLANG_DTYPE = VLLM_DTYPE
 SGLANG_QUANTIZATION = {"fp8": "fp8"}
 QUANTIZED_WEIGHTS = ("int8", "int4")
+# llama.cpp serves GGUF files: convert_hf_to_gguf.py writes the 16/32-bit and Q8_0 formats itself; 4-bit weights are
+# GGUF Q4_0 (the format kb/frameworks' int4_weight_bits counts), made by llama-quantize from the bf16 file
+GGUF_OUTTYPE = {"bf16": "bf16", "fp16": "f16", "fp32": "f32", "int8": "q8_0", "int4": "bf16"}
+# llama-server's -ctk/-ctv: a 1-byte KV cache is q8_0 (it has no fp8 cache type)
+LLAMA_KV_TYPE = {"int8": "q8_0"}
 
 
 def model_reference(w: ResolvedWorkload, hf_repo: str | None) -> str | None:
@@ -110,6 +115,45 @@ def sglang_command(model: str, w: ResolvedWorkload, strategy: Any, reserve_fract
     return shlex.join(args)
 
 
+def trtllm_command(model: str, w: ResolvedWorkload, strategy: Any, capacity: int | None = None) -> str:
+    """`trtllm-serve` for one replica group (TensorRT-LLM's trtllm-serve options --tp_size, --pp_size,
+    --max_batch_size, --max_seq_len); the KV cache takes its default share of the free memory (kb/frameworks
+    tensorrt-llm kv_cache_free_memory_fraction), as the plan counts it."""
+    args = ["trtllm-serve", model, "--tp_size", str(strategy.tensor_parallel),
+            "--pp_size", str(strategy.pipeline_parallel),
+            "--max_batch_size", str(max_sequences(w, capacity)), "--max_seq_len", str(w.seq_len)]
+    return shlex.join(args)
+
+
+def llama_cpp_command(model: str, w: ResolvedWorkload, strategy: Any) -> str:
+    """llama.cpp serves a GGUF file: convert the checkpoint (downloading a Hugging Face repo first), quantize 4-bit
+    weights to Q4_0, then `llama-server` with every layer on the GPUs, one slot per request in flight
+    (-np) and the context for all of them (-c: the slots share it), split by rows for tensor parallelism and by
+    layers otherwise (tools/server/README.md)."""
+    folder = model if not _is_repo(model) else model.rsplit("/", 1)[-1]
+    steps = [["hf", "download", model, "--local-dir", folder]] if _is_repo(model) else []
+    outtype = GGUF_OUTTYPE[w.precision]
+    converted = f"{folder.rstrip('/')}-{outtype}.gguf"
+    steps.append(["python", "convert_hf_to_gguf.py", folder, "--outtype", outtype, "--outfile", converted])
+    served = converted
+    if w.precision == "int4":
+        served = f"{folder.rstrip('/')}-Q4_0.gguf"
+        steps.append(["llama-quantize", converted, served, "Q4_0"])
+    gpus = strategy.tensor_parallel * strategy.pipeline_parallel
+    server = ["llama-server", "-m", served, "-ngl", "all", "-np", str(max(1, w.batch_size)),
+              "-c", str(w.seq_len * max(1, w.batch_size))]
+    if gpus > 1:
+        server += ["-sm", "row" if strategy.tensor_parallel > 1 else "layer"]
+    if w.kv_cache_precision in LLAMA_KV_TYPE:
+        server += ["-ctk", LLAMA_KV_TYPE[w.kv_cache_precision], "-ctv", LLAMA_KV_TYPE[w.kv_cache_precision]]
+    return " && ".join(shlex.join(step) for step in [*steps, server])
+
+
+def _is_repo(model: str) -> bool:
+    """A Hugging Face repo id (org/name), not a folder that was read (model_reference writes those with a path)."""
+    return model.count("/") == 1 and not model.startswith((".", "/", "~")) and not Path(model).exists()
+
+
 def launch_commands(model: str | None, w: ResolvedWorkload, strategy: Any, reserve_fraction: float,
                     plan: dict[str, Any] | None = None, has_fp8: bool = True,
                     capacity: int | None = None) -> dict[str, str]:
@@ -125,11 +169,20 @@ def launch_commands(model: str | None, w: ResolvedWorkload, strategy: Any, reser
     if w.precision not in QUANTIZED_WEIGHTS:
         share = plan["activations"] / plan["capacity_bytes"] if plan else 0.0
         commands["sglang"] = sglang_command(model, w, strategy, reserve_fraction, share, capacity)
+    # the engines the answer was not planned for keep to the two above; the one it was planned for gets its own
+    if w.framework == "tensorrt-llm":
+        commands["tensorrt-llm"] = trtllm_command(model, w, strategy, capacity)
+    if w.framework == "llama.cpp" and w.precision in GGUF_OUTTYPE and w.kv_cache_precision != "fp8" \
+            and not w.checkpoint_precision:
+        commands["llama.cpp"] = llama_cpp_command(model, w, strategy)
     return commands
 
 
 def missing(engine: str, w: ResolvedWorkload) -> Message:
     """Why an inference option has no command line for `engine` (see launch_commands)."""
+    if engine == "llama.cpp":
+        return message("launch_llama_cpp", precision=w.checkpoint_precision or w.precision,
+                       kv=w.kv_cache_precision or "bf16")
     if w.kv_cache_precision in ("fp8", "int8"):
         return message("launch_no_fp8_kv", engine=engine)
     if engine == "sglang" and w.precision in QUANTIZED_WEIGHTS:

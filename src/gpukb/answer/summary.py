@@ -77,11 +77,23 @@ class Summary(BaseModel):
         zh = lang == "zh"
         out = [(self.headline_zh or self.headline) if zh else self.headline]
         labels = LABELS[lang]
-        for key in ("fastest", "cheapest", "fewest_gpus", "article_pick"):
-            pick: Pick | None = getattr(self, key)
-            if pick is not None:
-                out.append(f"{labels[key]}{labels['colon']}{pick.count} {labels['x']} {pick.gpu}{labels['dash']}"
-                           f"{pick.text(lang)}")
+        # one option named by several decisions is one line: "fastest and fewest GPUs: ...", its figures once each
+        groups: dict[tuple[str, int], list[tuple[str, Pick]]] = {}
+        for key in ("fastest", "cheapest", "fewest_gpus"):
+            if (pick := getattr(self, key)) is not None:
+                groups.setdefault((pick.gpu, pick.count), []).append((key, pick))
+        if self.article_pick is not None:
+            groups.setdefault(("", 0), []).append(("article_pick", self.article_pick))
+        for named in groups.values():
+            texts = [p.text(lang) for _, p in named]
+            texts = [t for i, t in enumerate(texts)  # a figure another line of the group already says is left out
+                     if not any(t in other and (t != other or j < i) for j, other in enumerate(texts) if j != i)]
+            words = [labels[key] for key, _ in named]
+            said = words[0] if len(words) == 1 else labels["and"].format(
+                first=labels["list"].join(words[:-1]), last=words[-1])
+            pick = named[0][1]
+            out.append(f"{said}{labels['colon']}{pick.count} {labels['x']} {pick.gpu}{labels['dash']}"
+                       f"{labels['also'].join(texts)}")
         for miss in self.nearest_misses[:shown]:
             out.append(labels["miss"].format(gpu=miss.gpu, count=miss.count, used=gb(miss.per_gpu_bytes),
                                              usable=gb(miss.usable_bytes), rule=miss.rule, fix=miss.text(lang)))
@@ -94,11 +106,11 @@ LABELS: dict[Lang, dict[str, str]] = {
     "en": {"fastest": "fastest", "cheapest": "cheapest", "fewest_gpus": "fewest GPUs", "article_pick": "article's pick",
            "miss": "{gpu} (closest plan {count}: {used}/{usable} used/usable per GPU, {rule}) — {fix}",
            "more": "... {n} more GPU types (--json lists all)",
-           "colon": ": ", "x": "x", "dash": " — "},
+           "colon": ": ", "x": "x", "dash": " — ", "and": "{first} and {last}", "list": ", ", "also": "; "},
     "zh": {"fastest": "最快", "cheapest": "最便宜", "fewest_gpus": "GPU 最少", "article_pick": "文章之选",
            "miss": "{gpu}（最接近的方案：{count} 块 GPU，每块占用 {used} / 可用 {usable}，{rule}）——{fix}",
            "more": "……另有 {n} 种 GPU（--json 列出全部）",
-           "colon": "：", "x": "×", "dash": "——"},
+           "colon": "：", "x": "×", "dash": "——", "and": "{first}、{last}", "list": "、", "also": "；"},
 }
 # What the options are ranked by (ranked_by), as the headline names it
 OBJECTIVE_WORDS = {"speed": ("fastest", "最快"), "cost": ("cheapest", "最便宜"), "gpus": ("fewest GPUs", "GPU 最少"),

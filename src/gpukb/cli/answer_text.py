@@ -4,40 +4,27 @@ and `--launch`'s command line."""
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 from rich import box
 from rich.cells import cell_len
-from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from ..answer.summary import ranked_by
+from ..answer.summary import per_million_tokens, ranked_by
 from ..core.fmt import Lang, duration, gb
-from ..core.messages import message
 from ..core.terminal import clean
 from ..core.words import label, say, term
-from .common import BAD_INPUT, NOTHING_FITS, cell, fail, out
+from .common import cell, out, page, wrap
 
 
-def print_launch(answer: Any, engine: str, kb: Any, lang: Lang = "en") -> None:
-    """The best option's command line for `engine` on stdout, after a shell comment naming the option it is
-    for (GPU type, count, layout), so a script can still run it."""
-    from ..answer.launch import ENGINES, missing, option_comment
-
-    if engine not in ENGINES:
-        fail(message("unknown_engine", engine=engine, engines=list(ENGINES)), BAD_INPUT, lang)
-    if answer.workload.task != "inference":  # bad input, whether or not a training plan fits
-        fail(message("launch_failed", why=message("launch_needs_inference")), BAD_INPUT, lang)
-    best = answer.best
-    command = (best.launch or {}).get(engine) if best else None
-    if command is None:
-        why = (answer.summary.lines(lang)[0] if answer.summary else "nothing fits") if best is None \
-            else missing(engine, answer.workload)
-        fail(message("launch_failed", why=why), NOTHING_FITS if best is None else BAD_INPUT, lang)
-    comment = option_comment(best.gpu, best.count, best.strategy, kb.gpus[best.gpu].devices)
-    sys.stdout.write(clean(comment) + "\n" + clean(command) + "\n")
+def _late(seconds: float, deadline_days: float, lang: Lang) -> str:
+    """A late option's time, with the digits that show it is past the deadline (30.04 days, not 30.0)."""
+    days = seconds / 86400
+    if round(days, 1) > deadline_days:
+        return duration(seconds, lang)
+    places = next((n for n in range(2, 6) if round(days, n) > deadline_days), 6)
+    return f"{days:,.{places}f} 天" if lang == "zh" else f"{days:,.{places}f} days"
 
 
 def _header(text: str, cells: list[str]) -> str:
@@ -70,19 +57,21 @@ def _rl_shares(o: Any) -> str:
     return "/".join(f"{100 * t / o.rl.step_time_s:.0f}%" for t in (gen, train, rest))
 
 
-def print_answer(answer: Any, lang: Lang) -> None:
+def print_answer(answer: Any, lang: Lang, kb: Any = None) -> None:
     """The answer as tables that fit 80 columns: ids are never cut, empty columns are left out."""
+    from .assumed import lines as assumed
 
     w, m = answer.workload, answer.memory
     out.print(Text(clean(w.model), style="bold") + Text(clean(
         f" · {term(lang, w.task)} · {w.precision}" + (f" · {w.optimizer}" if w.optimizer else "")
         + f" · {label(lang, 'seq')} {w.seq_len}" + (f" · {label(lang, 'grid')} {w.region}" if w.region else "")
         + f"   (kb {answer.kb_version})")))
+    page("\n".join(assumed(answer, kb, lang)))  # what the numbers below rest on, before any of them
     if answer.summary is not None:  # the decision first, then the figures behind it
         head, *rest = answer.summary.lines(lang, shown=8)
-        out.print(Text(clean(head), style="bold"), soft_wrap=False)  # wrapped to the terminal, at spaces
-        for line in rest:
-            out.print(Padding(Text(clean(line)), (0, 0, 0, 2)), soft_wrap=False)
+        for part in wrap(clean(head), out.width):
+            out.print(Text(part, style="bold"), soft_wrap=True)
+        page("\n".join(f"  {line}" for line in rest))
     parts = ("weights", "gradients", "optimizer", "activations", "kv_cache", "overhead", "total")
     memory = Table(title=label(lang, "One replica, before sharding (GB = 1e9 bytes)"), box=box.SIMPLE_HEAD, padding=(0, 1))
     headers = ("weights", "grads", "optimizer", "activations", "KV cache", "overhead", "total")
@@ -93,6 +82,10 @@ def print_answer(answer: Any, lang: Lang) -> None:
     memory.add_row(*(f"{getattr(m, n) / 1e9:,.1f}" if wide else gb(getattr(m, n)) for n in parts))
     out.print(memory)
     options = answer.options
+    ranking = ranked_by(w, options[0] if options else None)  # the order the headline names
+    # a table titled by a deadline holds the options that meet it; the others are listed apart, with their days
+    late = [o for o in options if o.meets_deadline is False] if ranking == "deadline" else []
+    options = [o for o in options if o.meets_deadline is not False] if late else options
     picked = sorted({o.branch for o in options if o.branch})
     columns: list[tuple[str, str, list[str]]] = [
         ("GPU", "left", [o.gpu for o in options]),
@@ -114,11 +107,11 @@ def print_answer(answer: Any, lang: Lang) -> None:
         ]
     if w.objective == "cost":  # the cost columns replace memory and strategy; the article's pick is marked on the id
         columns[0] = ("GPU", "left", [o.gpu + ("*" if o.branch else "") for o in options])
-        keep = ("GPU", "GPUs", "tokens/s", "time to train", "GPU-h", "ms/tok")
+        keep = ("GPU", "GPUs", "tokens/s", "time to train", "GPU-h", "TTFT ms", "ms/tok")
         columns = [c for c in columns if c[0] in keep]
-        columns[2:2] = [
+        columns[2:2] = [  # $/Mtok is what the cheapest-first order sorts by (summary.per_million_tokens)
             ("$/h", "right", [f"{o.usd_per_hour:,.2f}" if o.usd_per_hour else "—" for o in options]),
-            ("$/Mtok", "right", [f"{o.usd_per_million_tokens:,.2f}" if o.usd_per_million_tokens else "" for o in options]),
+            ("$/Mtok", "right", [f"{m:,.2f}" if (m := per_million_tokens(o)) is not None else "" for o in options]),
             ("cost", "right", [f"${o.cost_usd:,.0f}" if o.cost_usd else "" for o in options]),
         ]
     if any(o.gpu_hours for o in options) and w.objective == "cost":  # the time and the cost say what tokens/s would
@@ -129,7 +122,6 @@ def print_answer(answer: Any, lang: Lang) -> None:
         columns = [c for c in columns if c[0] not in ("GB/GPU used/usable", "pick")]
         columns[0] = ("GPU", "left", [o.gpu + ("*" if o.branch else "") for o in options])
     columns = [c for c in columns if any(c[2])]  # a column that carries nothing is left out
-    ranking = ranked_by(w, options[0] if options else None)  # the order the headline names
     days = f"{w.deadline_days:g}" if w.deadline_days else ""
     order = label(lang, {"speed": "fastest first", "per_gpu": "most tokens/s per GPU first",
                          "cost": "cheapest first", "gpus": "fewest GPUs first",
@@ -152,18 +144,22 @@ def print_answer(answer: Any, lang: Lang) -> None:
     for row in zip(*(cells for _, _, cells in columns), strict=True):
         table.add_row(*map(cell, row))
     out.print(table)
+    if late:
+        page(label(lang, "Not within {days} days: ", days=days) + ("；" if lang == "zh" else "; ").join(
+            f"{o.count} x {o.gpu} {_late(o.time_to_train_s or 0, w.deadline_days, lang)}" for o in late))
     from ..answer.bandtext import shown as quantity
 
     energy = [f"{o.gpu} {quantity('energy_kwh', o.energy_kwh, lang)}{say(lang, 'sep')}{quantity('co2_kg', o.co2_kg, lang)}"
               for o in options if o.energy_kwh and o.co2_kg]
     if energy:  # beside the time to train: what the run draws at the data centre and emits on the workload's grid
-        head = (f"能耗与 CO₂（数据中心总用电，电网 {w.region}；rec.energy.training）：" if lang == "zh" else
-                f"Energy and CO₂ (facility, grid {w.region}; rec.energy.training): ")
-        out.print(clean(head + ("；" if lang == "zh" else "; ").join(energy)), markup=False, highlight=False,
-                  soft_wrap=False)
+        scope = ({"gpu": "只计 GPU", "node": "整台服务器", "facility": "数据中心总用电"} if lang == "zh" else
+                 {"gpu": "GPUs only", "node": "whole servers", "facility": "facility"})[w.energy_scope]  # as the header
+        head = (f"能耗与 CO₂（{scope}，电网 {w.region}；rec.energy.training）：" if lang == "zh" else
+                f"Energy and CO₂ ({scope}, grid {w.region}; rec.energy.training): ")
+        page(head + ("；" if lang == "zh" else "; ").join(energy))
     if picked:
-        out.print(label(lang, "* the article's pick: its decision tree ({branches}) prefers these GPUs; they are marked, "
-                            "not ranked up", branches=", ".join(picked)), markup=False, highlight=False, soft_wrap=False)
+        page(label(lang, "* the article's pick: its decision tree ({branches}) prefers these GPUs; they are marked, "
+                         "not ranked up", branches=", ".join(picked)))
     if answer.rejected:
         rejected = Table(title=label(lang, "Rejected"), box=box.SIMPLE_HEAD, padding=(0, 1))
         rejected.add_column("GPU", no_wrap=True)
@@ -176,21 +172,16 @@ def print_answer(answer: Any, lang: Lang) -> None:
     if best is not None and best.bands:
         from ..answer.bandtext import lines as band_lines
 
-        out.print(clean(f"{best.gpu} 的误差范围（来自 gpukb validate 核对的已发表实测运行）：" if lang == "zh" else
-                        f"Error bands of {best.gpu}, from the published runs `gpukb validate` measures:"),
-                  markup=False, highlight=False, soft_wrap=False)
-        for line in band_lines(best, lang):
-            out.print(clean(f"  {line}"), markup=False, highlight=False, soft_wrap=False)
+        page(f"{best.gpu} 的误差范围（来自 gpukb validate 核对的已发表实测运行）：" if lang == "zh" else
+             f"Error bands of {best.gpu}, from the published runs `gpukb validate` measures:")
+        page("\n".join(f"  {line}" for line in band_lines(best, lang)))
     shown = [f for f in answer.findings if f.gpu is None or (best and f.gpu == best.gpu)]
     if shown:
         out.print(f"[bold]{label(lang, 'Findings')}[/]")
-        for f in shown:
-            out.print(clean(f"  {term(lang, f.severity)}{say(lang, 'colon')}{f.text(lang)} [{f.rule}]"), markup=False,
-                      highlight=False)
+        page("\n".join(f"  {term(lang, f.severity)}{say(lang, 'colon')}{f.text(lang)} [{f.rule}]" for f in shown))
     if answer.remedies:
         out.print(f"[bold]{label(lang, 'Remedies')}[/]")
-        for r in answer.remedies:
-            out.print(clean(f"  {r.heading(lang)}{say(lang, 'colon')}{r.effect_text(lang)} [{r.rule}]"), markup=False,
-                      highlight=False)
-    out.print(label(lang, "Run with --explain for the full trace, --json for everything."), markup=False, highlight=False)
+        page("\n".join(f"  {r.heading(lang)}{say(lang, 'colon')}{r.effect_text(lang)} [{r.rule}]"
+                        for r in answer.remedies))
+    page(label(lang, "Run with --explain for the full trace, --json for everything."))
 

@@ -13,8 +13,10 @@ from .. import load_kb
 from ..core.errors import ASK_ERRORS, KBError
 from ..core.messages import message
 from ..core.terminal import clean
-from .answer_text import print_answer, print_launch
-from .common import BAD_INPUT, NOTHING_FITS, Language, Offload, Optim, Precision, RootOption, Task, err, fail, fail_kb, out
+from .answer_text import print_answer
+from .common import BAD_INPUT, NOTHING_FITS, Language, Offload, Optim, Precision, RootOption, Task, err, fail, fail_kb, page
+from .launch_text import check as check_launch
+from .launch_text import print_launch
 from .usage import flag
 
 # `--json` without `--trace`: the steps of the reasoning (nine tenths of the bytes) stay out, everything else is there
@@ -107,8 +109,13 @@ def ask(
         "--json", help="print the Answer as JSON: options, findings, remedies; the trace too with --trace")] = False,
     trace: Annotated[bool, typer.Option(
         "--trace", help="with --json: also every trace step, the answer's and each option's (megabytes)")] = False,
-    launch: Annotated[str | None, typer.Option(
-        help="inference: print only the best option's command line for this engine (vllm or sglang)")] = None,
+    launch: Annotated[bool, typer.Option("--launch", help=(
+        "inference: after the answer, the first option's command line for the framework it was planned for "
+        "(vllm by default; --framework sglang, tensorrt-llm or llama.cpp for theirs)"))] = False,
+    energy_scope: Annotated[str | None, typer.Option(help=(
+        "training: what energy and CO₂ count: gpu (as model cards do), node (whole servers) or facility (default: "
+        "servers x PUE)"))] = None,
+    pue: Annotated[float | None, typer.Option(help="training: your data centre's PUE (default policy datacenter-pue)")] = None,
     explain: Annotated[bool, typer.Option("--explain", help="print the full reasoning chain")] = False,
     lang: Annotated[Language, typer.Option(help="language of the text: en or zh (JSON is always English)")] = Language.en,
     root: RootOption = None,
@@ -128,6 +135,7 @@ def ask(
         "mlp": mlp, "global_batch_size": global_batch_size, "prompt_len": prompt_len, "output_len": output_len,
         "kv_cache_precision": kv_cache_precision, "placement": placement, "ttft_ms": ttft_ms, "tpot_ms": tpot_ms,
         "objective": objective, "framework": framework, "deadline_days": deadline_days, "region": region,
+        "energy_scope": energy_scope, "pue": pue,
         "rollout_batch": rollout_batch, "samples_per_prompt": samples_per_prompt, "response_len": response_len,
         "mean_response_len": mean_response_len, "rl_placement": rl_placement, "reference_model": reference_model,
         "reward_model": reward_model,
@@ -144,18 +152,17 @@ def ask(
         fail_kb(error, lang.value)
     except ASK_ERRORS as error:
         fail(error, BAD_INPUT, lang.value, named=flag)
-    if launch is not None:
-        print_launch(answer, launch, kb, lang.value)
-        return
+    command = check_launch(answer, lang.value) if launch else None  # exits 2 before any output where none can be
     if as_json:
         sys.stdout.write(answer.model_dump_json(indent=2, exclude=None if trace else WITHOUT_TRACE) + "\n")
     elif explain:
-        out.print(clean(answer.explain(lang.value)), markup=False, highlight=False)
+        page(answer.explain(lang.value))
     else:
-        print_answer(answer, lang.value)
+        print_answer(answer, lang.value, kb)
+    if command is not None and not as_json:  # JSON carries each option's command lines itself
+        print_launch(answer, command, kb, lang.value)
     late = deadline_days is not None and answer.summary is not None and answer.summary.deadline_met is False
     if not answer.options or late:  # nothing fits, or nothing in time: a script must not read the table as an answer
         if as_json or explain:  # the headline on stderr too, where the output itself is for a program or a reader
-            err.print(clean(answer.summary.lines(lang.value)[0] if answer.summary else "nothing fits"), markup=False,
-                      highlight=False)
+            page(clean(answer.summary.lines(lang.value)[0] if answer.summary else "nothing fits"), err)
         raise typer.Exit(NOTHING_FITS)

@@ -8,7 +8,6 @@ from typing import Annotated
 
 import typer
 from rich import box
-from rich.console import Console
 from rich.measure import Measurement
 from rich.table import Table
 
@@ -18,7 +17,7 @@ from ..core.errors import KBError
 from ..core.fmt import bandwidth as fmt_bandwidth
 from ..core.fmt import gb
 from ..core.words import label
-from .common import LangOption, Language, RootOption, cell, fail_kb, out
+from .common import LangOption, Language, RootOption, cell, fail_kb, out, page
 
 
 class Catalog(StrEnum):
@@ -78,10 +77,15 @@ def list_catalog(
         table.add_column(label(lang.value, header), justify=justify, no_wrap=True)  # type: ignore[arg-type]
     for row in cells:
         table.add_row(*map(cell, row))
-    # at its full width, wider than the terminal if need be: ids, names and repositories are copied, never cut
-    natural = Measurement.get(out, out.options.update_width(1_000), table).maximum
-    out.print(label(lang.value, title), markup=False, highlight=False)
-    Console(soft_wrap=True, width=max(out.width, natural)).print(table)
+    page(label(lang.value, title))
+    if Measurement.get(out, out.options.update_width(1_000), table).maximum <= out.width:
+        out.print(table)
+        return
+    # narrower than the table: each entry as its id (copied whole, never cut), then its figures, wrapped
+    headers = [label(lang.value, h) for h in list(columns)[1:]]
+    colon = "：" if lang.value == "zh" else ": "
+    page("\n".join(f"{row[0]}\n  " + " · ".join(f"{h}{colon}{v}" for h, v in zip(headers, row[1:], strict=True))
+                    for row in cells))
 
 
 def _billions(params: int, active: int | None, lang: str = "en") -> str:

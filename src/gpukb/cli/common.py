@@ -8,12 +8,14 @@ option meets the deadline or the latency targets, a probe ran out of memory).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, NoReturn
 
 import typer
+from rich.cells import cell_len
 from rich.console import Console
 from rich.text import Text
 
@@ -83,9 +85,8 @@ RootOption = Annotated[Path | None, typer.Option(help="a checkout holding kb/ an
 def fail_kb(error: KBError, lang: Lang = "en") -> NoReturn:
     """The knowledge base's problems on stderr, one a line, then exit 1."""
     if lang == "zh":  # a heading and each problem's kind in Chinese; the English stays one problem a line
-        err.print(clean(message("kb_invalid", count=len(error.problems)).text(lang)), markup=False, highlight=False)
-    for problem in error.problems:
-        err.print(clean(problem.text(lang)), markup=False, highlight=False)
+        page(message("kb_invalid", count=len(error.problems)).text(lang), err)
+    page("\n".join(problem.text(lang) for problem in error.problems), err)
     raise typer.Exit(FAILED)
 
 
@@ -97,13 +98,87 @@ def fail(error: Exception | Message | str, code: int, lang: Lang = "en",
     field = getattr(error, "field", None)
     if lang == "zh" and named is not None and isinstance(field, str) and isinstance(getattr(error, "message", None), Message):
         text = with_field(named(field), error.message.text(lang), lang)
-    err.print(clean(message("error", detail=text).text(lang)), markup=False, highlight=False)
+    page(message("error", detail=text).text(lang), err)
     raise typer.Exit(code)
 
 
 def cell(value: object) -> Text:
     """A table cell shown as the text it is: never read as rich markup, no control characters."""
     return Text(clean(value))
+
+
+# where a line's text starts after its indent: a list bullet, a trace step's number, or a short label
+# such as "warning: " or "sources: "; wrapped lines continue under that text
+_LEAD = re.compile(r"(?:- |\* |\[\d+\] |[^\s:：]{1,20}(?:: |：))")
+# Units a line may break between. Rich and textwrap break only at spaces, and a Chinese sentence has none, so a
+# line of it was cut wherever the width fell (inside a rule id) or left half empty. Here each CJK character is
+# a unit, a run of other non-space characters (a word, an id, a number with its unit) another, and spaces
+# separate; closing punctuation stays with what precedes it and opening punctuation with what follows.
+_CJK = "\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef\u3000-\u303f"
+_UNIT = re.compile(f"[{_CJK}]|[^\\s{_CJK}]+| +")
+_CLOSING = set("，。、；：！？）」』》〉】”’…%")
+_OPENING = set("（「『《〈【“‘")
+
+
+def _units(text: str) -> list[str]:
+    units: list[str] = []
+    glue = False  # the last unit opens: the next joins it
+    for unit in _UNIT.findall(text):
+        if units and not unit.isspace() and (glue or unit[0] in _CLOSING) and not units[-1].isspace():
+            units[-1] += unit
+        else:
+            units.append(unit)
+        glue = unit[-1] in _OPENING
+    return units
+
+
+def _fill(text: str, first: int, rest: int) -> list[str]:
+    """`text` broken into lines of at most `first` cells, then `rest` cells; a unit wider than a line is folded."""
+    lines, line, width = [], "", first
+    for unit in _units(text):
+        if unit.isspace():
+            if line:
+                line += unit
+            continue
+        if cell_len(line + unit) <= width:
+            line += unit
+            continue
+        if line.strip():
+            lines.append(line.rstrip())
+            line, width = "", rest
+        while cell_len(unit) > width:  # longer than a whole line: fold it
+            cut = next(i for i in range(len(unit), 0, -1) if cell_len(unit[:i]) <= width)
+            lines.append(unit[:cut])
+            unit, width = unit[cut:], rest
+        line = unit
+    if line.strip() or not lines:
+        lines.append(line.rstrip())
+    return lines
+
+
+def wrap(line: str, width: int) -> list[str]:
+    """One line of text as the lines that fit `width` terminal cells (a CJK character takes two), broken at
+    spaces and between CJK characters, each continuation indented under the text after the line's own indent
+    and lead (see _LEAD), or two cells deeper than a line without a lead."""
+    if cell_len(line) <= width:
+        return [line.rstrip()]
+    body = line.lstrip(" ")
+    indent = len(line) - len(body)
+    lead = _LEAD.match(body)
+    head = line[:indent + (lead.end() if lead else 0)]
+    hang = cell_len(head) if lead else indent + 2
+    if hang > width // 2:  # a deep indent would leave too narrow a column: continue at the indent alone
+        hang = min(indent, width // 2)
+    parts = _fill(body[lead.end():] if lead else body, max(width - cell_len(head), 10), max(width - hang, 10))
+    return [head + parts[0], *(" " * hang + part for part in parts[1:])]
+
+
+def page(text: str, console: Console | None = None) -> None:
+    """Lines of text (a trace, an entry, a report) printed to fit the terminal, each wrapped with its indent."""
+    console = console or out
+    for line in clean(text).split("\n"):
+        for part in wrap(line, console.width):
+            console.print(part, markup=False, highlight=False, soft_wrap=True)
 
 
 def split(values: list[str] | None) -> list[str]:

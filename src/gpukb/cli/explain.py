@@ -10,7 +10,7 @@ from .. import load_kb
 from ..core.errors import KBError
 from ..core.messages import message
 from ..core.terminal import clean
-from .common import BAD_INPUT, LangOption, Language, RootOption, err, fail_kb, out
+from .common import BAD_INPUT, LangOption, Language, RootOption, err, fail_kb, page
 
 
 def explain_entry(
@@ -39,13 +39,13 @@ def explain_entry(
             entries = sorted(kb.entries(), key=lambda e: catalog.index(e[0].name) if e[0].name in catalog else 9)
             hint = near_hint(entry_id, (entry_id for _, entry_id, _ in entries))
             unknown_id = message("error", detail=message("unknown_entry", entry=entry_id, hint=hint))
-            err.print(clean(unknown_id.text(lang.value)), markup=False, highlight=False)
+            page(clean(unknown_id.text(lang.value)), err)
             continue
         found = kb.lookup(entry_id)
         if version is not None and found is not None and found[1].version != version:
             text += message("other_version", asked=version, has=found[1].version).text(lang.value)
         texts.append(text)
     if texts:
-        out.print(clean("\n---\n".join(texts)), markup=False, highlight=False)
+        page("\n---\n".join(texts))
     if unknown:
         raise typer.Exit(BAD_INPUT)

@@ -11,7 +11,7 @@ import typer
 from ..core import safepath, safewrite
 from ..core.errors import KBError
 from ..core.terminal import clean
-from .common import BAD_INPUT, err, fail, fail_kb
+from .common import BAD_INPUT, err, fail, fail_kb, page
 
 
 def impact(
@@ -31,7 +31,7 @@ def impact(
     except KBError as error:
         fail_kb(error)
     except ImpactError as error:
-        err.print(f"error: {clean(error)}", markup=False, highlight=False)
+        page(f"error: {clean(error)}", err)
         raise typer.Exit(BAD_INPUT) from None
     text = clean(text)
     if output is not None:

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from ..contrib.reporters import REPORTERS
-from .common import FAILED, Format
+from .common import FAILED, Format, page
 
 
 def lint(
@@ -25,6 +25,10 @@ def lint(
     from ..contrib.lint import lint as run_lint
 
     result = run_lint(root, base)
-    sys.stdout.write(REPORTERS[fmt].report(result.problems, result.notes))
+    report = REPORTERS[fmt].report(result.problems, result.notes)
+    if fmt is Format.text:  # for people: wrapped to the terminal; the other formats are read by machines
+        page(report.rstrip("\n"))
+    else:
+        sys.stdout.write(report)
     if result.failed(strict):
         raise typer.Exit(FAILED)

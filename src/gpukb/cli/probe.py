@@ -9,8 +9,7 @@ import typer
 
 from .. import load_kb
 from ..core.errors import ASK_ERRORS, KBError
-from ..core.terminal import clean
-from .common import BAD_INPUT, LangOption, Language, Optim, RootOption, Task, fail, fail_kb, out
+from .common import BAD_INPUT, LangOption, Language, Optim, RootOption, Task, fail, fail_kb, page
 
 
 def probe(
@@ -62,10 +61,10 @@ def probe(
         fail(error, error.code, lang.value)
     except ASK_ERRORS as error:
         fail(error, BAD_INPUT, lang.value)
-    out.print(clean(pr.report(result, lang.value)), markup=False, highlight=False)
+    page(pr.report(result, lang.value))
     if out_dir is not None:
         try:
             for path in pr.write(result, out_dir):
-                out.print(clean(f"wrote {path}"), markup=False, highlight=False)
+                page(f"wrote {path}")
         except pr.ProbeError as error:
             fail(error, error.code, lang.value)

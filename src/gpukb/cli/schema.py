@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from ..core.terminal import clean
-from .common import err
+from .common import err, page
 
 
 def schema(
@@ -19,12 +19,11 @@ def schema(
     from ..knowledge import schemafiles
 
     if not (root / "kb" / "manifest.yaml").is_file():  # never create kb/schema/ where there is no knowledge base
-        err.print(clean(f"error: no knowledge base at {root} (kb/manifest.yaml is missing): run in a checkout or name one"),
-                  markup=False, highlight=False)
+        page(clean(f"error: no knowledge base at {root} (kb/manifest.yaml is missing): run in a checkout or name one"), err)
         raise typer.Exit(2)
     # a schema file that is a link (or kb/schema leading out of the checkout) is refused by name
     problems = schemafiles.stale(root) if check else schemafiles.write(root)
     for path, why in problems:
-        err.print(clean(f"{path}: {why}"), markup=False, highlight=False)
+        page(clean(f"{path}: {why}"), err)
     if problems:
         raise typer.Exit(1 if check else 2)

@@ -12,7 +12,7 @@ from ..answer.workload import read_size
 from ..core import jsontext, safepath, safewrite
 from ..core.errors import Invalid, KBError
 from ..core.terminal import clean
-from .common import BAD_INPUT, RootOption, err, fail, fail_kb, split
+from .common import BAD_INPUT, RootOption, err, fail, fail_kb, page, split
 
 
 def sweep(
@@ -43,19 +43,19 @@ def sweep(
             workloads, places = read_located_workloads(file)
         lengths: list[int] = [read_size(n) for n in split(seq_len)]  # read as the workload reads it: 4k, 4Ki
     except Invalid as error:
-        err.print(clean(f"error: --seq-len: {error}"), markup=False, highlight=False)
+        page(clean(f"error: --seq-len: {error}"), err)
         raise typer.Exit(BAD_INPUT) from None
     except (OSError, ValueError, SweepFileError) as error:
-        err.print(f"error: {clean(error)}", markup=False, highlight=False)
+        page(f"error: {clean(error)}", err)
         raise typer.Exit(BAD_INPUT) from None
     models, tasks = split(model), split(task)
     if models or tasks:
         if not (models and tasks):
-            err.print("error: a grid needs both --model and --task", markup=False, highlight=False)
+            page("error: a grid needs both --model and --task", err)
             raise typer.Exit(BAD_INPUT)
         workloads += grid(models, tasks, lengths, split(gpu))
     if not workloads:
-        err.print("error: nothing to answer: give --model and --task, or --file", markup=False, highlight=False)
+        page("error: nothing to answer: give --model and --task, or --file", err)
         raise typer.Exit(BAD_INPUT)
     try:  # a link or a non-file at --output is refused; the file is put in place when the sweep ends
         sink = safewrite.open_output(output) if output is not None else sys.stdout
@@ -81,4 +81,4 @@ def sweep(
         if output is not None:
             sink.close()
     first = f" (the first from the file: {first_failed})" if first_failed else ""
-    err.print(f"answered {len(workloads)}, of which {failed} with an error{first}", markup=False, highlight=False)
+    page(f"answered {len(workloads)}, of which {failed} with an error{first}", err)

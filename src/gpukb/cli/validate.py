@@ -13,7 +13,7 @@ from .. import load_kb
 from ..core import jsontext
 from ..core.errors import BaseRevisionError, KBError, WorkloadError
 from ..core.terminal import clean
-from .common import BAD_INPUT, FAILED, err, fail_kb
+from .common import BAD_INPUT, FAILED, err, fail_kb, out, page
 
 
 class ValidateFormat(StrEnum):
@@ -42,7 +42,7 @@ def validate(
     except KBError as error:
         fail_kb(error)
     except (BaseRevisionError, WorkloadError) as error:
-        err.print(f"error: {clean(error)}", markup=False, highlight=False)
+        page(f"error: {clean(error)}", err)
         raise typer.Exit(BAD_INPUT) from None
     if fmt is ValidateFormat.json:
         data = result.to_json()
@@ -50,6 +50,6 @@ def validate(
             data["base"] = regression.to_json()
         sys.stdout.write(jsontext.dumps(data, ensure_ascii=False, indent=2) + "\n")
     else:
-        sys.stdout.write(clean(v.render_text(result, regression)))
+        page(v.render_text(result, regression, out.width).rstrip("\n"))
     if not result.passed or (regression is not None and regression.failed):
         raise typer.Exit(FAILED)

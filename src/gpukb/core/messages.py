@@ -246,8 +246,6 @@ MESSAGES: dict[str, tuple[str, str]] = {
     "kb_missing_field": ("required field is missing", "缺少必填字段"),
     # the command line's own errors
     "error": ("error: {detail}", "错误：{detail}"),
-    "unknown_engine": ("--launch: unknown engine '{engine}' (engines: {engines})",
-                       "--launch：未知的推理引擎 '{engine}'（可选：{engines}）"),
     "launch_failed": ("--launch: {why}", "--launch：{why}"),
     "launch_no_fp8_kv": ("{engine} has no int8 KV cache and keeps a 1-byte one as FP8, which this GPU has no FP8 for; "
                          "use kv_cache_precision bf16 or fp16",
@@ -258,6 +256,18 @@ MESSAGES: dict[str, tuple[str, str]] = {
                                 "sglang 没有把 16 位检查点在加载时量化为 {precision} 的参数；请用 vllm 或预先量化好的检查点"),
     "trace_needs_json": ("--trace goes with --json (--explain prints the reasoning as text)",
                          "--trace 需与 --json 同用（--explain 以文字列出推理过程）"),
+    "launch_training": ("no command line for training (framework {framework}): gpukb writes the serving engines' "
+                        "(vllm, sglang, tensorrt-llm, llama.cpp) for inference; the plan's layout is in the answer",
+                        "训练（框架 {framework}）没有启动命令：gpukb 只为推理写出服务引擎（vllm、sglang、tensorrt-llm、"
+                        "llama.cpp）的命令；方案的并行布局见回答"),
+    "launch_no_engine": ("no command line for framework {framework}; gpukb writes one for {engines}: "
+                         "give --framework with one of them",
+                         "框架 {framework} 没有启动命令；gpukb 只为 {engines} 写出命令，请用 --framework 选其中之一"),
+    "launch_llama_cpp": ("llama.cpp has no GGUF format gpukb can write for {precision} weights with a {kv} KV cache "
+                         "(it converts a 16-bit checkpoint to bf16, fp16, fp32, Q8_0 or Q4_0 and keeps a 1-byte KV "
+                         "cache as q8_0); use vllm or sglang",
+                         "gpukb 无法为 {precision} 权重、{kv} KV 缓存写出 llama.cpp 的 GGUF 格式（它把 16 位检查点"
+                         "转成 bf16、fp16、fp32、Q8_0 或 Q4_0，1 字节 KV 缓存存为 q8_0）；请用 vllm 或 sglang"),
     "launch_needs_inference": ("launch settings are for inference with a catalog model or a config.json",
                                "启动命令只用于目录中的模型或 config.json 的推理"),
     "unknown_entry": ("no rule, claim, GPU, model or source has the id '{entry}'{hint}",

@@ -144,6 +144,7 @@ LABELS_ZH: dict[str, str] = {
     "Options, {order}": "可选方案，{order}", "within {days} days, fewest GPU-hours first": "{days} 天内完成，GPU 小时最少的在前",
     "within {days} days, fastest first": "{days} 天内完成，最快的在前",
     "none within {days} days: fastest first": "没有方案能在 {days} 天内完成：最快的在前",
+    "Not within {days} days: ": "无法在 {days} 天内完成：",
     "* the article's pick: its decision tree ({branches}) prefers these GPUs; they are marked, not ranked up":
         "* 文章之选：文章的决策树（{branches}）优先推荐这些 GPU；只做标记，不提前排序",
     "Rejected": "被排除的 GPU", "why": "原因", "Findings": "发现", "Remedies": "对策",
@@ -171,9 +172,11 @@ _OFFLOAD: dict[Lang, dict[str, str]] = {
 
 
 _RL: dict[Lang, dict[str, str]] = {
-    "en": {"colocated": "colocated", "split": "split"},
+    "en": {"colocated": "colocated", "split": "split", "switch": "engine sleep and wake",
+           "offload": "frozen models on and off the GPUs"},
     "zh": {"generation": "生成", "reference": "参考模型前向", "reward": "奖励模型打分", "critic": "价值模型",
-           "training": "训练", "sync": "权重同步", "colocated": "共置", "split": "分离部署"},
+           "training": "训练", "sync": "权重同步", "switch": "生成引擎休眠与唤醒", "offload": "冻结模型换入换出",
+           "colocated": "共置", "split": "分离部署"},
 }
 
 

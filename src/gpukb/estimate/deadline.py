@@ -10,6 +10,10 @@ many GPUs as placement 'all' does (the least intrusive layout that fits, the res
 A GPU type stops growing at gpu_count or the largest published cluster (policy largest-cluster), or when
 more GPUs shorten the run by less than GAIN; it keeps the fastest count tried and misses the deadline,
 ranked after the options that meet it. A type whose larger cluster the rules reject keeps the count before.
+Nor does it grow into its communication wall: a larger cluster that still misses the deadline while its step
+computes less than the scaling efficiency floor (policy scaling-efficiency-floor, where the parallel layout
+must change rather than the GPU count grow) sends it back, halfway at a time, to the largest count tried above
+the floor, which then misses the deadline. A cluster that meets the deadline may fall below the floor.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from .planner import NODE_SIZE, Sized
 if TYPE_CHECKING:
     from ..answer.answer import Answer
 
-ROUNDS = 6  # asks after the first: linear scaling's guess, then growth where communication eats into it
+ROUNDS = 8  # asks after the first: linear scaling's guess, then growth where communication eats into it
 GAIN = 0.98  # a larger cluster that shortens the run by less than 2% is not worth its GPUs: stop growing
 SERVER = (1, 2, 4, 8)  # GPU counts of one server as sold and rented (1-, 2-, 4- and 8-GPU machines)
 
@@ -45,10 +49,14 @@ def largest_size(most: int, node: int = NODE_SIZE) -> int:
     return max(size for size in SERVER if size <= most)
 
 
-def sized_for_deadline(tokens: int, deadline_s: float, most: int, run: Run, node_of: dict[str, int] | None = None) -> Answer:
+def sized_for_deadline(tokens: int, deadline_s: float, most: int, run: Run, node_of: dict[str, int] | None = None,
+                       floor: float = 0.0) -> Answer:
     """Ask with the memory plan, then size each GPU type whose run misses the deadline; `most` caps a cluster,
-    `node_of` gives each GPU type's node size (its system's GPUs per node; NODE_SIZE where not given)."""
+    `node_of` gives each GPU type's node size (its system's GPUs per node; NODE_SIZE where not given), `floor`
+    the scaling efficiency below which a cluster is not grown further (0: grow while it shortens the run)."""
     node_of = node_of or {}
+    efficient: dict[str, list[int]] = {}  # per GPU type, the counts tried whose scaling efficiency held the floor
+    wall: dict[str, int] = {}  # per GPU type, the fewest GPUs tried whose scaling efficiency fell below it
     sizes: dict[str, Sized] = {}
     tried: dict[str, list[tuple[int, float]]] = {}
     done: set[str] = set()
@@ -74,12 +82,29 @@ def sized_for_deadline(tokens: int, deadline_s: float, most: int, run: Run, node
                 continue
             history = tried.setdefault(o.gpu, [])
             history.append((o.count, t))
+            node = node_of.get(o.gpu, NODE_SIZE)
+            if o.efficiency is None or o.efficiency >= floor:
+                efficient.setdefault(o.gpu, []).append(o.count)
+            elif t > deadline_s:  # a cluster that meets the deadline may pay for it in efficiency
+                wall[o.gpu] = min(wall.get(o.gpu, o.count), o.count)
+                if efficient.get(o.gpu):
+                    # grown into the communication wall: halfway back (geometrically) to the largest count above
+                    # the floor while one lies between, else that count, which misses the deadline
+                    low = max(efficient[o.gpu])
+                    mid = cluster_size(math.sqrt(low * o.count), node)
+                    if not low < mid < o.count:
+                        done.add(o.gpu)
+                        mid = low
+                    size(o.gpu, mid)
+                    changed = True
+                    continue
             if t <= deadline_s:
                 # grown past what the deadline needs (a larger cluster also lets a leaner layout run): try the
-                # smallest cluster linear scaling says suffices, once; if it misses, go back to this count
+                # smallest cluster linear scaling says suffices, again while it meets the deadline (a smaller
+                # cluster communicates less, so linear scaling overshoots); if it misses, back to the smallest that met
                 tight = cluster_size(o.count * t / deadline_s, node_of.get(o.gpu, NODE_SIZE))
                 missed = max((n for n, s in history if s > deadline_s), default=0)
-                if o.gpu in tightened or tight >= o.count or tight <= missed:
+                if tight >= o.count or tight <= missed:
                     done.add(o.gpu)
                     if o.gpu in tightened and o.count != min(n for n, s in history if s <= deadline_s):
                         size(o.gpu, min(n for n, s in history if s <= deadline_s))
@@ -94,16 +119,22 @@ def sized_for_deadline(tokens: int, deadline_s: float, most: int, run: Run, node
                 size(o.gpu, min(n for n, s in history if s <= deadline_s))
                 changed = True
                 continue
-            if len(history) > 1 and t > history[-2][1] * GAIN:  # communication ate the gain: the fastest tried
+            # the counts a cluster may keep: those short of the communication wall
+            usable = [h for h in history if h[0] < wall.get(o.gpu, most + 1)]
+            smaller = [h for h in usable if h[0] < o.count]
+            if smaller and t > max(smaller)[1] * GAIN:  # communication ate the gain: the fastest tried
                 done.add(o.gpu)
-                fastest = min(history, key=lambda h: (h[1], h[0]))[0]
+                fastest = min(usable, key=lambda h: (h[1], h[0]))[0]
                 if fastest != o.count:
                     size(o.gpu, fastest)
                     changed = True
                 continue
-            node = node_of.get(o.gpu, NODE_SIZE)
             want = min(max(cluster_size(o.count * t / deadline_s, node), cluster_size(o.count + 1, node)),
                        largest_size(most, node))
+            if o.gpu in wall:  # not into the wall again: halfway to it (geometrically)
+                want = min(want, cluster_size(math.sqrt(o.count * wall[o.gpu]), node))
+                if want >= wall[o.gpu]:
+                    want = o.count
             if want <= o.count:
                 done.add(o.gpu)
                 continue
@@ -112,4 +143,10 @@ def sized_for_deadline(tokens: int, deadline_s: float, most: int, run: Run, node
         if not changed:
             break
         answer = run(sizes)
-    return answer
+    # out of rounds while halving back from the wall: keep the largest count tried above the floor
+    back = {o.gpu: max(n for n in efficient[o.gpu] if n < o.count) for o in answer.options
+            if o.gpu in sizes and o.efficiency is not None and o.efficiency < floor
+            and (o.time_to_train_s or 0) > deadline_s and any(n < o.count for n in efficient.get(o.gpu, ()))}
+    for gpu, count in back.items():
+        size(gpu, count)
+    return run(sizes) if back else answer

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from ..knowledge.kb import KnowledgeBase
 
 LARGEST_CLUSTER = "largest-cluster"  # the policy: the most GPUs of one type a training cluster is built of
+EFFICIENCY_FLOOR = "scaling-efficiency-floor"  # the policy: below it a cluster is not grown to meet a deadline
 
 
 def ask(kb: KnowledgeBase, workload: Workload | dict[str, Any], bands: bool = True) -> Answer:
@@ -94,7 +95,7 @@ def _answer(kb: KnowledgeBase, w: Workload, bands: BandSource | None) -> Answer:
         node_of = {g: gpu_fact(kb, kb.gpus[g], resolved.precision, resolved.kv_cache_precision, resolved.systems)
                    ["gpus_per_node"] for g in resolved.gpus}
         return sized_for_deadline(resolved.tokens, resolved.deadline_days * 86400, most,
-                                  lambda sizes: run({}, None, sizes), node_of)
+                                  lambda sizes: run({}, None, sizes), node_of, kb.policy(EFFICIENCY_FLOOR))
     return run({}, None)
 
 

@@ -72,6 +72,9 @@ HOST = ex.parse("(m.optimizer + m.gradients + (m.weights if offload == 'optimize
 # inside the reserve, as in vLLM's gpu_memory_utilization: the headroom is the larger of the two, not
 # their sum. So usable = capacity − reserve + the part of the overhead the reserve already holds.
 USABLE = ex.parse("g.memory_bytes * (1 - p.reserve_fraction) + min(p.runtime_overhead, g.memory_bytes * p.reserve_fraction)")
+# The card's edge: the reported memory less what the caching allocator still needs once it has released its cache
+# (policy edge-reserve-fraction). A plan the reserve refuses but this holds runs, at the edge, and is said to.
+EDGE = ex.parse("g.memory_bytes * (1 - p.edge_reserve_fraction)")
 NODE_SIZE = 8  # GPUs per server in the standard HGX/OAM and workstation builds; larger counts are whole nodes
 # Tensor-parallel sizes for inference, smallest first. vLLM's distributed-serving guide: tensor parallel
 # within a node, pipeline parallel across nodes (source vllm-distributed-serving-docs). Sizes beyond the
@@ -485,10 +488,13 @@ class _PlanText:
     strategies: int
     raised: Raise | None
     size: Sized | None
+    edge: float = 0.0  # the card's edge where the plan needs more than usable to fit there (EDGE); 0 otherwise
 
     def values(self) -> list[Value]:
         s, host_usable = self.chosen.layout, self.gpu["host_memory_per_gpu"]
         listed = [Value(name="usable_bytes", value=self.usable, expr=USABLE.text)]
+        if self.edge:
+            listed.append(Value(name="edge_bytes", value=self.edge, expr=EDGE.text))
         listed += [Value(name=n, value=v, expr=PARTS[n].text) for n, v in self.memory.parts.items()]
         listed.append(Value(name="per_gpu_bytes", value=self.memory.per_gpu, expr=PER_GPU.text))
         if s.offload != "none":
@@ -509,6 +515,10 @@ class _PlanText:
         w, gpu, s, memory, bounds = self.w, self.gpu, self.chosen.layout, self.memory, self.bounds
         inference, fits, per_gpu, usable = w.task == "inference", memory.fits, memory.per_gpu, self.usable
         verdict = "fits" if fits else "does not fit"
+        if self.edge:
+            verdict = (f"fits at the card's edge, within the {self.edge / 1e9:,.1f} GB the caching allocator reaches "
+                       f"once it releases its cache (the reported memory less {self.policy['edge_reserve_fraction']:.1%}, "
+                       "policy edge-reserve-fraction)")
         text = (f"{gpu['gpu']}: {self.chosen.count} GPU(s) (dp={self.chosen.dp}, tp={s.tp}, pp={s.pp}, "
                 f"{f'ep={s.ep}, ' if s.ep > 1 else ''}"
                 f"{f'cp={s.cp}, ' if s.cp > 1 else ''}"
@@ -550,7 +560,9 @@ class _PlanText:
                 f"每块 GPU 需要 {memory.per_gpu / 1e9:,.1f} GB，可用 {self.usable / 1e9:,.1f} GB"
                 f"（{gpu['memory_bytes'] / 1e9:,.1f} GB 减去 {self.policy['reserve_fraction']:.0%} 的预留，"
                 f"运行时开销计入预留之内）{self.offloaded(zh=True)}："
-                f"{'放得下' if fits else '放不下'}。")
+                + (f"超出预留后的可用量，但在显存边缘放得下：缓存分配器释放缓存后可用到 {self.edge / 1e9:,.1f} GB"
+                   f"（报告显存减去 {self.policy['edge_reserve_fraction']:.1%}，策略 edge-reserve-fraction）。" if self.edge
+                   else f"{'放得下' if fits else '放不下'}。"))
         dp, share, in_flight = self.chosen.dp, memory.share, memory.in_flight
         if inference and dp > 1:
             text += (f"{dp} 个副本分担在途的 {w.batch_size} 条序列：每个副本 {share} 条，各自只存放其份额的 KV 缓存"
@@ -588,14 +600,27 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
     bounds = _box(w, gpu, policy, size)
     base = {"m": memory, "w": wfact}
     usable = float(USABLE.evaluate({"g": gpu, "p": policy}))
+    edge = float(EDGE.evaluate({"g": gpu, "p": policy}))
     chosen, strategies = _search(w, gpu, cache, base, usable, bounds, raised)
+    at_edge = False
+    if w.task != "inference" and not chosen.fits and edge > usable \
+            and not _short_of_host(chosen, cache, base, usable, gpu):
+        # refused within the reserve: a plan that fits at the card's edge is that plan, said to be at the edge
+        nearer, more = _search(w, gpu, cache, base, edge, bounds, raised)
+        if nearer.fits:
+            chosen, strategies, at_edge = nearer, strategies + more, True
+    limit = edge if at_edge else usable
     parts = cache.parts_of(chosen.layout, chosen.dp, base)
     per_gpu = float(PER_GPU.evaluate(parts))
     host = float(HOST.evaluate({**base, **chosen.layout.env(chosen.dp)}))
-    fits = chosen.fits and per_gpu <= usable and host <= gpu["host_memory_per_gpu"]
-    pooled = _pooled(w, wfact, policy, gpu, chosen, parts, per_gpu, fits, usable, host)
-    fields = _plan_fields(collector, w, gpu, chosen, bounds, pooled, usable, host)
-    text = _PlanText(w, gpu, policy, chosen, fields["zero_stage"], bounds, pooled, usable, host, strategies, raised, size)
+    fits = chosen.fits and per_gpu <= limit and host <= gpu["host_memory_per_gpu"]
+    pooled = _pooled(w, wfact, policy, gpu, chosen, parts, per_gpu, fits, limit, host)
+    at_edge = at_edge and pooled.fits and pooled.per_gpu > usable
+    # at the edge, what the plan may use is the edge: usable_bytes stays the bound the plan was held to
+    fields = {**_plan_fields(collector, w, gpu, chosen, bounds, pooled, edge if at_edge else usable, host),
+              "edge_bytes": edge, "at_edge": at_edge}
+    text = _PlanText(w, gpu, policy, chosen, fields["zero_stage"], bounds, pooled, usable, host, strategies, raised, size,
+                     edge if at_edge else 0.0)
     (plan,) = collector.record(
         rule="planner.fewest-gpus@1", stage="requirements",
         title="Fewest GPUs that hold one replica, least intrusive strategy first",
@@ -604,6 +629,13 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
         outputs=[("plan", fields)], title_zh="能放下一个副本的最少 GPU 数，先试侵入性最小的策略",
         sentence_zh=text.sentence_zh)
     return plan
+
+
+def _short_of_host(chosen: Candidate, cache: PlanCache, base: dict[str, Any], usable: float,
+                   gpu: dict[str, Any]) -> bool:
+    """Whether a plan that does not fit holds the GPU memory and lacks only the CPU memory its offload needs."""
+    per_gpu = float(PER_GPU.evaluate(cache.parts_of(chosen.layout, chosen.dp, base)))
+    return per_gpu <= usable and float(HOST.evaluate({**base, **chosen.layout.env(chosen.dp)})) > gpu["host_memory_per_gpu"]
 
 
 def _rented(kb: Any, gpu: dict[str, Any], count: int, host_per_gpu: float, allowed: tuple[str, ...]) -> dict[str, Any]:

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 ARCHITECTURE = ("layers", "hidden_size", "heads", "kv_heads", "vocab_size", "intermediate_size")
 POLICY_IDS = {"reserve_fraction": "reserve-fraction", "runtime_overhead": "runtime-overhead",
+              "edge_reserve_fraction": "edge-reserve-fraction",
               "prefill_chunk": "prefill-chunk", "scaling_efficiency_floor": "scaling-efficiency-floor",
               "decode_bandwidth_utilisation": "decode-bandwidth-utilisation",
               "decode_step_floor": "decode-step-floor",
@@ -36,7 +37,12 @@ POLICY_IDS = {"reserve_fraction": "reserve-fraction", "runtime_overhead": "runti
               "node_other_power_fraction": "node-other-power-fraction", "datacenter_pue": "datacenter-pue",
               # goodput at scale: interruptions, the restart each costs, checkpoint writes (rec.rank.training)
               "interruption_gpu_seconds": "interruption-gpu-time", "restart_time": "restart-time",
-              "checkpoint_bandwidth": "checkpoint-bandwidth"}
+              "checkpoint_bandwidth": "checkpoint-bandwidth",
+              # sharded collectives at hundreds of ranks: NCCL's per-step ring latencies (bottleneck.interconnect.step)
+              "ring_step_latency_network": "ring-step-latency-network",
+              "ring_step_latency_nvlink": "ring-step-latency-nvlink", "ring_step_latency_pcie": "ring-step-latency-pcie",
+              # the best MFU published runs on at least so many GPUs report: what no estimate may exceed (rec.rank.training)
+              **{f"published_mfu_{n}": f"published-mfu-{n}-gpus" for n in (8, 128, 512, 12288, 16384)}}
 # Policies whose value depends on the GPU generation: the entry listing the GPU's architecture, else
 # the default (the entry of this id, which lists none). They become fields of the gpu fact.
 GPU_POLICIES = {"utilisation": "mfu", "node_network_bandwidth": "node-network-bandwidth",

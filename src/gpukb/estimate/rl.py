@@ -9,16 +9,20 @@ cache dropped, as a forward pass without generation keeps none), the rollout as 
 rollout_batch x samples_per_prompt sequences. Their replicas are then placed on each GPU type:
 
 - colocated (verl's hybrid engine, OpenRLHF's colocation): every model sharded over the same GPUs with
-  the trainer's layout (ZeRO-3 / FSDP unless pinned); the phases take turns, so a GPU holds the models'
-  resident states (weights, optimizer states) and, in turn, one role's training transients (gradients,
-  activations), a frozen role's forward activations, or the rollout engine's weights and KV cache,
-  which is freed before the optimizer runs;
+  the trainer's layout (ZeRO-3 / FSDP unless pinned); the phases take turns, so a GPU holds the trained
+  models' resident states (weights, optimizer states) and, in turn, one role's training transients
+  (gradients, activations), a frozen role's weights and forward activations (offloaded to the host
+  between its passes), or the rollout engine's weights and KV cache, which is freed before the optimizer
+  runs (the engine sleeps, and wakes for the next step with the new weights reloaded);
 - split: the rollout engine on GPUs of its own (the serving planner's fewest for the whole batch), the
   other models colocated on the trainer's.
 
 The per-GPU memory of each role is the planner's own PARTS expressions (planner.PlanCache) over that
-role's replica; the phase times are the rules' own estimates (decode and prefill for generation and the
-frozen forward passes, training throughput for the trained roles), rescaled to the GPUs that run them.
+role's replica; the phase times are the rules' own estimates, rescaled to the GPUs that run them: the
+decode rule's steps for generation, its responses' lengths spread between their mean and cap and decoded
+with continuous batching until the longest ends (rl_lengths); training throughput for the trained roles
+and, as forward passes on the same engine, for the log-prob and scoring passes; per step besides, the
+weights reloaded into the engine, a colocated engine's sleep and wake, and the frozen models' offload.
 The step time, the bounding phase and its remedies are rules (rules/*/rl-*.yaml) over the `rl` facts.
 """
 
@@ -36,6 +40,7 @@ from ..core.words import rl_word, term
 from ..engine.engine import ENGINE
 from ..engine.trace import Collector, Value
 from ..knowledge.citations import cited
+from . import rl_lengths
 from .planner import NO_LIMIT, NODE_SIZE, TP_SIZES, USABLE, Layout, PlanCache, _linear
 from .resolve import default_framework, gpu_fact, policy_fact, workload_fact
 from .systems import rental
@@ -46,7 +51,10 @@ if TYPE_CHECKING:
 SubAsk = Callable[[dict[str, Any]], Answer]
 TRAINED, FROZEN = ("policy", "critic"), ("reference", "reward")
 ROLES = (*TRAINED, *FROZEN, "rollout")
-PHASES = ("generation", "reference", "reward", "critic", "training", "sync")
+PHASES = ("generation", "reference", "reward", "critic", "training", "sync", "switch", "offload")
+MAX_SEQS = "rl-rollout-max-seqs"  # the policy: the sequences a rollout engine's scheduler runs at once
+LOAD_RATE = "rl-weight-load-rate"  # the policy: bytes a second a refit loads into each engine GPU
+SWITCH = "rl-engine-switch-time"  # the policy: a colocated engine's sleep and wake each step, besides its weights
 # The fields of a workload that describe the policy's model (copied to its sub-asks)
 _MODEL_FIELDS = ("model", "params", "layers", "hidden_size", "heads", "kv_heads", "vocab_size", "intermediate_size", "mlp")
 SOURCES = ["sheng-2024-hybridflow", "hu-2024-openrlhf", "shao-2024-deepseekmath-grpo", "rajbhandari-2020-zero"]
@@ -143,13 +151,14 @@ class Roles:
 def _phase_terms(parts: dict[str, dict[str, tuple[float, float]]], overhead: float,
                  rollout: tuple[float, float] | None) -> dict[str, list[tuple[float, float]]]:
     """Per phase, the (A, B) terms whose sum is a GPU's bytes in it (bytes = A + B/dp); 'resident' is what
-    stays through every phase: the trained roles' weights and optimizer states, the frozen roles' weights."""
+    stays through every phase: the trained roles' weights and optimizer states. The frozen roles' weights are
+    on the GPU for their own forward pass only, offloaded to the host between steps (verl's GRPO examples set
+    ref.fsdp_config.param_offload; OpenRLHF's --ref_reward_offload), the time it takes counted as 'offload'."""
     resident = [parts[r][k] for r in parts if r in TRAINED for k in ("weights", "optimizer")]
-    resident += [parts[r]["weights"] for r in parts if r in FROZEN]
     base = [*resident, (overhead, 0.0)]
     phases = {"resident": base}
     phases |= {f"train_{r}": [*base, parts[r]["gradients"], parts[r]["activations"]] for r in parts if r in TRAINED}
-    phases |= {f"forward_{r}": [*base, parts[r]["activations"]] for r in parts if r in FROZEN}
+    phases |= {f"forward_{r}": [*base, parts[r]["weights"], parts[r]["activations"]] for r in parts if r in FROZEN}
     if rollout is not None:
         phases["rollout"] = [*base, rollout]
     return phases
@@ -167,6 +176,7 @@ def place(kb: KnowledgeBase, w: ResolvedWorkload, roles: Roles, gpu: dict[str, A
         box = NODE_SIZE * int(policy["consumer_nodes"]) if gpu["consumer"] else NO_LIMIT
     limit = min(w.gpu_count or NO_LIMIT, box)
     overhead = policy["runtime_overhead"]
+    max_seqs = int(kb.policy(MAX_SEQS))
     trained = [r for r in roles.replicas if r in (*TRAINED, *FROZEN)]
     rollout_answer = roles.answers.get("rollout")
     rollout_opt = _option(rollout_answer, gpu["gpu"]) if rollout_answer else None
@@ -177,44 +187,60 @@ def place(kb: KnowledgeBase, w: ResolvedWorkload, roles: Roles, gpu: dict[str, A
     ckpts = [w.activation_checkpointing] if w.activation_checkpointing is not None else [False, True]
     rollout_memory = roles.replicas["rollout"][0] if "rollout" in roles.replicas else None
     s = sequences(w)
-    best: tuple[tuple[int, int, int], int, Layout, int] | None = None  # ((count, waves, tp), dp, layout, rollout tp)
-    for zero in zeros:
-        for ckpt in ckpts:
-            layout = Layout(tp, pp, zero, ckpt, "none")
-            # each role's parts without its own runtime overhead: the GPU's is counted once, in the phase
-            parts = {r: {k: v for k, v in roles.parts(r, layout).items() if k not in ("overhead", "kv_cache")}
-                     for r in trained}
-            rollout_tps: list[int | None] = [None]
-            if placement == "colocated" and rollout_memory is not None:
-                rollout_tps = [t for t in TP_SIZES if t <= node and w.heads % t == 0]
-            for rtp in rollout_tps:
-                # an engine needs its share of the weights and room for at least one sequence's KV cache
-                least_rollout = None if rtp is None else _engine_bytes(rollout_memory, rtp, 1, s)
-                phases = _phase_terms(parts, overhead, None if least_rollout is None else (least_rollout, 0.0))
-                least = [_least_dp(terms, usable) for terms in phases.values()]
-                if any(d is None for d in least):
-                    continue
-                count = max(d for d in least if d is not None) * layout.group
-                if rtp is not None:
-                    count = max(count, rtp)
-                count = count if count <= node else node * math.ceil(count / node)
-                count = -(-count // layout.group) * layout.group
-                if not rollout_fits or count > limit or (rtp is not None and count % rtp):
-                    continue
-                if w.placement == "all":  # exactly gpu_count GPUs: the trainer gets what the rollout engine leaves
-                    target = limit - (rollout_opt.count if placement == "split" and rollout_opt else 0)
-                    if target < count or target % layout.group or (rtp is not None and target % rtp):
+    # split: the rollout engine's GPUs come out of the GPUs allowed; the trainer has the rest
+    reserved = rollout_opt.count if placement == "split" and rollout_opt is not None else 0
+    trainer_limit = limit - reserved if limit < NO_LIMIT else NO_LIMIT
+
+    def search(bound: int, exact: bool) -> tuple[tuple[int, int, int], int, Layout, int] | None:
+        """The fewest trainer GPUs within `bound` ((count, waves, rollout tp), dp, layout, rollout tp); `exact`:
+        placement 'all', the trainer gets every GPU of the bound."""
+        best: tuple[tuple[int, int, int], int, Layout, int] | None = None
+        for zero in zeros:
+            for ckpt in ckpts:
+                layout = Layout(tp, pp, zero, ckpt, "none")
+                # each role's parts without its own runtime overhead: the GPU's is counted once, in the phase
+                parts = {r: {k: v for k, v in roles.parts(r, layout).items() if k not in ("overhead", "kv_cache")}
+                         for r in trained}
+                rollout_tps: list[int | None] = [None]
+                if placement == "colocated" and rollout_memory is not None:
+                    rollout_tps = [t for t in TP_SIZES if t <= node and w.heads % t == 0]
+                for rtp in rollout_tps:
+                    # an engine needs its share of the weights and room for at least one sequence's KV cache
+                    least_rollout = None if rtp is None else _engine_bytes(rollout_memory, rtp, 1, s)
+                    phases = _phase_terms(parts, overhead, None if least_rollout is None else (least_rollout, 0.0))
+                    least = [_least_dp(terms, usable) for terms in phases.values()]
+                    if any(d is None for d in least):
                         continue
-                    count = target
-                waves = 0 if rtp is None else _engines(phases, count // layout.group, usable, rollout_memory, rtp,
-                                                       count, s)[1]
-                key = (count, waves, rtp or 0)  # the fewest GPUs, then the fewest waves of generation, then the smaller tp
-                if best is None or key < best[0]:
-                    best = (key, count // layout.group, layout, rtp or 0)
+                    count = max(d for d in least if d is not None) * layout.group
+                    if rtp is not None:
+                        count = max(count, rtp)
+                    count = count if count <= node else node * math.ceil(count / node)
+                    count = -(-count // layout.group) * layout.group
+                    if not rollout_fits or count > bound or (rtp is not None and count % rtp):
+                        continue
+                    if exact:  # exactly gpu_count GPUs: the trainer gets what the rollout engine leaves
+                        if bound < count or bound % layout.group or (rtp is not None and bound % rtp):
+                            continue
+                        count = bound
+                    waves = 0 if rtp is None else _engines(phases, count // layout.group, usable, rollout_memory, rtp,
+                                                           count, s, max_seqs)[1]
+                    key = (count, waves, rtp or 0)  # the fewest GPUs, then the fewest waves, then the smaller tp
+                    if best is None or key < best[0]:
+                        best = (key, count // layout.group, layout, rtp or 0)
+        return best
+
+    best = search(trainer_limit, w.placement == "all")
     fits = best is not None
-    if best is None:  # the closest miss: the last layout tried on one node, or on gpu_count GPUs
+    # what a miss is short of: memory per GPU on the GPUs allowed, or GPUs (the trainer and the rollout engine
+    # together need more than are allowed, though each GPU would hold its share)
+    needed = 0
+    if best is None:  # the closest miss: the last layout tried on one node, or on the GPUs allowed
         layout = Layout(tp, pp, zeros[-1], ckpts[-1], "none")
-        count = min(limit, node) if w.gpu_count is None or limit == box else limit
+        count = min(trainer_limit, node) if w.gpu_count is None or limit == box else trainer_limit
+        if count < layout.group:  # the rollout engine leaves the trainer no GPU: the count is what does not fit
+            unbounded = search(NO_LIMIT, False) if rollout_fits else None
+            needed = reserved + (unbounded[0][0] if unbounded else layout.group)
+            count = layout.group
         count = max(count // layout.group, 1) * layout.group
         rtp = max([t for t in TP_SIZES if t <= min(count, node) and w.heads % t == 0] or [1])
         best = ((count, 0, rtp), count // layout.group, layout, rtp)
@@ -227,7 +253,7 @@ def place(kb: KnowledgeBase, w: ResolvedWorkload, roles: Roles, gpu: dict[str, A
         assert rollout_opt is not None
         if placement == "colocated":
             engine_batch, waves = _engines(_phase_terms(stripped, overhead, None), dp, usable, rollout_memory, rtp,
-                                           count, s)
+                                           count, s, max_seqs)
             engine_batch = max(engine_batch, 1)
             by_role["rollout"] = _engine_bytes(rollout_memory, rtp, engine_batch, s)
             rollout_term = (by_role["rollout"], 0.0)
@@ -240,11 +266,17 @@ def place(kb: KnowledgeBase, w: ResolvedWorkload, roles: Roles, gpu: dict[str, A
     peak = max(sum(_at(t, dp) for t in terms) for terms in phases.values())
     if rollout_gpus:
         peak = max(peak, rollout_opt.per_gpu_bytes if rollout_opt else 0.0)
-    return {"gpu": gpu["gpu"], "placement": placement, "count": count + rollout_gpus, "trainer_gpus": count,
+    if not fits and not needed and peak <= usable and limit < NO_LIMIT:
+        # a miss whose peak fits: what fails is the count (the search's own bound, e.g. a tensor-parallel size
+        # that does not divide the GPUs left), so the rejection names GPUs, not memory
+        unbounded = search(NO_LIMIT, False) if rollout_fits else None
+        needed = reserved + (unbounded[0][0] if unbounded else count + layout.group)
+    return {"gpu": gpu["gpu"], "placement": placement, "count": min(count + rollout_gpus, limit) if needed else
+            count + rollout_gpus, "trainer_gpus": count,
             "rollout_gpus": rollout_gpus, "dp": dp, "tp": layout.tp, "pp": layout.pp, "zero_stage": layout.zero_stage,
             "checkpointing": layout.checkpointing, "rollout_tp": rtp, "engine_batch": engine_batch, "waves": waves,
             "per_gpu_bytes": peak, "usable_bytes": usable, "memory_by_role": by_role, "parts": parts,
-            "fits": fits and peak <= usable, "limit": limit if limit < NO_LIMIT else 0}
+            "fits": fits and peak <= usable, "limit": limit if limit < NO_LIMIT else 0, "needed_gpus": needed}
 
 
 def _engine_bytes(rollout: dict[str, Any] | None, rtp: int, batch: int, sequences: int) -> float:
@@ -255,16 +287,17 @@ def _engine_bytes(rollout: dict[str, Any] | None, rtp: int, batch: int, sequence
 
 
 def _engines(phases: dict[str, list[tuple[float, float]]], dp: int, usable: float, rollout: dict[str, Any] | None,
-             rtp: int, count: int, sequences: int) -> tuple[int, int]:
+             rtp: int, count: int, sequences: int, max_seqs: int) -> tuple[int, int]:
     """(sequences each colocated engine generates at once, waves): the engines share the batch; each holds
     what its GPUs have left beside the resident models, as a serving engine fills the memory it is given
-    (vLLM's gpu_memory_utilization) and runs the rest of its share when sequences finish."""
+    (vLLM's gpu_memory_utilization), never more than its scheduler admits (max_num_seqs), and runs the rest of
+    its share as sequences finish."""
     assert rollout is not None
     resident = max((sum(_at(t, dp) for t in terms) for name, terms in phases.items() if name == "resident"), default=0.0)
     per_sequence = rollout["kv_cache"] / sequences / rtp
     room = usable - resident - rollout["weights"] / rtp
     share = math.ceil(sequences / max(1, count // rtp))
-    fit = min(share, int(room // per_sequence)) if per_sequence > 0 else share
+    fit = min(share, max_seqs, int(room // per_sequence) if per_sequence > 0 else share)
     return fit, (math.ceil(share / fit) if fit > 0 else 0)
 
 
@@ -274,7 +307,8 @@ def _mean_response(w: Workload | ResolvedWorkload) -> int:
 
 
 def phase_times(w: ResolvedWorkload, roles: Roles, plan: dict[str, Any], gpu: dict[str, Any],
-                generation: Answer | None, trainers: dict[str, Answer], tail: Answer | None = None) -> dict[str, float] | None:
+                generation: Answer | None, trainers: dict[str, Answer], floor_s: float, switch_s: float,
+                load_rate: float) -> dict[str, float] | None:
     """Seconds per step of each phase on this plan, from the sub-answers' own estimates; None where a rule made
     no estimate (a GPU type without a published rate for the precision), as a training ask then has no speed."""
     assert w.prompt_len is not None and w.response_len is not None
@@ -283,37 +317,87 @@ def phase_times(w: ResolvedWorkload, roles: Roles, plan: dict[str, Any], gpu: di
     tokens = s * (w.prompt_len + mean)
     n = plan["trainer_gpus"]
     times: dict[str, float] = {}
+    policy = trainers.get("policy")
+    o_train = _option(policy, gpu["gpu"]) if policy is not None else None
+    if o_train is None or not o_train.tokens_per_s or o_train.count != n:
+        return None
+    # the trained roles on the trainer's GPUs in the plan's layout: the training rules' own throughput there
+    train_s = tokens / o_train.tokens_per_s
     if generation is not None:
         o = _option(generation, gpu["gpu"])
-        if o is None or not o.tokens_per_s:
+        engine = _decoder(generation, o, floor_s) if o is not None else None
+        if engine is None:
             return None
-        # every engine generates its sequences (the sub-ask's batch_size at once, in plan["waves"] waves when its
-        # memory holds fewer than its share) at the rate the decode rule estimates, prefill included; the engines
-        # run side by side. A wave lasts until its longest response: the batch's tokens at full concurrency, or
-        # one response to the cap token by token (`tail`, the decode rule at batch 1), whichever is longer
-        wave = generation.workload.batch_size * mean / o.tokens_per_s
-        if tail is not None and (t := _option(tail, gpu["gpu"])) is not None and t.tokens_per_s:
-            wave = max(wave, w.response_len / t.tokens_per_s)
-        times["generation"] = plan["waves"] * wave
+        times["generation"] = _generation_s(w, plan, engine[1], engine[0])
     for role in FROZEN:
         if role in roles.answers:
-            o = _option(roles.answers[role], gpu["gpu"])
-            if o is None or not o.tokens_per_s:
-                return None
-            # a micro-batch of whole sequences per forward pass on o.count GPUs, the step's sequences over n; the
-            # sub-ask's sequences run to the cap, the step's to the average
-            times[role] = s / o.tokens_per_s * o.count / n * (w.prompt_len + mean) / (w.prompt_len + w.response_len)
+            # a log-prob (or score) pass is the trainer's forward pass over the step's tokens (verl and OpenRLHF run
+            # it on the training engine, micro-batched): 2/6 of a training step's FLOP at the training rate, scaled
+            # by the model's size against the policy's
+            times[role] = train_s * _forward_share(plan) * _params(roles, role) / _params(roles, "policy")
     for role, answer in trainers.items():
-        # the role trained on the trainer's GPUs in the plan's layout: the training rules' own throughput there
         o = _option(answer, gpu["gpu"])
         if o is None or not o.tokens_per_s or o.count != n:
             return None
-        times["training" if role == "policy" else "critic"] = tokens / o.tokens_per_s * (1 + FORWARD_SHARE)
+        # the update, plus the old log-probs' (or the values') forward pass before it
+        times["training" if role == "policy" else "critic"] = tokens / o.tokens_per_s * (1 + _forward_share(plan))
     if "rollout" in roles.replicas:
         weights = roles.replicas["rollout"][0]["weights"]
-        link = _sync_link(plan, gpu)
-        times["sync"] = weights / plan["rollout_tp"] / link
+        # the new weights reach each engine GPU: gathered from the trainer's shards over the node's link
+        # (colocated: the reload after a level-2 sleep) or sent to the rollout GPUs (split), and loaded tensor by
+        # tensor into the engine, no faster than a published refit moved them (policy rl-weight-load-rate)
+        times["sync"] = weights / plan["rollout_tp"] / min(_sync_link(plan, gpu), load_rate)
+        if plan["placement"] == "colocated":
+            times["switch"] = switch_s
+    # frozen models offloaded between their passes (verl's ref param_offload, OpenRLHF's --ref_reward_offload):
+    # each GPU's shard of their weights comes in from the host and goes back, over PCIe, every step
+    moved = sum(plan["parts"][r]["weights"] for r in FROZEN if r in plan["parts"])
+    if moved:
+        times["offload"] = 2 * moved / gpu["pcie_bandwidth"]
     return times
+
+
+def _forward_share(plan: dict[str, Any]) -> float:
+    """A forward pass's share of a training step's time: 2 of 6·N·D FLOP, of 8·N·D when checkpointing recomputes
+    the forward pass in the backward."""
+    return FORWARD_SHARE * 6 / (8 if plan["checkpointing"] else 6)
+
+
+def _params(roles: Roles, role: str) -> float:
+    return float(roles.answers[role].workload.params)
+
+
+def _decoder(generation: Answer, o: Option, floor_s: float) -> tuple[rl_lengths.Decoder, int] | None:
+    """An engine's token step from the decode rule's own terms in this option's trace, and the sequences it ran
+    at once there; None where the rule made no estimate."""
+    v = next(({x["name"]: x["value"] for x in step.values} for step in o.trace
+              if step.rule.split("@")[0] == "rec.throughput.decode"), None)
+    if v is None or not o.tokens_per_s:
+        return None
+    rw = generation.workload
+    assert rw.prompt_len is not None and rw.output_len is not None
+    conc = int(v["concurrency"])
+    context = conc * (rw.prompt_len + rw.output_len / 2)  # the rule's decode context (resolve.decode_context)
+    fixed = 2 * rw.layers * v["allreduce_s"]  # the all-reduces' latency, paid whatever the batch
+    engine = rl_lengths.Decoder(
+        weights_s=v["weight_bytes_read"] / v["read_rate"], flop_s=v["matmul_flops"] / conc / v["compute_rate"],
+        kv_s=v["kv_read"] / v["read_rate"] / context, per_seq_s=v["elementwise_s"] + (v["tp_s"] - fixed) / conc,
+        fixed_s=fixed, floor_s=max(v["launch_s"], floor_s), prefill_s=v["batch_prefill_s"] / conc)
+    return engine, conc
+
+
+def _generation_s(w: ResolvedWorkload, plan: dict[str, Any], batch: int, engine: rl_lengths.Decoder) -> float:
+    """The generation phase: every engine decodes its share of the step's responses with continuous batching, at
+    most `batch` at once (the decode rule's concurrency), the longest of the step's responses among them
+    (rl_lengths)."""
+    assert w.response_len is not None and w.prompt_len is not None
+    s = sequences(w)
+    engines = max(1, (plan["rollout_gpus"] or plan["trainer_gpus"]) // max(plan["rollout_tp"], 1))
+    share = math.ceil(s / engines)
+    mu = rl_lengths.scale(_mean_response(w), w.response_len)
+    longest = rl_lengths.expected_longest(s, mu, w.response_len)
+    lens = rl_lengths.lengths(share, mu, w.response_len, longest)
+    return rl_lengths.decode_time(lens, min(batch, share), w.prompt_len, engine)
 
 
 def _sync_link(plan: dict[str, Any], gpu: dict[str, Any]) -> float:
@@ -322,12 +406,6 @@ def _sync_link(plan: dict[str, Any], gpu: dict[str, Any]) -> float:
     if plan["count"] <= gpu["gpus_per_node"]:  # past one node, the weights gathered from the trainer's shards cross it
         return inside
     return min(inside, gpu["node_network_bandwidth"])
-
-
-def _split_tp(answers: dict[str, Answer], gpu: str) -> int:
-    """The tensor-parallel size of the split rollout engine on this GPU type (1 without one)."""
-    o = _option(answers["rollout"], gpu) if "rollout" in answers else None
-    return o.strategy.tensor_parallel if o is not None else 1
 
 
 def _layout_key(plan: dict[str, Any]) -> tuple[int, int, bool, int, int]:
@@ -409,17 +487,6 @@ def ask_rl(kb: KnowledgeBase, w: Workload, sub: SubAsk) -> Answer:
     engines = {key: _asked(sub, "rollout", {**jobs["rollout"], "batch_size": key[0], "tensor_parallel": key[1],
                                             "output_len": _mean_response(w), "gpus": sorted(set(gs))})
                for key, gs in generation.items()}
-    # responses shorter on average than the cap: the longest still decodes to it, at a batch of one at the end
-    tails: dict[int, Answer] = {}
-    if "rollout" in answers and _mean_response(w) < (w.response_len or 0):
-        by_tp: dict[int, list[str]] = {}
-        for g, options in plans.items():
-            for p in options:
-                if p["fits"]:
-                    rtp = p["rollout_tp"] if p["placement"] == "colocated" else _split_tp(answers, g)
-                    by_tp.setdefault(rtp, []).append(g)
-        tails = {rtp: _asked(sub, "rollout", {**jobs["rollout"], "batch_size": 1, "tensor_parallel": rtp,
-                                              "gpus": sorted(set(gs))}) for rtp, gs in by_tp.items()}
     # the trained roles on exactly the trainer's GPUs in its layout: one sub-ask per layout, over its GPU types
     layouts: dict[tuple[Any, ...], list[str]] = {}
     for g, options in plans.items():
@@ -432,6 +499,8 @@ def ask_rl(kb: KnowledgeBase, w: Workload, sub: SubAsk) -> Answer:
                                                "gpus": sorted(set(gs))})
                       for role in TRAINED if role in jobs}
                 for key, gs in layouts.items()}
+    switch_s, load_rate = float(kb.policy(SWITCH)), float(kb.policy(LOAD_RATE))
+    floor_s = float(policy["decode_step_floor"])
     c = Collector(kb, len(gpus))
     pfact = c.new_fact("policy", policy, 0)
     wfact = c.new_fact("workload", workload_fact(kb, resolved), 0)
@@ -442,8 +511,8 @@ def ask_rl(kb: KnowledgeBase, w: Workload, sub: SubAsk) -> Answer:
         for p in (p for p in options if p["fits"]):
             gen = (answers.get("rollout") if p["placement"] == "split"
                    else engines.get((p["engine_batch"], p["rollout_tp"])) if "rollout" in answers else None)
-            tp_r = p["rollout_tp"] if p["placement"] == "colocated" else _split_tp(answers, g)
-            times = phase_times(resolved, roles, p, gpus[g], gen, trainers[_layout_key(p)], tails.get(tp_r))
+            times = phase_times(resolved, roles, p, gpus[g], gen, trainers[_layout_key(p)], floor_s, switch_s,
+                                load_rate)
             # the fewest GPU-seconds per step; a plan no rule could time after every timed one, by its GPUs
             cost = p["count"] * sum(times.values()) if times is not None else math.inf
             timed.append((cost, p["placement"] != "colocated", p, times))
@@ -484,21 +553,22 @@ def _resolved(kb: KnowledgeBase, w: Workload, answers: dict[str, Answer]) -> Res
                          f"{' '.join(f.default_reason.split())}",
                          f"未指定框架：{term('zh', w.task)}默认用 {f.id} 训练各模型。{' '.join(f.default_reason_zh.split())}"))
     if w.task != "dpo" and w.mean_response_len is None:
-        notes.append((f"every response is taken to run to response_len ({w.response_len:,} tokens): a step waits for its "
-                      "longest response (the long tail), so generation is timed at the cap, with the engine's "
-                      "average context of prompt_len + response_len / 2; give mean_response_len when responses are "
-                      "shorter on average",
-                      f"按每条回复都生成到 response_len（{w.response_len:,} 个 token）计：一步要等最长的回复（长尾）生成完，"
-                      "因此生成按上限计时，推理引擎的平均上下文取 prompt_len + response_len / 2；回复平均更短时，"
-                      "请给出 mean_response_len"))
+        notes.append((f"response_len ({w.response_len:,} tokens) is the cap the engine stops a response at, and every "
+                      "response is taken to reach it: a step waits for its longest response (the long tail), so "
+                      "generation is timed at the cap; give mean_response_len, the published or measured average, "
+                      "when responses are shorter on average",
+                      f"response_len（{w.response_len:,} 个 token）是推理引擎截断回复的上限，这里按每条回复都生成到上限计："
+                      "一步要等最长的回复（长尾）生成完，因此生成按上限计时；回复平均更短时，请给出 mean_response_len"
+                      "（已发表或实测的平均长度）"))
     elif w.task != "dpo":
-        notes.append((f"responses average mean_response_len ({w.mean_response_len:,} tokens), the longest reaching "
-                      f"response_len ({w.response_len:,}): training and scoring count the average; a generation wave "
-                      "lasts the batch's tokens at full concurrency or one response decoded alone to the cap, "
-                      "whichever is longer",
-                      f"回复平均长 mean_response_len（{w.mean_response_len:,} 个 token），最长到 response_len"
-                      f"（{w.response_len:,}）：训练和打分按平均长度计；一轮生成的时长取满并发生成整批 token 的用时"
-                      "与单条回复独自解码到上限的用时中较长者"))
+        notes.append((f"responses average mean_response_len ({w.mean_response_len:,} tokens) and stop at the cap "
+                      f"response_len ({w.response_len:,}), their lengths an exponential clipped there: training and "
+                      "scoring count the average; each engine decodes its share with continuous batching, the batch "
+                      "thinning as responses end, until the step's longest (its expected length) is done",
+                      f"回复平均长 mean_response_len（{w.mean_response_len:,} 个 token），到上限 response_len"
+                      f"（{w.response_len:,}）截断，长度服从在上限处截断的指数分布：训练和打分按平均长度计；"
+                      "每个推理引擎以连续批处理解码自己那一份，随着回复陆续结束批量变小，直到这一步最长的回复"
+                      "（其期望长度）生成完"))
     if w.reference_model is None:
         notes.append(("reference_model not given: a frozen copy of the policy's initial weights (the KL term's reference)",
                       "未指定 reference_model：用策略模型初始权重的冻结副本（KL 项的参考）"))
@@ -535,6 +605,7 @@ def _record_plan(c: Collector, w: ResolvedWorkload, wfact: dict[str, Any], pfact
               "trainer_gpus": plan["trainer_gpus"], "rollout_gpus": plan["rollout_gpus"],
               "per_gpu_bytes": plan["per_gpu_bytes"], "usable_bytes": plan["usable_bytes"],
               "fits": plan["fits"], "limit": plan["limit"], "timed": times is not None,
+              "needed_gpus": plan.get("needed_gpus", 0),
               "tokens": sequences(w) * (w.prompt_len + _mean_response(w)), "waves": plan["waves"],
               "engine_batch": plan["engine_batch"],
               **{f"{r}_bytes": plan["memory_by_role"].get(r, 0.0) for r in ROLES},
@@ -574,26 +645,32 @@ def _record_plan(c: Collector, w: ResolvedWorkload, wfact: dict[str, Any], pfact
 
 
 _EXPRS = {
-    "per_gpu_bytes": "max over phases (train each trained role, forward each frozen role, rollout) of resident "
-                     "(trained weights + optimizer, frozen weights) + that phase's transients + runtime overhead",
+    "per_gpu_bytes": "max over phases (train each trained role, forward each frozen role with its weights brought in, "
+                     "rollout) of resident (trained weights + optimizer) + that phase's transients + runtime overhead",
     "policy_bytes": "planner PARTS (weights + gradients + optimizer + activations) of the policy's training replica",
     "critic_bytes": "planner PARTS (weights + gradients + optimizer + activations) of the critic's training replica",
     "reference_bytes": "planner PARTS (weights + activations) of the reference's forward pass",
     "reward_bytes": "planner PARTS (weights + activations) of the reward model's forward pass",
     "rollout_bytes": "colocated: (rollout weights + KV cache of engine_batch sequences) / rollout_tp, engine_batch the "
-                     "engine's share of the batch or what its GPUs have left beside the resident models; split: the "
-                     "serving plan of the whole batch",
+                     "engine's share of the batch, what its GPUs have left beside the resident models or max_num_seqs "
+                     "(policy rl-rollout-max-seqs), the least; split: the serving plan of the whole batch",
     "waves": "ceil(the engine's share of the batch / engine_batch)",
-    "generation_s": "waves x max(engine batch x mean response / the decode rule's tokens_per_s at that batch, "
-                    "response_len / its tokens_per_s at batch 1) (prefill included)",
-    "reference_s": "sequences / (forward tokens_per_s of a micro-batch) x its GPUs / trainer GPUs x (prompt + mean "
-                   "response) / (prompt + response_len)",
-    "reward_s": "sequences / (forward tokens_per_s of a micro-batch) x its GPUs / trainer GPUs x (prompt + mean "
-                "response) / (prompt + response_len)",
-    "training_s": "tokens / training tokens_per_s on the trainer GPUs in their layout x (1 + 2/6: the old log-probs' "
-                  "forward pass)",
-    "critic_s": "tokens / training tokens_per_s on the trainer GPUs in their layout x (1 + 2/6: the values' forward pass)",
-    "sync_s": "rollout weights / rollout_tp / link (NVLink or PCIe inside a node, the network between nodes)",
+    "generation_s": "each engine's share of the responses, lengths a clipped exponential of mean mean_response_len and "
+                    "cap response_len (the step's expected longest among them), decoded with continuous batching at "
+                    "most engine_batch at once, a token step affine between the decode rule's step at batch 1 and at "
+                    "engine_batch (gpukb.estimate.rl_lengths)",
+    "reference_s": "training time of the step's tokens x forward share (2/6, 2/8 with checkpointing) x reference "
+                   "params / policy params: the log-prob pass on the training engine",
+    "reward_s": "training time of the step's tokens x forward share (2/6, 2/8 with checkpointing) x reward params / "
+                "policy params: the scoring pass on the training engine",
+    "training_s": "tokens / training tokens_per_s on the trainer GPUs in their layout x (1 + forward share: the old "
+                  "log-probs' pass)",
+    "critic_s": "tokens / training tokens_per_s on the trainer GPUs in their layout x (1 + forward share: the values' "
+                "pass)",
+    "sync_s": "rollout weights / rollout_tp / min(link: NVLink or PCIe inside a node, the network between nodes; "
+              "policy rl-weight-load-rate)",
+    "switch_s": "colocated: policy rl-engine-switch-time (the engine's sleep and wake, its KV cache re-allocated)",
+    "offload_s": "2 x the frozen models' weights per GPU / PCIe bandwidth (brought in for their pass, sent back)",
 }
 
 
@@ -622,7 +699,7 @@ def _answer(kb: KnowledgeBase, c: Collector, w: ResolvedWorkload, answers: dict[
         usd_per_hour = (rent.usd_per_hour or None) if rent else (fact["count"] * gfact["usd_per_gpu_hour"] or None)
         step_s = step["step_time_s"] if step else 0.0
         rl = RlEstimate(step_time_s=step["step_time_s"] if step else 0.0,  # a plan that does not fit is not timed
-                        phases={p: fact[f"{p}_s"] for p in PHASES if step and _has_phase(p, answers)},
+                        phases={p: fact[f"{p}_s"] for p in PHASES if step and _has_phase(p, answers, fact["placement"])},
                         memory_by_role={r: round(fact[f"{r}_bytes"]) for r in ROLES if r in answers},
                         placement=fact["placement"], trainer_gpus=fact["trainer_gpus"], rollout_gpus=fact["rollout_gpus"],
                         bound=step["bound"] if step else None)
@@ -655,7 +732,11 @@ def _answer(kb: KnowledgeBase, c: Collector, w: ResolvedWorkload, answers: dict[
                                     "trace": (*sub_trace, *c.steps)})
 
 
-def _has_phase(phase: str, answers: dict[str, Answer]) -> bool:
+def _has_phase(phase: str, answers: dict[str, Answer], placement: str) -> bool:
+    if phase == "switch":  # only an engine that shares its GPUs with the trainer sleeps and wakes
+        return "rollout" in answers and placement == "colocated"
+    if phase == "offload":
+        return any(r in answers for r in FROZEN)
     return {"generation": "rollout", "sync": "rollout", "training": "policy"}.get(phase, phase) in answers
 
 

@@ -42,15 +42,22 @@ VALUES_BEHIND = {
     "training": ("tokens_per_s", "efficiency", "utilisation", "time_to_train_s", "mfu", "flop_per_token"),
     "decode": ("tokens_per_s", "tpot_s", "ttft_s", "step_time_s", "bytes_per_step"),
     "memory": ("per_gpu_bytes", "weights", "activations", "optimizer", "gradients", "kv_cache", "total"),
-    "rl": ("step_time_s", "generation_s", "reference_s", "reward_s", "critic_s", "training_s", "sync_s", "waves"),
+    "rl": ("step_time_s", "generation_s", "reference_s", "reward_s", "critic_s", "training_s", "sync_s", "switch_s",
+           "offload_s", "waves"),
     # not gpu_hours: the point takes the source's own GPU-hours, so the rules that time the run do not move it
     "energy": ("gpu_kwh", "it_kwh", "energy_kwh", "co2_kg"),
 }
+# a phase quantity -> the RL phases (RlEstimate.phases) that make it up: a framework's "training" timer counts the
+# update, its "logprobs" timer the policy's old log-probs and the reference's; gpukb's training phase holds the update
+# and the old log-probs' pass, the reference, reward and critic phases the rest
+RL_PHASES = {"rl_generation_time_s": ("generation",),
+             "rl_training_time_s": ("training", "reference", "reward", "critic")}
 KIND_OF = {
     "training_tokens_per_s_per_gpu": "training", "model_tflops_per_gpu": "training",
     "hardware_tflops_per_gpu": "training", "mfu": "training", "gpu_hours": "training",
     "decode_tokens_per_s": "decode", "decode_tokens_per_s_total": "decode", "ttft_s": "decode",
-    "peak_memory_per_gpu": "memory", "fewest_gpus": "memory", "rl_step_time_s": "rl",
+    "peak_memory_per_gpu": "memory", "fewest_gpus": "memory", "rl_step_time_s": "rl", "rl_generation_time_s": "rl",
+    "rl_training_time_s": "rl",
     "training_energy_kwh": "energy", "training_co2_kg": "energy",
 }
 
@@ -211,6 +218,9 @@ def predict(m: Measurement, answer: Answer, kb: KnowledgeBase | None = None) -> 
         return _need(option.ttft_s, "time to first token"), option
     if q == "rl_step_time_s":
         return _need(option.rl.step_time_s if option.rl else None, "RL step time"), option
+    if q in RL_PHASES:
+        phases = option.rl.phases if option.rl else {}
+        return _need(sum(phases.get(p, 0.0) for p in RL_PHASES[q]) or None, q.removesuffix("_s").replace("_", " ")), option
     if q == "decode_tokens_per_s":
         return 1 / _need(option.tpot_s, "time per output token"), option
     if q == "decode_tokens_per_s_total":
@@ -444,54 +454,73 @@ def render_bands(b: bands.Bands, floor: float) -> list[str]:
     cal = b.calibration
     lines = [f"error bands: predicted / measured, {cal.coverage:.0%} central interval (split-conformal, widened to hold "
              "1: every band holds its estimate) and bias (median); a regime with too few points uses its field's pooled band",
-             "field                    task       regime        points  sources        interval     bias"]
+             "field                  task      regime      points sources     interval   bias"]
     for (field_, task, reg), x in sorted(b.table.items()):
         spread = "too few points"
         if x.banded:
             low, high = x.ratios
             spread = f"{low:.2f}–{high:.2f}"
         bias = f"{x.bias:.2f}" if x.bias is not None else "—"
-        lines.append(f"{field_:24s} {task:10s} {reg or 'all':12s} {x.points:7d} {x.sources:8d} {spread:>15s} {bias:>8s}")
+        lines.append(f"{field_:22s} {task:9s} {reg or 'all':11s} {x.points:6d} {x.sources:7d} {spread:>12s} {bias:>6s}")
     lines.append(f"held-out coverage (leave-one-source-out: no source sets its own band): {cal.inside} of {cal.total} "
                  f"points inside their {cal.coverage:.0%} bands ({cal.share:.1%}; at least {floor:.0%} required)")
     lines += [f"  {f:24s} {i:3d} of {n:3d} ({i / n:.0%})" for f, (i, n) in cal.checked.items()]
     return lines
 
 
-def render_text(v: Validation, regression: Regression | None = None) -> str:
-    """The table a person reads: one line per point, then the summaries and the verdict."""
+def _points_text(v: Validation, width: int) -> str:
+    """One row per point: a table where the terminal is wide enough for its six columns, else each point as a
+    line of its figures and an indented line of the rules behind them."""
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title="Published measurements against gpukb's predictions (canonical units)")
+    def ratio(p: Point) -> str:
+        return ("wrong" if p.invalid else "miss") if p.ratio is None else f"{p.ratio:.2f}" + ("" if p.within else " !")
+
+    def why(p: Point) -> str:
+        return ", ".join(p.rules) if p.ratio is not None else p.reason
+
+    def predicted(p: Point) -> str:
+        return "—" if p.predicted is None else f"{p.predicted:,.4g}"
+
+    title = "Published measurements against gpukb's predictions (canonical units)"
+    if width < 150:
+        lines = [title, ""]
+        for p in v.points:
+            lines += [p.id, f"  {p.quantity}: measured {p.measured:,.4g}, predicted {predicted(p)}, ratio {ratio(p)}",
+                      f"  rules: {why(p)}" if p.ratio is not None else f"  why not: {why(p)}"]
+        return "\n".join(lines) + "\n"
+    table = Table(title=title)
     for name, justify in (("point", "left"), ("quantity", "left"), ("measured", "right"), ("predicted", "right"),
                           ("ratio", "right"), ("rules / why not", "left")):
         table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
     for p in v.points:
-        table.add_row(p.id, p.quantity, f"{p.measured:,.4g}",
-                      "—" if p.predicted is None else f"{p.predicted:,.4g}",
-                      ("wrong" if p.invalid else "miss") if p.ratio is None else f"{p.ratio:.2f}" + ("" if p.within else " !"),
-                      ", ".join(p.rules) if p.ratio is not None else p.reason)
-    console = Console(width=200, record=True, file=__import__("io").StringIO())
+        table.add_row(p.id, p.quantity, f"{p.measured:,.4g}", predicted(p), ratio(p), why(p))
+    console = Console(width=width, record=True, file=__import__("io").StringIO())
     console.print(table)
+    return console.export_text()
+
+
+def render_text(v: Validation, regression: Regression | None = None, width: int = 200) -> str:
+    """What a person reads, in `width` columns: one row per point, then the summaries and the verdict."""
     # bias: the median predicted / measured of the quantity's points (below 1: gpukb predicts too little)
-    lines = [console.export_text(), "",
-             "quantity                           points   median error      within ±25%     bias"]
+    lines = [_points_text(v, width), "",
+             "quantity                     points   median error      within ±25%     bias"]
     performance = [(q, s) for q, s in v.by_quantity.items() if q not in FOOTPRINTS]
     footprints = [(q, s) for q, s in v.by_quantity.items() if q in FOOTPRINTS]
     for q, s in [*performance, ("all (performance)", v.overall)]:
         within = f"{s.inside} ({s.within_25:.1%})"
-        lines.append(f"{q:34s} {s.points:6d}   {_pct(s.median_error):>12s}   {within:>14s}   {_bias(s.bias):>6s}")
+        lines.append(f"{q:28s} {s.points:6d}   {_pct(s.median_error):>12s}   {within:>14s}   {_bias(s.bias):>6s}")
     if footprints:
         lines += ["", "footprints (a run's energy and CO₂ from its own GPU-hours point: outside the overall median)"]
         for q, s in [*footprints, ("all footprints", v.footprints)]:
             within = f"{s.inside} ({s.within_25:.1%})"
-            lines.append(f"{q:34s} {s.points:6d}   {_pct(s.median_error):>12s}   {within:>14s}   {_bias(s.bias):>6s}")
+            lines.append(f"{q:28s} {s.points:6d}   {_pct(s.median_error):>12s}   {within:>14s}   {_bias(s.bias):>6s}")
     if v.by_framework:
-        lines += ["", "framework                          points   median error      within ±25%"]
+        lines += ["", "framework                    points   median error      within ±25%"]
         for f, s in v.by_framework.items():
             within = f"{s.inside} ({s.within_25:.1%})"
-            lines.append(f"{f or '(none)':34s} {s.points:6d}   {_pct(s.median_error):>12s}   {within:>14s}")
+            lines.append(f"{f or '(none)':28s} {s.points:6d}   {_pct(s.median_error):>12s}   {within:>14s}")
     t = v.thresholds
     if v.bands is not None:
         lines += ["", *render_bands(v.bands, t.get("band_calibration", 0.0))]

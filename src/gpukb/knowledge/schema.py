@@ -553,6 +553,8 @@ Quantity = Literal[
     "peak_memory_per_gpu",            # peak memory on one GPU
     "fewest_gpus",                    # the fewest GPUs of a type that ran it
     "rl_step_time_s",                 # RL post-training: seconds per step (generation, scoring, training, sync)
+    "rl_generation_time_s",           # its generation phase: seconds per step the rollout engines decode
+    "rl_training_time_s",             # its trainer's phases: the update and every log-prob (or value) pass
     "training_energy_kwh",            # electricity of a whole training run, in the source's scope
     "training_co2_kg",                # its emissions (location-based), in the source's scope
 ]
@@ -567,7 +569,7 @@ UNITS: dict[str, tuple[frozenset[str], float, bool]] = {
     "fraction": (frozenset({"mfu"}), 1, False),
     "GPU hours": (frozenset({"gpu_hours"}), 1, False),
     "million GPU hours": (frozenset({"gpu_hours"}), 1e6, False),
-    "s": (frozenset({"ttft_s", "rl_step_time_s"}), 1, False),
+    "s": (frozenset({"ttft_s", "rl_step_time_s", "rl_generation_time_s", "rl_training_time_s"}), 1, False),
     "ms": (frozenset({"ttft_s"}), 1e-3, False),
     "GB": (frozenset({"peak_memory_per_gpu"}), 1e9, False),
     "GiB": (frozenset({"peak_memory_per_gpu"}), 2**30, False),
@@ -583,7 +585,8 @@ MEASURED_RANGE: dict[str, str] = {
     "training_tokens_per_s_per_gpu": "tokens_per_s", "model_tflops_per_gpu": "flops", "hardware_tflops_per_gpu": "flops",
     "mfu": "fraction", "gpu_hours": "hours", "decode_tokens_per_s": "tokens_per_s",
     "decode_tokens_per_s_total": "tokens_per_s", "ttft_s": "seconds", "peak_memory_per_gpu": "bytes",
-    "fewest_gpus": "gpus", "rl_step_time_s": "seconds", "training_energy_kwh": "kwh", "training_co2_kg": "kg_co2",
+    "fewest_gpus": "gpus", "rl_step_time_s": "seconds", "rl_generation_time_s": "seconds",
+    "rl_training_time_s": "seconds", "training_energy_kwh": "kwh", "training_co2_kg": "kg_co2",
 }
 _CANONICAL_UNIT = {"tokens_per_s": "tokens/s", "flops": "FLOP/s", "fraction": "fraction", "hours": "GPU hours",
                    "seconds": "s", "bytes": "bytes", "gpus": "GPUs", "kwh": "kWh", "kg_co2": "kg CO2eq"}

@@ -103,6 +103,13 @@ def _nesting(tree: ast.Expression) -> int:
     return deepest
 
 
+# Every syntax-tree class a checked expression may hold (what _check lets through, with the Load context of its
+# names): the knowledge-base cache unpickles these and no other ast class (knowledge.kbcache.ALLOWED).
+SYNTAX_NODES: frozenset[type] = frozenset({
+    ast.Expression, ast.Constant, ast.Name, ast.Attribute, ast.Load, ast.BinOp, *_BINOPS, ast.UnaryOp, ast.USub,
+    ast.UAdd, ast.Not, ast.BoolOp, ast.And, ast.Or, ast.Compare, *_CMPOPS, ast.IfExp, ast.List, ast.Tuple, ast.Call})
+
+
 def _check_constant(value: object) -> None:
     if not isinstance(value, int | float | str | bool) or value is None:
         raise ExpressionError(f"constant {value!r} is not a number, string or boolean")

@@ -26,12 +26,16 @@ ENGINE_KINDS: dict[str, frozenset[str]] = {
         "gathered_layers", "region", "grid_policy", "grid_intensity", "energy_scope", "pue",
         "rollout_batch", "samples_per_prompt", "response_len",
     }),
-    "policy": frozenset({"reserve_fraction", "runtime_overhead", "prefill_chunk", "scaling_efficiency_floor",
+    "policy": frozenset({"reserve_fraction", "runtime_overhead", "edge_reserve_fraction", "prefill_chunk",
+                         "scaling_efficiency_floor",
                          "decode_bandwidth_utilisation", "decode_step_floor", "allreduce_base_latency",
                          "allreduce_hop_latency_nvlink", "allreduce_hop_latency_pcie", "pipeline_microbatches_per_stage",
                          "host_memory_per_gpu", "consumer_nodes", "training_gpu_power_fraction",
                          "node_other_power_fraction", "datacenter_pue",
-                         "interruption_gpu_seconds", "restart_time", "checkpoint_bandwidth"}),
+                         "interruption_gpu_seconds", "restart_time", "checkpoint_bandwidth",
+                         "ring_step_latency_network", "ring_step_latency_nvlink", "ring_step_latency_pcie",
+                         "published_mfu_8", "published_mfu_128",
+                         "published_mfu_512", "published_mfu_12288", "published_mfu_16384"}),
     "gpu": frozenset({
         "gpu", "name", "vendor", "form_factor", "memory_bytes", "memory_bandwidth",
         "flops", "bf16_flops", "fp8_flops", "reference_flops", "has_bf16", "has_fp8", "architecture", "kv_cache_supported",
@@ -48,6 +52,9 @@ ENGINE_KINDS: dict[str, frozenset[str]] = {
         "gradients", "optimizer", "activations", "kv_cache", "overhead", "per_gpu_bytes",
         "usable_bytes", "capacity_bytes", "fits", "fill", "nodes", "tp_over_pcie", "limit", "host_bytes", "short_of",
         "box_limit", "devices", "concurrency",
+        # the most a plan may need at the card's edge (policy edge-reserve-fraction), and whether it needs more
+        # than usable_bytes to fit there
+        "edge_bytes", "at_edge",
         # inference: the sequences decoding at once over all data-parallel replicas (concurrency is per replica)
         "in_flight",
         # the nodes it rents (gpukb.estimate.systems.rental): 0 and "" where no system holds the GPU
@@ -59,8 +66,10 @@ ENGINE_KINDS: dict[str, frozenset[str]] = {
     "rl": frozenset({
         "gpu", "placement", "count", "trainer_gpus", "rollout_gpus", "per_gpu_bytes", "usable_bytes", "fits", "tokens",
         "limit", "waves", "engine_batch", "timed",
+        # a miss short of GPUs rather than memory: the GPUs the trainer and the rollout engine need together (0: none)
+        "needed_gpus",
         "policy_bytes", "critic_bytes", "reference_bytes", "reward_bytes", "rollout_bytes",
-        "generation_s", "reference_s", "reward_s", "critic_s", "training_s", "sync_s",
+        "generation_s", "reference_s", "reward_s", "critic_s", "training_s", "sync_s", "switch_s", "offload_s",
     }),
 }
 
@@ -89,11 +98,11 @@ RULE_KINDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
              frozenset({"gpu", "dp_bytes", "tp_bytes", "offload_bytes", "link_bandwidth", "tp_bandwidth", "comm_time_s",
                         "compute_time_s", "efficiency", "link", "microbatches", "dp_time_s", "exposed_dp_s",
                         "tp_time_s", "exposed_tp_s", "ep_bytes", "ep_bandwidth", "ep_time_s", "offload_time_s",
-                        "bubble_time_s", "cp_bytes", "cp_bandwidth", "cp_time_s", "exposed_cp_s"})),
+                        "bubble_time_s", "cp_bytes", "cp_bandwidth", "cp_time_s", "exposed_cp_s", "dp_latency_s"})),
     # what ranks an option: effective throughput after communication, and its time to train
     "rank": (frozenset({"gpu", "score", "tokens_per_s"}),
              frozenset({"gpu", "score", "tokens_per_s", "time_to_train_s", "gpu_hours", "efficiency", "tokens_per_dollar", "mfu",
-                        "ttft_s", "tpot_s", "goodput"})),
+                        "ttft_s", "tpot_s", "goodput", "mfu_ceiling"})),
     # what an option costs at the lowest dated cloud on-demand price of its GPU
     "cost": (frozenset({"gpu", "usd_per_hour", "usd_per_million_tokens"}),
              frozenset({"gpu", "usd_per_hour", "usd_per_million_tokens", "cost_usd"})),

@@ -1,0 +1,104 @@
+"""Efficiency that falls with scale, and what published runs at a scale allow an estimate to claim."""
+
+from __future__ import annotations
+
+import pytest
+
+import gpukb
+from gpukb.estimate.validation import workload_of
+
+# the tiers of the published-MFU ceiling: a plan of up to so many GPUs is bounded by the policy named after it
+TIERS = (8, 128, 512, 12288, 16384)
+
+
+def _mfu(kb: gpukb.KnowledgeBase, system: str, count: int) -> float:
+    answer = kb.ask({"model": "llama-2-13b", "task": "pretrain", "systems": [system], "gpu_count": count,
+                     "placement": "all", "zero_stage": 3})
+    (option,) = answer.options
+    assert option.count == count and option.system == system
+    assert option.mfu is not None
+    return option.mfu
+
+
+def test_mfu_falls_from_one_node_to_1024_gpus_more_on_a_slow_network(kb: gpukb.KnowledgeBase) -> None:
+    # the same A100-80GB nodes with 100 Gb/s (GCP a2-ultragpu-8g) and 1,600 Gb/s (DGX A100) between them
+    slow, fast = "gcp-a2-ultragpu-8g", "nvidia-dgx-a100-640gb"
+    assert kb.systems[slow].network_bandwidth < kb.systems[fast].network_bandwidth / 10
+    one_node = _mfu(kb, slow, 8)
+    assert one_node == pytest.approx(_mfu(kb, fast, 8))  # inside a node the network plays no part
+    slow_drop, fast_drop = one_node - _mfu(kb, slow, 1024), one_node - _mfu(kb, fast, 1024)
+    assert fast_drop >= 0
+    assert slow_drop > fast_drop + 0.1
+
+
+def test_sharded_collectives_wait_longer_as_the_ranks_grow(kb: gpukb.KnowledgeBase) -> None:
+    def latency(count: int) -> float:
+        answer = kb.ask({"model": "llama-2-7b", "task": "pretrain", "gpus": ["h100-sxm-80gb"], "gpu_count": count,
+                         "placement": "all", "zero_stage": 3})
+        step = next(s for s in answer.options[0].trace if s.rule.startswith("bottleneck.interconnect.step"))
+        return next(v["value"] for v in step.values if v["name"] == "dp_latency_s")
+
+    small, large = latency(64), latency(1024)
+    # the ring's steps grow with the ranks: 0.29 ms per collective on 64 GPUs, 4.8 ms on 1,024
+    assert large > 10 * small > 0
+
+
+def test_the_published_ceilings_do_not_rise_with_scale(kb: gpukb.KnowledgeBase) -> None:
+    ceilings = [kb.policy(f"published-mfu-{n}-gpus") for n in TIERS]
+    assert ceilings == sorted(ceilings, reverse=True)
+    assert all(0 < c < 1 for c in ceilings)
+
+
+def _tier(kb: gpukb.KnowledgeBase, count: int) -> float:
+    return kb.policy(f"published-mfu-{next((n for n in TIERS if count <= n), TIERS[-1])}-gpus")
+
+
+@pytest.mark.parametrize(("model", "gpu", "count"), [
+    ("llama-2-7b", "a100-sxm-80gb", 8), ("llama-2-13b", "a100-sxm-80gb", 64), ("llama-3-8b", "a100-sxm-80gb", 240),
+    ("llama-2-70b", "h100-sxm-80gb", 1024), ("llama-3-8b", "h100-sxm-80gb", 16384)])
+def test_no_option_or_band_claims_more_mfu_than_published_runs_at_its_scale(
+        kb: gpukb.KnowledgeBase, model: str, gpu: str, count: int) -> None:
+    answer = kb.ask({"model": model, "task": "pretrain", "tokens": "1T", "gpus": [gpu], "gpu_count": count,
+                     "placement": "all"})
+    (o,) = answer.options
+    assert o.mfu is not None and o.mfu_ceiling is not None and o.tokens_per_s is not None
+    assert o.mfu_ceiling == _tier(kb, count)
+    assert o.mfu <= o.mfu_ceiling + 1e-9
+    band = o.bands["mfu"]
+    assert band.low is not None and band.high is not None
+    assert band.low <= o.mfu <= band.high <= o.mfu_ceiling + 1e-9  # the band holds its estimate, below the ceiling
+    speed = o.bands["tokens_per_s"]
+    assert speed.low is not None and speed.high is not None
+    assert speed.low <= o.tokens_per_s <= speed.high <= o.tokens_per_s * o.mfu_ceiling / o.mfu * (1 + 1e-9)
+
+
+def test_an_8b_model_on_240_a100s_is_held_below_57_percent(kb: gpukb.KnowledgeBase) -> None:
+    # the case the knowledge base used to answer with 57% MFU: no run on 240 or more GPUs has published that much
+    answer = kb.ask({"model": "llama-3-8b", "task": "pretrain", "tokens": "1T", "gpus": ["a100-sxm-80gb"],
+                     "gpu_count": 240, "placement": "all"})
+    (o,) = answer.options
+    assert o.mfu == pytest.approx(kb.policy("published-mfu-512-gpus")) and o.mfu < 0.57
+
+
+@pytest.mark.parametrize("point", ["llama2-70b-pretrain-gpu-hours", "llama31-405b-training-gpu-hours"])
+def test_a_published_runs_gpu_hours_lie_in_the_band(kb: gpukb.KnowledgeBase, point: str) -> None:
+    m = kb.measurements[point]
+    (o,) = kb.ask(workload_of(m, kb)).options
+    band = o.bands["time_to_train_s"]
+    assert o.gpu_hours is not None and band.low is not None and band.high is not None
+    low, high = band.low * o.count / 3600, band.high * o.count / 3600
+    assert low <= o.gpu_hours <= high
+    assert low <= m.canonical <= high, (low, m.canonical, high)
+
+
+def test_a_horizon_does_not_grow_a_cluster_into_its_communication_wall(kb: gpukb.KnowledgeBase) -> None:
+    # 15T tokens of a 70B model on H100s cannot train in the 30-day horizon with the layout the planner picks
+    # (ZeRO-3 data parallelism, its collectives' latency growing with the ranks): the cluster stops where its step
+    # still computes 80% of the time (policy scaling-efficiency-floor) and says it misses the horizon
+    floor = kb.policy("scaling-efficiency-floor")
+    workload = {"model": "llama-3-70b", "task": "pretrain", "tokens": "15T", "gpus": ["h100-sxm-80gb"]}
+    (o,) = kb.ask(workload).options
+    assert o.efficiency is not None and o.efficiency >= floor
+    assert o.meets_deadline is False
+    (larger,) = kb.ask({**workload, "gpu_count": 2 * o.count, "placement": "all"}).options
+    assert larger.efficiency is not None and larger.efficiency < floor
