@@ -132,6 +132,9 @@ ENGLISH_IN_CHINESE = {
     "e", "T", "W", "NF", "lora-consumer", "mid-size", "cluster", "PUE",
     # the error bands' source (the command `gpukb validate`) and MFU; a region's ISO 3166 code (the default grid)
     "gpukb", "validate", "MFU", "us", "MWh", "kWh", "CO", "t",
+    # the libraries a default framework's reason names (kb/frameworks default_reason_zh)
+    "PEFT", "PyTorch", "TRL", "Trainer", "Transformers", "Megatron-LM", "NeMo", "Megatron-Core", "Megatron", "Bridge",
+    "BigScience", "Megatron-DeepSpeed", "verl",
 }
 
 
