@@ -28,7 +28,7 @@ from gpukb.core.safewrite import write_file
 from gpukb.site import LANGUAGES, SiteContent, generate
 from gpukb.site.links import counterpart
 from gpukb.site.safety import unsafe_html
-from gpukb.site.search import chinese_words
+from gpukb.site.search import chinese_words, without_table_headers
 
 log = logging.getLogger("mkdocs.hooks.gpukb")
 HERE = Path(__file__).resolve().parent
@@ -76,7 +76,7 @@ def on_page_content(html: str, page: Page, config: MkDocsConfig, files: Files) -
     found = unsafe_html(html)
     if found:
         raise PluginError(f"{page.file.src_uri}: unsafe HTML in the rendered page: {'; '.join(found[:5])}")
-    return html
+    return without_table_headers(html)
 
 
 def on_page_context(context: dict[str, Any], page: Page, config: MkDocsConfig, nav: Any) -> dict[str, Any]:

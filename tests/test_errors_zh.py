@@ -156,7 +156,7 @@ def test_the_command_line_prints_errors_in_the_language_asked():
     chinese = runner.invoke(app, [*args, "--lang", "zh"])
     assert english.exit_code == chinese.exit_code == 2
     assert english.stderr.startswith("error: gpus.1: 't4-16gb' is listed 2 times")
-    assert chinese.stderr.startswith("错误：gpus.1：'t4-16gb' 列出了 2 次")
+    assert chinese.stderr.startswith("错误：--gpu：'t4-16gb' 列出了 2 次")  # the flag typed, not the field
     wrong = runner.invoke(app, ["ask", "--model", "llama-2-7b", "--task", "inference", "--framework", "gpt-fast",
                                 "--launch", "--lang", "zh"])
     assert wrong.exit_code == 2 and wrong.stderr.startswith(
@@ -171,7 +171,7 @@ def test_nothing_fits_says_the_nearest_misses_in_chinese(glossary):
     assert result.exit_code == 3
     lines = result.stdout.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("放不下"))  # under the header's assumptions
-    assert lines[1].startswith("假设：框架 hf（未指定，取全量微调的默认框架，理由见 kb/frameworks）")
+    assert lines[1].startswith("假设：框架 hf（未指定，取全量微调的默认框架：微调最常通过 Transformers 的 Trainer")
     text = "".join(lines[start:start + 3])
     assert text.startswith("放不下：1 种 GPU 都无法运行 llama-3-8b（全量微调，最多 1 块 GPU）")
     assert "rtx-4090-24gb（最接近的方案：1 块 GPU，每块占用" in text and "gpu_count 改为" in text
@@ -233,3 +233,54 @@ def test_lint_json_stays_english():
     assert problem.text("zh") == "kb/x.yaml:3:1: E011 colour：未知字段"
     (row,) = json.loads(JsonReporter().render([problem], []))
     assert "message_zh" not in row and row["message"] == "unknown field"
+
+
+# (arguments after `ask`, what the Chinese error says) for Click's own errors, before any command runs
+USAGE = [
+    (["--task", "finetune", "--model", "llama-2-7b"],
+     "错误：--task 不接受“finetune”；可选值：pretrain、full_finetune、lora、qlora、inference、grpo、ppo、dpo"),
+    (["--task", "lora", "--model", "llama-2-7b", "--precision", "bf12"],
+     "错误：--precision 不接受“bf12”；可选值：fp32、bf16、fp16、fp8、int8、int4"),
+    (["--task", "inference", "--model", "llama-2-7b", "--tpot-ms", "abc"], "错误：--tpot-ms 需要一个数字，而给出的是“abc”"),
+    (["--task", "lora", "--model", "llama-2-7b", "--layers=x"], "错误：--layers 需要一个整数，而给出的是“x”"),
+    (["--model", "llama-2-7b"], "错误：缺少选项 --task"),
+    (["--task", "lora", "--model", "llama-2-7b", "--colour", "3"], "错误：没有 --colour 这个选项"),
+]
+
+
+@pytest.mark.parametrize(("args", "said"), USAGE, ids=[u[1].split("：")[1][:12] for u in USAGE])
+def test_click_s_own_errors_read_in_chinese(args, said):
+    chinese = runner.invoke(app, ["ask", *args, "--lang", "zh"])
+    assert chinese.exit_code == 2 and chinese.stderr.splitlines()[0] == said, chinese.stderr
+    assert chinese.stderr.splitlines()[1].startswith("用法：") and "ask --help 查看全部选项" in chinese.stderr
+    english = runner.invoke(app, ["ask", *args])  # untouched: Click's and Typer's own words
+    assert english.exit_code == 2 and not HAN.search(english.stderr) and english.stderr.strip()
+
+
+def test_an_unknown_command_and_a_stray_argument_read_in_chinese():
+    assert runner.invoke(app, ["bogus", "--lang", "zh"]).stderr.startswith("错误：没有 bogus 这个命令")
+    stray = runner.invoke(app, ["ask", "--task", "lora", "--model", "llama-2-7b", "extra", "--lang", "zh"])
+    assert stray.exit_code == 2 and stray.stderr.startswith("错误：多出了参数：extra")
+
+
+@pytest.mark.parametrize(("args", "flag", "field"), [
+    (["--task", "lora", "--model", "llama-2-7b", "--gpu", "h100"], "--gpu", "gpus.0"),
+    (["--task", "pretrain", "--model", "llama-2-7b", "--tokens", "1T", "--deadline-days", "-1"], "--deadline-days",
+     "deadline_days"),
+    (["--task", "grpo", "--model", "llama-2-7b"], "--rollout-batch", "rollout_batch"),
+    (["--task", "lora", "--model", "llama-2-7b", "--seq-len", "-3"], "--seq-len", "seq_len"),
+])
+def test_a_workload_error_names_the_flag_the_user_typed(args, flag, field):
+    chinese = runner.invoke(app, ["ask", *args, "--lang", "zh"])
+    assert chinese.exit_code == 2 and chinese.stderr.startswith(f"错误：{flag}："), chinese.stderr
+    assert field not in chinese.stderr.split("：", 2)[1]
+    assert runner.invoke(app, ["ask", *args]).stderr.startswith(f"error: {field}: ")  # the English names the field
+
+
+def test_the_catalog_lists_in_chinese():
+    for what, headers in (("gpus", ("名称", "显存", "显存带宽", "售价")), ("models", ("参数量", "层数", "上下文")),
+                          ("systems", ("节点间网络", "主机内存", "$/节点小时"))):
+        listed = runner.invoke(app, ["list", what, "--lang", "zh"])
+        assert listed.exit_code == 0 and all(h in listed.output for h in headers), listed.output[:300]
+        assert HAN.search(listed.output.splitlines()[0])
+    assert "GPUs (--gpu ID" in runner.invoke(app, ["list", "gpus"]).output

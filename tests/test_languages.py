@@ -132,6 +132,9 @@ ENGLISH_IN_CHINESE = {
     "e", "T", "W", "NF", "lora-consumer", "mid-size", "cluster", "PUE",
     # the error bands' source (the command `gpukb validate`) and MFU; a region's ISO 3166 code (the default grid)
     "gpukb", "validate", "MFU", "us", "MWh", "kWh", "CO", "t",
+    # the libraries a default framework's reason names (kb/frameworks default_reason_zh)
+    "PEFT", "PyTorch", "TRL", "Trainer", "Transformers", "Megatron-LM", "NeMo", "Megatron-Core", "Megatron", "Bridge",
+    "BigScience", "Megatron-DeepSpeed", "verl",
 }
 
 
@@ -154,3 +157,21 @@ def test_chinese_answers_meet_no_english_outside_ids_units_and_names(monkeypatch
         words = re.findall(r"(?<![\w.])[A-Za-z][A-Za-z_'-]*", text)  # whole words, not the unit of 128gb
         stray = {w for w in words if w.strip("-") not in ENGLISH_IN_CHINESE}
         assert not stray, (args, sorted(stray))
+
+
+def test_chinese_answers_state_their_assumptions_in_chinese_and_write_one_unit_notation(kb):
+    for workload in ({"model": "llama-2-7b", "task": "lora"}, {"model": "llama-2-70b", "task": "pretrain", "tokens": "2T"},
+                     {"model": "qwen3-8b", "task": "grpo", "rollout_batch": 128, "samples_per_prompt": 8,
+                      "prompt_len": 1024, "response_len": 4096, "gpu_count": 8, "placement": "all"},
+                     {"params": "7B", "task": "lora", "layers": 32, "hidden_size": 4096, "heads": 32, "vocab_size": 32000}):
+        answer = kb.ask(workload)
+        w = answer.workload
+        assert w.assumptions and len(w.assumptions_zh) == len(w.assumptions)
+        zh = answer.explain(lang="zh")
+        for note in w.assumptions_zh:
+            assert f"假设：{note}" in zh and HAN.search(note)
+            assert not re.search(r"\bnot given\b|\bthe default for\b", note), note
+        assert not any(note in zh for note in w.assumptions)  # the English stays out of the Chinese text
+        assert "assumptions_zh" not in answer.model_dump_json()  # and the Chinese out of the JSON
+        # seconds and milliseconds read s and ms, as the tables and latency targets write them
+        assert not re.search(r"\d\s*(毫秒|秒)", zh), re.findall(r".{20}\d\s*(?:毫秒|秒).{5}", zh)[:3]

@@ -61,7 +61,8 @@ class Strategy(BaseModel):
         parts.append(say(lang, "zero", n=self.zero_stage))
         parts.append(say(lang, "checkpointing" if self.activation_checkpointing else "no_recomputation"))
         if self.offload != "none":
-            parts.append(say(lang, "offload", what=self.offload))
+            what = {"optimizer": "优化器状态", "optimizer+params": "优化器状态和参数"} if lang == "zh" else {}
+            parts.append(say(lang, "offload", what=what.get(self.offload, self.offload)))
         if self.nodes > 1:
             parts.append(say(lang, "nodes", n=self.nodes))
         return say(lang, "sep").join(parts)

@@ -20,7 +20,8 @@ def render_step(step: TraceStep, indent: str = "  ", lang: Lang = "en", number: 
     title = (step.title_zh or step.title) if zh else step.title
     sentence = (step.sentence_zh or step.sentence) if zh else step.sentence
     shown = step.step if number is None else number
-    lines = [f"{indent}[{shown}] {step.rule} ({term(lang, step.stage)}) — {title}", f"{indent}    {sentence}"]
+    stage = f"（{term(lang, step.stage)}）" if lang == "zh" else f" ({step.stage})"
+    lines = [f"{indent}[{shown}] {step.rule}{stage} — {title}", f"{indent}    {sentence}"]
     for value in step.values:
         if value["expr"]:
             lines.append(f"{indent}    {value['name']} = {value['expr']} = {fmt_number(value['value'])}")
@@ -68,7 +69,7 @@ def render_answer(answer: Answer, lang: Lang = "en") -> str:
     m = answer.memory
     out.append(say(lang, "one_replica", weights=gb(m.weights), gradients=gb(m.gradients), optimizer=gb(m.optimizer),
                    activations=gb(m.activations), kv_cache=gb(m.kv_cache), overhead=gb(m.overhead), total=gb(m.total)))
-    for note in w.assumptions:
+    for note in w.assumptions_in(lang):
         out.append(say(lang, "assumption", note=note))
     if answer.summary is not None:  # the decision first, then the reasoning behind it
         head, *rest = answer.summary.lines(lang)

@@ -14,7 +14,7 @@ def _sig(value: float) -> str:
     return f"{rounded:,.0f}" if abs(rounded) >= 100 else f"{rounded:,.3g}"
 
 
-_ZH_UNITS = {" days": " 天", " h": " 小时", " s": " 秒"}
+_ZH_UNITS = {" days": " 天", " h": " 小时"}  # seconds stay s, as every Chinese duration does (core.fmt)
 
 
 def _unit(field: str, value: float) -> tuple[float, str, str]:

@@ -153,7 +153,7 @@ def _speed(o: Option, tokens: int | None, lang: Lang) -> str:
         gen = o.rl.phases.get("generation", 0.0) / o.rl.step_time_s if o.rl.step_time_s else 0.0
         if lang == "zh":
             where = {"colocated": "共置", "split": "分离"}.get(o.rl.placement, o.rl.placement)
-            return f"{rate}，每步 {o.rl.step_time_s:,.1f} 秒（生成占 {gen:.0%}，{where}）"
+            return f"{rate}，每步 {o.rl.step_time_s:,.1f} s（生成占 {gen:.0%}，{where}）"
         return f"{rate}, {o.rl.step_time_s:,.1f} s per step ({gen:.0%} generating, {o.rl.placement})"
     if o.time_to_train_s and tokens:
         hours = f"{o.gpu_hours:,.0f}" if o.gpu_hours else "—"

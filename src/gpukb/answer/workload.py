@@ -460,6 +460,8 @@ class ResolvedWorkload(BaseModel):
     context_parallel: int | None = Field(default=None, exclude_if=lambda v: v is None)
     optimizer_in_backward: bool = Field(default=False, exclude_if=lambda v: not v)
     assumptions: tuple[str, ...] = ()
+    # the same assumptions in Chinese, one for one (explain(lang="zh"), the Chinese site); not in the JSON
+    assumptions_zh: tuple[str, ...] = Field(default=(), exclude=True)
     # RL post-training (tasks grpo, ppo, dpo; gpukb.estimate.rl); left out of the JSON for other tasks
     rollout_batch: int | None = Field(default=None, exclude_if=lambda v: v is None)
     samples_per_prompt: int | None = Field(default=None, exclude_if=lambda v: v is None)
@@ -504,6 +506,12 @@ class ResolvedWorkload(BaseModel):
     sliding_layers: int = Field(default=0, exclude_if=lambda v: v == 0)
     # the model's max_position_embeddings (0 for a custom model); read where memory sets no bound
     context_length: int = Field(default=0, exclude=True)
+
+    def assumptions_in(self, lang: str) -> tuple[str, ...]:
+        """The assumptions in `lang`: the Chinese where every one has it, else the English."""
+        if lang == "zh" and len(self.assumptions_zh) == len(self.assumptions):
+            return self.assumptions_zh
+        return self.assumptions
 
 
 def parse_workload(data: Workload | dict[str, Any]) -> Workload:

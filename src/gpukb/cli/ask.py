@@ -20,6 +20,7 @@ from .answer_text import print_answer
 from .common import BAD_INPUT, NOTHING_FITS, Language, Offload, Optim, Precision, RootOption, Task, err, fail, fail_kb, out, page
 from .launch_text import check as check_launch
 from .launch_text import print_launch
+from .usage import flag
 
 # `--json` without `--trace`: the steps of the reasoning (nine tenths of the bytes) stay out, everything else is there
 WITHOUT_TRACE: dict[str, Any] = {"trace": True, "options": {"__all__": {"trace"}}, "rejected": {"__all__": {"trace"}}}
@@ -170,7 +171,7 @@ def ask(
     except KBError as error:
         fail_kb(error, lang.value)
     except ASK_ERRORS as error:
-        fail(error, BAD_INPUT, lang.value)
+        fail(error, BAD_INPUT, lang.value, named=flag)
     command = check_launch(answer, lang.value) if launch else None  # exits 2 before any output where none can be
     if (plot or plot_svg) and answer.workload.request_rate is None:
         fail(message("plot_needs_rate"), BAD_INPUT, lang.value)

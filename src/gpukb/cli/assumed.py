@@ -22,9 +22,10 @@ def framework_line(w: Any, kb: Any, lang: Lang) -> str:
     if not defaulted or framework is None:
         return f"框架 {w.framework}（指定）" if lang == "zh" else f"framework {w.framework} (given)"
     reason = " ".join(framework.default_reason.split())
-    if lang == "zh":  # kb/frameworks states the reason in English; the Chinese line points to it
+    if lang == "zh":  # kb/frameworks states the reason in Chinese too (default_reason_zh)
         task = term(lang, w.task)
-        return f"框架 {w.framework}（未指定，取{' ' if task[:1].isascii() else ''}{task}的默认框架，理由见 kb/frameworks）"
+        why = " ".join(framework.default_reason_zh.split())
+        return f"框架 {w.framework}（未指定，取{' ' if task[:1].isascii() else ''}{task}的默认框架：{why}）"
     return f"framework {w.framework}, the default for {w.task} (kb/frameworks: {reason})"
 
 

@@ -16,7 +16,8 @@ from ..core import jsontext
 from ..core.errors import KBError
 from ..core.fmt import bandwidth as fmt_bandwidth
 from ..core.fmt import gb
-from .common import RootOption, cell, fail_kb, out, page
+from ..core.words import label
+from .common import LangOption, Language, RootOption, cell, fail_kb, out, page
 
 
 class Catalog(StrEnum):
@@ -29,6 +30,7 @@ def list_catalog(
     what: Annotated[Catalog, typer.Argument(help="gpus, models or systems")],
     as_json: Annotated[bool, typer.Option(
         "--json", help="print the rows as JSON (bytes, bytes/s, FLOP/s, US dollars; null where unknown)")] = False,
+    lang: LangOption = Language.en,
     root: RootOption = None,
 ) -> None:
     """The catalog's ids, to give to --gpu, --model and --system, with their figures.
@@ -42,7 +44,7 @@ def list_catalog(
     try:
         kb = load_kb(root)
     except KBError as error:
-        fail_kb(error)
+        fail_kb(error, lang.value)
     rows = {Catalog.gpus: gpu_rows, Catalog.models: model_rows, Catalog.systems: system_rows}[what](kb)
     if as_json:
         sys.stdout.write(jsontext.dumps(rows, ensure_ascii=False, indent=2) + "\n")
@@ -59,32 +61,35 @@ def list_catalog(
         columns = {"id": "left", "gpu": "left", "GPUs": "right", "P2P": "left", "network": "right", "host memory": "right",
                    "$/node-h": "right"}
         cells = [(r["id"], r["gpu"], str(r["gpus_per_node"]),
-                  "—" if r["peer_to_peer"] is None else ("yes" if r["peer_to_peer"] else "no"),
-                  f"{r['network_bandwidth'] * 8 / 1e9:,.0f} Gb/s" if r["network_bandwidth"] else "none",
+                  "—" if r["peer_to_peer"] is None else label(lang.value, "yes" if r["peer_to_peer"] else "no"),
+                  f"{r['network_bandwidth'] * 8 / 1e9:,.0f} Gb/s" if r["network_bandwidth"] else label(lang.value, "none"),
                   gb(r["host_memory_bytes"]), f"{r['usd_per_node_hour']:,.2f}" if r["usd_per_node_hour"] else "—")
                  for r in rows]
         title = "Systems (--system ID; network: per node between nodes; $/node-h: lowest price)"
     else:
         columns = {"id": "left", "name": "left", "params": "right", "layers": "right", "context": "right",
                    "Hugging Face repository": "left"}
-        cells = [(r["id"], r["name"], _billions(r["params"], r["active_params"]), str(r["layers"]),
+        cells = [(r["id"], r["name"], _billions(r["params"], r["active_params"], lang.value), str(r["layers"]),
                   f"{r['context_length']:,}", r["hf_repo"] or "—") for r in rows]
         title = "Models (--model ID or its Hugging Face repository; params in billions, active of total for MoE)"
     table = Table(box=box.SIMPLE_HEAD, padding=(0, 1))
     for header, justify in columns.items():
-        table.add_column(header, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+        table.add_column(label(lang.value, header), justify=justify, no_wrap=True)  # type: ignore[arg-type]
     for row in cells:
         table.add_row(*map(cell, row))
-    page(title)
+    page(label(lang.value, title))
     if Measurement.get(out, out.options.update_width(1_000), table).maximum <= out.width:
         out.print(table)
         return
     # narrower than the table: each entry as its id (copied whole, never cut), then its figures, wrapped
-    headers = list(columns)[1:]
-    page("\n".join(f"{row[0]}\n  " + " · ".join(f"{h}: {v}" for h, v in zip(headers, row[1:], strict=True))
+    headers = [label(lang.value, h) for h in list(columns)[1:]]
+    colon = "：" if lang.value == "zh" else ": "
+    page("\n".join(f"{row[0]}\n  " + " · ".join(f"{h}{colon}{v}" for h, v in zip(headers, row[1:], strict=True))
                     for row in cells))
 
 
-def _billions(params: int, active: int | None) -> str:
+def _billions(params: int, active: int | None, lang: str = "en") -> str:
     total = f"{params / 1e9:,.1f}B"
-    return f"{active / 1e9:,.1f}B of {total}" if active else total
+    if not active:
+        return total
+    return f"{active / 1e9:,.1f}B（共 {total}）" if lang == "zh" else f"{active / 1e9:,.1f}B of {total}"

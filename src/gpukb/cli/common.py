@@ -9,6 +9,7 @@ option meets the deadline or the latency targets, a probe ran out of memory).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, NoReturn
@@ -20,7 +21,7 @@ from rich.text import Text
 
 from ..core.errors import KBError
 from ..core.fmt import Lang
-from ..core.messages import Message, message
+from ..core.messages import Message, message, with_field
 from ..core.terminal import clean
 
 out = Console(soft_wrap=True)  # the terminal's width; 80 columns (or $COLUMNS) when piped
@@ -89,9 +90,14 @@ def fail_kb(error: KBError, lang: Lang = "en") -> NoReturn:
     raise typer.Exit(FAILED)
 
 
-def fail(error: Exception | Message | str, code: int, lang: Lang = "en") -> NoReturn:
-    """`error: ...` on stderr in `lang` (an error with a Message is written in it), then exit `code`."""
+def fail(error: Exception | Message | str, code: int, lang: Lang = "en",
+         named: Callable[[str], str] | None = None) -> NoReturn:
+    """`error: ...` on stderr in `lang` (an error with a Message is written in it), then exit `code`. In Chinese,
+    `named` turns the field an error names into what the user typed (`gpus.0` -> --gpu)."""
     text = error.text(lang) if hasattr(error, "text") else str(error)
+    field = getattr(error, "field", None)
+    if lang == "zh" and named is not None and isinstance(field, str) and isinstance(getattr(error, "message", None), Message):
+        text = with_field(named(field), error.message.text(lang), lang)
     page(message("error", detail=text).text(lang), err)
     raise typer.Exit(code)
 

@@ -13,9 +13,10 @@ from .lint import lint
 from .probe import probe
 from .schema import schema
 from .sweep import sweep
+from .usage import Group
 from .validate import validate
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
+app = typer.Typer(cls=Group, add_completion=False, no_args_is_help=True,
                   help="Which GPUs an LLM workload needs, what will hold it back, and what to do — with a trace.")
 app.command()(ask)
 app.command()(sweep)

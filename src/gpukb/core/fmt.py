@@ -10,9 +10,11 @@ from typing import Literal
 
 Lang = Literal["en", "zh"]
 
+# Chinese text writes seconds and milliseconds as s and ms, as its tables and latency targets do: one
+# notation for each unit; days and hours read as words
 _DURATION_UNITS: dict[Lang, tuple[str, str, str, str]] = {  # days, hours, seconds, milliseconds
     "en": (" days", " h", " s", " ms"),
-    "zh": (" 天", " 小时", " 秒", " 毫秒"),
+    "zh": (" 天", " 小时", " s", " ms"),
 }
 
 

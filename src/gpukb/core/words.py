@@ -72,7 +72,7 @@ WORDS: dict[Lang, dict[str, str]] = {
         "zero": "ZeRO-{n}",
         "checkpointing": "激活重计算",
         "no_recomputation": "不重计算",
-        "offload": "将 {what} 卸载到 CPU",
+        "offload": "将{what}卸载到 CPU 内存",
         "nodes": "{n} 个节点",
         "sep": "，",
         "colon": "：",
@@ -87,8 +87,45 @@ TERMS: dict[Lang, dict[str, str]] = {
         "error": "错误", "warning": "警告", "info": "提示",
         "requirements": "需求", "bottlenecks": "瓶颈", "remedies": "对策", "recommendations": "推荐",
         "pretrain": "预训练", "full_finetune": "全量微调", "lora": "LoRA 微调", "qlora": "QLoRA 微调",
-        "inference": "推理", "grpo": "GRPO 强化学习", "ppo": "PPO 强化学习", "dpo": "DPO 偏好优化",
+        "inference": "推理", "training": "训练", "any": "任意任务",
+        "grpo": "GRPO 强化学习", "ppo": "PPO 强化学习", "dpo": "DPO 偏好优化",
         "colocated": "共置", "split": "分离",
+    },
+}
+
+# Catalog values (a GPU's vendor, segment, form factor and cooling; a source's kind; an entry's status; a
+# system's kind) as each language shows them in a sentence or a table. English shows the value itself.
+VALUES: dict[Lang, dict[str, dict[str, str]]] = {
+    "en": {},
+    "zh": {
+        "vendor": {"nvidia": "NVIDIA", "amd": "AMD", "intel": "Intel", "huawei": "华为"},
+        "segment": {"datacenter": "数据中心", "workstation": "工作站", "consumer": "消费级"},
+        "form_factor": {"sxm": "SXM", "pcie": "PCIe 板卡", "oam": "OAM", "mezzanine": "夹层卡"},
+        "cooling": {"passive": "被动散热", "active": "主动散热（风扇）", "liquid": "液冷"},
+        "source_kind": {"datasheet": "数据手册", "paper": "论文", "documentation": "文档", "model_config": "模型配置",
+                        "article": "文章", "whitepaper": "白皮书", "spec": "规范", "price_list": "价目表"},
+        "status": {"draft": "草稿", "stable": "稳定", "deprecated": "已弃用"},
+        "system_kind": {"cloud": "云实例", "server": "服务器", "workstation": "工作站"},
+        "price_kind": {"launch_msrp": "首发建议零售价", "list_price": "标价"},
+        "claim_kind": {"quantitative": "定量", "qualitative": "定性", "recommendation": "建议"},
+        "policy_unit": {"fraction": "比例", "bytes": "字节", "bandwidth": "字节/s", "ratio": "倍数", "tokens": "token 数",
+                        "seconds": "s", "count": "个", "gCO2/kWh": "gCO₂/kWh"},
+        "link_kind": {"scale_up": "卡间互联", "host": "主机链路", "scale_out": "节点间网络"},
+        "mlp": {"gated": "门控（三个矩阵）", "standard": "标准（两个矩阵）"},
+        "norm": {"rmsnorm": "RMSNorm", "layernorm": "LayerNorm"},
+        "position_embeddings": {"rope": "RoPE 旋转位置编码", "learned": "可学习的绝对位置编码"},
+        "unit": {"GPU hours": "GPU 小时", "hours": "小时", "seconds": "s", "bytes": "字节"},
+        "regime": {"training": "训练", "inference": "推理", "any": "任意", "batched": "批处理", "single": "单请求"},
+        "bound": {"compute": "算力受限", "memory": "访存受限", "host": "受主机下发步骤的时间限制"},
+        "link": {"the network between nodes": "节点间网络", "the GPU-to-GPU link": "卡间互联", "PCIe": " PCIe 链路"},
+        "energy_scope": {"gpu": "GPU 板卡", "node": "整台服务器", "facility": "整个数据中心（按 PUE）"},
+        "fact": {"workload": "工作负载", "policy": "策略", "gpu": "GPU", "plan": "方案", "fleet": "候选集", "rl": "RL 运行",
+                 "activations": "激活", "kv_cache": "KV 缓存", "adapters": "适配器", "memory": "显存", "finding": "发现",
+                 "remedy": "对策", "rl_step": "RL 一步", "comm": "通信", "rank": "排序", "cost": "成本", "energy": "能耗",
+                 "capacity": "容量", "preference": "偏好", "estimate": "估算", "model": "模型", "part": "部分"},
+        "finding": {"memory_capacity": "显存容量", "memory_bandwidth": "显存带宽", "compute": "算力",
+                    "interconnect": "互联", "precision": "精度", "thermal": "散热", "software": "软件栈",
+                    "cost": "成本", "latency": "时延", "deadline": "期限", "energy": "能耗", "capacity": "容量"},
     },
 }
 
@@ -98,8 +135,9 @@ LABELS_ZH: dict[str, str] = {
     "One replica, before sharding (GB = 1e9 bytes)": "切分前的一个副本（GB = 1e9 字节）",
     "weights": "权重", "grads": "梯度", "optimizer": "优化器状态", "activations": "激活值", "KV cache": "KV 缓存",
     "overhead": "运行时开销", "total": "合计", "GPU": "GPU", "GPUs": "卡数", "GB/GPU used/usable": "每卡 GB 占用/可用",
-    "strategy": "并行策略", "tokens/s": "tokens/s", "time to train": "训练用时", "GPU-h": "GPU 小时", "TTFT ms": "首 token 毫秒",
-    "ms/tok": "每 token 毫秒", "pick": "文章之选", "$/h": "美元/小时", "$/Mtok": "美元/百万 token", "cost": "费用",
+    "strategy": "并行策略", "tokens/s": "tokens/s", "time to train": "训练用时", "GPU-h": "GPU 小时",
+    "TTFT ms": "首 token 时延 ms",
+    "ms/tok": "每 token 时延 ms", "pick": "文章之选", "$/h": "美元/小时", "$/Mtok": "美元/百万 token", "cost": "费用",
     "fastest first": "最快的在前", "fewest GPUs that meet the latency targets first": "满足延迟目标、卡数最少的在前",
     "fewest GPUs that carry the request rate first": "承载请求速率、卡数最少的在前",
     "cheapest first": "最便宜的在前", "fewest GPUs first": "卡数最少的在前",
@@ -113,7 +151,18 @@ LABELS_ZH: dict[str, str] = {
     "Rejected": "被排除的 GPU", "why": "原因", "Findings": "发现", "Remedies": "对策",
     "Run with --explain for the full trace, --json for everything.": "加 --explain 查看完整推理记录，加 --json 查看全部数据。",
     "seq": "序列长度", "grid": "电网",
-    "placement": "放置", "s/step": "秒/步", "gen/train/other": "生成/训练/其他",
+    "placement": "放置", "s/step": "s/步", "gen/train/other": "生成/训练/其他",
+    # gpukb list
+    "id": "id", "name": "名称", "memory": "显存", "bandwidth": "显存带宽", "BF16 TFLOPS": "BF16 TFLOPS",
+    "$/GPU-h": "$/GPU 小时", "price": "售价", "gpu": "GPU", "P2P": "P2P", "network": "节点间网络",
+    "host memory": "主机内存", "$/node-h": "$/节点小时", "params": "参数量", "layers": "层数", "context": "上下文",
+    "Hugging Face repository": "Hugging Face 仓库", "yes": "是", "no": "否", "none": "无",
+    "GPUs (--gpu ID; GB = 1e9 bytes; BF16 dense; $/GPU-h: lowest dated cloud on-demand price)":
+        "GPU（--gpu ID；GB = 1e9 字节；BF16 为稠密算力；$/GPU 小时：有日期的云按需价格中最低者）",
+    "Systems (--system ID; network: per node between nodes; $/node-h: lowest price)":
+        "系统（--system ID；节点间网络按每节点计；$/节点小时：最低价格）",
+    "Models (--model ID or its Hugging Face repository; params in billions, active of total for MoE)":
+        "模型（--model ID 或其 Hugging Face 仓库；参数量以十亿（B）计，MoE 模型列出激活参数量与总参数量）",
 }
 
 
@@ -154,3 +203,8 @@ def say(lang: Lang, key: str, **values: object) -> str:
 def term(lang: Lang, value: str) -> str:
     """An engine value (verdict, severity, stage, task) in `lang`; unchanged where it has no translation."""
     return TERMS[lang].get(value, value)
+
+
+def value(lang: Lang, field: str, raw: str) -> str:
+    """A catalog value of `field` (VALUES' keys: vendor, segment, cooling, source_kind, ...) in `lang`."""
+    return VALUES[lang].get(field, {}).get(raw, raw)

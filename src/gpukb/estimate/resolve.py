@@ -10,6 +10,7 @@ from ..answer.workload import CUSTOM_PARAMS_TOLERANCE, LOAD_FIELDS, TRAINING_TAS
 from ..core.errors import KBDefectError, WorkloadError
 from ..core.ids import catalog_id, near_hint, near_ids
 from ..core.messages import message
+from ..core.words import term
 from ..knowledge.architecture import count_parameters
 from ..knowledge.hfconfig import ConfigError, Quantized, checkpoint_quantization, model_from_config, read_config
 from ..knowledge.hub import REPO_ID
@@ -96,14 +97,17 @@ def _architecture(kb: KnowledgeBase, w: Workload) -> dict[str, Any]:
     if w.heads % kv_heads:
         raise WorkloadError("kv_heads", message("kv_heads_divide", heads=w.heads, kv_heads=kv_heads))
     _check_custom_params(w, kv_heads)
-    assumptions = []
+    assumptions: list[tuple[str, str]] = []  # (English, Chinese)
     if w.kv_heads is None:
-        assumptions.append("kv_heads not given: assumed equal to heads (multi-head attention)")
+        assumptions.append(("kv_heads not given: assumed equal to heads (multi-head attention)",
+                            "未指定 kv_heads：按等于 heads 计（多头注意力）"))
     if w.intermediate_size is None:
-        assumptions.append("intermediate_size not given: assumed 4 x hidden_size with a two-matrix MLP")
+        assumptions.append(("intermediate_size not given: assumed 4 x hidden_size with a two-matrix MLP",
+                            "未指定 intermediate_size：按 4 × hidden_size、两个矩阵的 MLP 计"))
     mlp = w.mlp or ("standard" if w.intermediate_size is None else "gated")
     if w.mlp is None and w.intermediate_size is not None:
-        assumptions.append("mlp not given: assumed gated (SwiGLU, three matrices) since intermediate_size was given")
+        assumptions.append(("mlp not given: assumed gated (SwiGLU, three matrices) since intermediate_size was given",
+                            "未指定 mlp：既然给出了 intermediate_size，按门控 MLP（SwiGLU，三个矩阵）计"))
     return {
         "model": "custom", "params": w.params, "active_params": w.params, "layers": w.layers,
         "hidden_size": w.hidden_size, "heads": w.heads, "kv_heads": kv_heads, "head_dim": w.hidden_size // w.heads,
@@ -220,22 +224,30 @@ def _adapters_modelled(model: Model) -> bool:
                                                    and moe.expert_intermediate_size is None))
 
 
-def _precision(w: Workload, quantized: Quantized | None) -> tuple[str, str]:
+def _precision(w: Workload, quantized: Quantized | None) -> tuple[str, tuple[str, str] | None]:
     """The weights' precision, and the assumption the answer states about it: a checkpoint's quantization_config
     sets it for serving unless the ask gives precision; training sizes the ask's precision (the weights loaded
     dequantized, as fine-tuning stacks load them) and says so."""
     if quantized is None:
-        return w.precision, ""
+        return w.precision, None
     declared = f"config.json declares {quantized.format} (quantization_config quant_method {quantized.method})"
+    declared_zh = f"config.json 声明的是 {quantized.format_zh or quantized.format}（quantization_config 的 quant_method 为 " \
+                  f"{quantized.method}）"
     asked = "precision" in w.model_fields_set
     if w.task == "inference" and not asked:
         return quantized.precision, (f"precision not given: {quantized.precision}, as {declared}; give precision "
-                                     "to size another")
+                                     "to size another",
+                                     f"未指定 precision：{declared_zh}，按 {quantized.precision} 估算；"
+                                     "要按其他精度估算，请给出 precision")
     if w.precision == quantized.precision:
-        return w.precision, f"{declared}: precision {w.precision}, as asked"
-    how = "as asked" if asked else "the default for training"
+        return w.precision, (f"{declared}: precision {w.precision}, as asked",
+                             f"{declared_zh}：精度 {w.precision}，与所问一致")
+    how, how_zh = ("as asked", "所问") if asked else ("the default for training", "训练默认")
+    training = w.task != "inference"
     return w.precision, (f"{declared}, precision {quantized.precision}; sized at precision {w.precision} ({how})"
-                         + ("" if w.task == "inference" else ", the weights loaded dequantized for training"))
+                         + (", the weights loaded dequantized for training" if training else ""),
+                         f"{declared_zh}，精度 {quantized.precision}；按{how_zh}的精度 {w.precision} 估算"
+                         + ("，训练时权重反量化后加载" if training else ""))
 
 
 def resolve(kb: KnowledgeBase, w: Workload) -> tuple[ResolvedWorkload, dict[str, Any]]:
@@ -297,13 +309,15 @@ def resolve(kb: KnowledgeBase, w: Workload) -> tuple[ResolvedWorkload, dict[str,
     framework, note = _framework(kb, w)
     if note:
         arch = {**arch, "assumptions": [*arch["assumptions"], note]}
-    deadline_days, assumptions = w.deadline_days, tuple(arch["assumptions"])
+    deadline_days, assumptions = w.deadline_days, list(arch["assumptions"])
     if deadline_days is None and w.task == "pretrain" and w.tokens:
         # nobody plans a pre-training run that takes years: size it to the horizon published runs take
         deadline_days = kb.policy(HORIZON) / 86400
-        assumptions += (f"deadline_days not given: pre-training of {w.tokens:,} tokens sized to finish within "
-                        f"{deadline_days:g} days, as published runs do (policy {HORIZON}); give deadline_days "
-                        "to choose another",)
+        assumptions.append((f"deadline_days not given: pre-training of {w.tokens:,} tokens sized to finish within "
+                            f"{deadline_days:g} days, as published runs do (policy {HORIZON}); give deadline_days "
+                            "to choose another",
+                            f"未指定 deadline_days：{w.tokens:,} 个 token 的预训练按 {deadline_days:g} 天内完成规划，"
+                            f"与已发表的训练一致（策略 {HORIZON}）；要换一个期限，请给出 deadline_days"))
     resolved = ResolvedWorkload(
         framework=framework, task=w.task, precision=precision, optimizer=optimizer, seq_len=seq_len,
         micro_batch_size=w.micro_batch_size if training else 0, batch_size=w.batch_size if not training else 0,
@@ -320,7 +334,8 @@ def resolve(kb: KnowledgeBase, w: Workload) -> tuple[ResolvedWorkload, dict[str,
         master_weights=w.master_weights, optimizer_in_backward=w.optimizer_in_backward,
         virtual_pipeline_stages=w.virtual_pipeline_stages, context_parallel=w.context_parallel,
         checkpoint_precision=quantized.precision if quantized else None,
-        **{**arch, "assumptions": assumptions},
+        **{**arch, "assumptions": tuple(en for en, _ in assumptions),
+           "assumptions_zh": tuple(zh for _, zh in assumptions)},
     )
     return resolved, workload_fact(kb, resolved)
 
@@ -347,14 +362,15 @@ def default_framework(kb: KnowledgeBase, task: str) -> str:
     return chosen[0]
 
 
-def _framework(kb: KnowledgeBase, w: Workload) -> tuple[str, str]:
+def _framework(kb: KnowledgeBase, w: Workload) -> tuple[str, tuple[str, str] | None]:
     """The workload's framework, and the note the answer prints when it is the task's default."""
     if not kb.frameworks:  # a knowledge base from before kb/frameworks (validate --base): its rules read none
-        return w.framework or "", ""
+        return w.framework or "", None
     if w.framework is None:
         fid = default_framework(kb, w.task)
-        return fid, (f"framework not given: {fid} ({kb.frameworks[fid].name}), the default for {w.task}: "
-                     f"{' '.join(kb.frameworks[fid].default_reason.split())}")
+        f = kb.frameworks[fid]
+        return fid, (f"framework not given: {fid} ({f.name}), the default for {w.task}: {' '.join(f.default_reason.split())}",
+                     f"未指定框架：{term('zh', w.task)}默认用 {fid}，按它估算。{' '.join(f.default_reason_zh.split())}")
     framework = kb.frameworks.get(w.framework)
     if framework is None or framework.status == "deprecated":
         raise WorkloadError("framework", message("unknown_framework", framework=w.framework,
@@ -362,7 +378,7 @@ def _framework(kb: KnowledgeBase, w: Workload) -> tuple[str, str]:
     if w.task not in framework.tasks:
         runs = [fid for fid, f in sorted(kb.frameworks.items()) if w.task in f.tasks]
         raise WorkloadError("framework", message("framework_task", framework=w.framework, task=w.task, runs=runs))
-    return w.framework, ""
+    return w.framework, None
 
 
 def workload_fact(kb: KnowledgeBase, w: ResolvedWorkload) -> dict[str, Any]:
@@ -441,6 +457,8 @@ def workload_fact(kb: KnowledgeBase, w: ResolvedWorkload) -> dict[str, Any]:
         "decode_bandwidth_utilisation": bandwidth.value if bandwidth else kb.policy(BANDWIDTH),
         "decode_bandwidth_from": (f"fitted for {w.framework}, kb/frameworks" if bandwidth
                                   else f"policy {BANDWIDTH}; {w.framework or 'the framework'} states none"),
+        "decode_bandwidth_from_zh": (f"按 {w.framework} 自己发布的数据拟合，见 kb/frameworks" if bandwidth
+                                     else f"策略 {BANDWIDTH}；{w.framework or '该框架'} 没有给出这个值"),
         "layer_launch_s": launch.value if launch else 0.0,
         "model": w.model, "task": w.task, "precision": w.precision, "optimizer": w.optimizer or "",
         "training": training, "params": w.params, "active_params": w.active_params, "layers": w.layers,

@@ -37,7 +37,7 @@ from ..answer.answer import Answer, Memory, Option, RlEstimate, Strategy, _impro
 from ..answer.workload import ResolvedWorkload, Workload
 from ..core.errors import WorkloadError
 from ..core.messages import message
-from ..core.words import rl_word
+from ..core.words import rl_word, term
 from ..engine.engine import ENGINE
 from ..engine.trace import Collector, Value
 from ..knowledge.citations import cited
@@ -594,30 +594,43 @@ def _blocking(answers: dict[str, Answer], gpu: str) -> Option | None:
 def _resolved(kb: KnowledgeBase, w: Workload, answers: dict[str, Answer]) -> ResolvedWorkload:
     """The RL workload as answered: the policy's resolution, with the task, the run's fields and assumptions."""
     base = answers["policy"].workload
-    notes = list(base.assumptions)
+    notes = list(zip(base.assumptions, base.assumptions_zh or base.assumptions, strict=True))  # (English, Chinese)
     if w.framework is None and base.framework in kb.frameworks:
         f = kb.frameworks[base.framework]
-        notes.insert(0, f"framework not given: {f.id} ({f.name}) trains the models, the default for {w.task}: "
-                        f"{' '.join(f.default_reason.split())}")
+        notes.insert(0, (f"framework not given: {f.id} ({f.name}) trains the models, the default for {w.task}: "
+                         f"{' '.join(f.default_reason.split())}",
+                         f"未指定框架：{term('zh', w.task)}默认用 {f.id} 训练各模型。{' '.join(f.default_reason_zh.split())}"))
     if w.task != "dpo" and w.mean_response_len is None:
-        notes.append(f"response_len ({w.response_len:,} tokens) is the cap the engine stops a response at, and every "
-                     "response is taken to reach it: a step waits for its longest response (the long tail), so "
-                     "generation is timed at the cap; give mean_response_len, the published or measured average, "
-                     "when responses are shorter on average")
+        notes.append((f"response_len ({w.response_len:,} tokens) is the cap the engine stops a response at, and every "
+                      "response is taken to reach it: a step waits for its longest response (the long tail), so "
+                      "generation is timed at the cap; give mean_response_len, the published or measured average, "
+                      "when responses are shorter on average",
+                      f"response_len（{w.response_len:,} 个 token）是推理引擎截断回复的上限，这里按每条回复都生成到上限计："
+                      "一步要等最长的回复（长尾）生成完，因此生成按上限计时；回复平均更短时，请给出 mean_response_len"
+                      "（已发表或实测的平均长度）"))
     elif w.task != "dpo":
-        notes.append(f"responses average mean_response_len ({w.mean_response_len:,} tokens) and stop at the cap "
-                     f"response_len ({w.response_len:,}), their lengths an exponential clipped there: training and "
-                     "scoring count the average; each engine decodes its share with continuous batching, the batch "
-                     "thinning as responses end, until the step's longest (its expected length) is done")
+        notes.append((f"responses average mean_response_len ({w.mean_response_len:,} tokens) and stop at the cap "
+                      f"response_len ({w.response_len:,}), their lengths an exponential clipped there: training and "
+                      "scoring count the average; each engine decodes its share with continuous batching, the batch "
+                      "thinning as responses end, until the step's longest (its expected length) is done",
+                      f"回复平均长 mean_response_len（{w.mean_response_len:,} 个 token），到上限 response_len"
+                      f"（{w.response_len:,}）截断，长度服从在上限处截断的指数分布：训练和打分按平均长度计；"
+                      "每个推理引擎以连续批处理解码自己那一份，随着回复陆续结束批量变小，直到这一步最长的回复"
+                      "（其期望长度）生成完"))
     if w.reference_model is None:
-        notes.append("reference_model not given: a frozen copy of the policy's initial weights (the KL term's reference)")
+        notes.append(("reference_model not given: a frozen copy of the policy's initial weights (the KL term's reference)",
+                      "未指定 reference_model：用策略模型初始权重的冻结副本（KL 项的参考）"))
     if w.task != "dpo" and w.reward_model is None:
-        notes.append("reward_model not given: a rule-based reward (a verifier or a function), no reward model on GPUs")
+        notes.append(("reward_model not given: a rule-based reward (a verifier or a function), no reward model on GPUs",
+                      "未指定 reward_model：用基于规则的奖励（验证器或函数），GPU 上不放奖励模型"))
     if w.task == "ppo" and w.critic_model is None:
-        notes.append("critic_model not given: a critic of the policy's architecture, trained like the policy")
+        notes.append(("critic_model not given: a critic of the policy's architecture, trained like the policy",
+                      "未指定 critic_model：价值模型与策略模型同架构，训练方式也相同"))
     if w.task == "ppo":
-        notes.append("the critic is sized with its model's output layer and loss, as the policy is: a value head's "
-                     "scalar output holds less, so its memory and time are upper bounds")
+        notes.append(("the critic is sized with its model's output layer and loss, as the policy is: a value head's "
+                      "scalar output holds less, so its memory and time are upper bounds",
+                      "价值模型和策略模型一样按完整的输出层和损失估算：价值头只输出一个标量，实际占用更少，"
+                      "因此其显存和耗时是上限"))
     ref = answers.get("reference")
     return base.model_copy(update={
         "task": w.task, "rollout_batch": w.rollout_batch,
@@ -628,7 +641,7 @@ def _resolved(kb: KnowledgeBase, w: Workload, answers: dict[str, Answer]) -> Res
         "reward_model": answers["reward"].workload.model if "reward" in answers else None,
         "critic_model": answers["critic"].workload.model if "critic" in answers else None,
         "kv_cache_precision": w.kv_cache_precision, "global_batch_size": None, "placement": w.placement,
-        "assumptions": tuple(notes)})
+        "assumptions": tuple(en for en, _ in notes), "assumptions_zh": tuple(zh for _, zh in notes)})
 
 
 def _record_plan(c: Collector, w: ResolvedWorkload, wfact: dict[str, Any], pfact: dict[str, Any], gpu: dict[str, Any],
@@ -665,7 +678,7 @@ def _record_plan(c: Collector, w: ResolvedWorkload, wfact: dict[str, Any], pfact
     where_zh = ("所有模型与生成引擎共用同一组 GPU，优化器运行前释放 KV 缓存" if plan["placement"] == "colocated"
                 else f"训练与冻结模型用 {plan['trainer_gpus']} 块 GPU，生成引擎独占 {plan['rollout_gpus']} 块")
     roles_zh = "，".join(f"{ROLE_ZH.get(r, r)} {v / 1e9:,.1f} GB" for r, v in plan["memory_by_role"].items())
-    phases_zh = "，".join(f"{rl_word('zh', ph)} {t:,.1f} 秒" for ph, t in times.items()) if times else "未估算"
+    phases_zh = "，".join(f"{rl_word('zh', ph)} {t:,.1f} s" for ph, t in times.items()) if times else "未估算"
     sentence_zh = (f"{plan['gpu']}：{rl_word('zh', plan['placement'])}，共 {plan['count']} 块 GPU，{where_zh}；"
                    f"每块 GPU：{roles_zh}；峰值阶段需要 {plan['per_gpu_bytes'] / 1e9:,.1f} GB，可用 "
                    f"{plan['usable_bytes'] / 1e9:,.1f} GB。每步各阶段：{phases_zh}。")

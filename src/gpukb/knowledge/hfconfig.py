@@ -275,6 +275,7 @@ class Quantized:
     precision: str
     method: str
     format: str
+    format_zh: str = ""
 
 
 def _bits(r: _Reader, q: dict[str, Any], key: str, method: str) -> str:
@@ -308,7 +309,8 @@ def _compressed_tensors(r: _Reader, q: dict[str, Any]) -> Quantized:
         raise r.error("quantization_config.config_groups",
                       message("config_quant_bits", method="compressed-tensors", bits=sorted(found)))
     (precision,) = found
-    return Quantized(precision, "compressed-tensors", f"compressed-tensors {precision} weights")
+    return Quantized(precision, "compressed-tensors", f"compressed-tensors {precision} weights",
+                     f"compressed-tensors {precision} 权重")
 
 
 # quant_method (transformers' QuantizationMethod) → how the weights are stored. fp8: block-wise E4M3 weights with
@@ -329,18 +331,22 @@ def checkpoint_quantization(config: dict[str, Any], path: str) -> Quantized | No
     if method in ("fp8", "fbgemm_fp8"):
         blocks = q.get("weight_block_size")
         shape = " x ".join(str(b) for b in blocks) if isinstance(blocks, list) and blocks else ""
-        return Quantized("fp8", method, f"FP8 {q.get('fmt', 'e4m3')} weights" + (f" in {shape} blocks" if shape else ""))
+        fp8 = q.get("fmt", "e4m3")
+        return Quantized("fp8", method, f"FP8 {fp8} weights" + (f" in {shape} blocks" if shape else ""),
+                         f"FP8 {fp8} 权重" + (f"，按 {shape} 分块" if shape else ""))
     if method in ("awq", "gptq"):
         precision = _bits(r, q, "bits", method)
         group = q.get("group_size")
+        grouped = isinstance(group, int) and group > 0
         return Quantized(precision, method, f"{method.upper()} {precision} weights" + (
-            f", a scale per {group} weights" if isinstance(group, int) and group > 0 else ""))
+            f", a scale per {group} weights" if grouped else ""),
+            f"{method.upper()} {precision} 权重" + (f"，每 {group} 个权重一个缩放因子" if grouped else ""))
     if method == "bitsandbytes":
         if q.get("load_in_4bit") or q.get("_load_in_4bit"):
             kind = q.get("bnb_4bit_quant_type", "nf4")
-            return Quantized("int4", method, f"bitsandbytes 4-bit {kind} weights")
+            return Quantized("int4", method, f"bitsandbytes 4-bit {kind} weights", f"bitsandbytes 4 位 {kind} 权重")
         if q.get("load_in_8bit") or q.get("_load_in_8bit"):
-            return Quantized("int8", method, "bitsandbytes LLM.int8() weights")
+            return Quantized("int8", method, "bitsandbytes LLM.int8() weights", "bitsandbytes LLM.int8() 权重")
         raise r.error("quantization_config.load_in_4bit", message("config_quant_bits", method=method, bits=None))
     if method == "compressed-tensors":
         return _compressed_tensors(r, q)

@@ -99,7 +99,7 @@ KINDS: tuple[Kind, ...] = (
          shown=("title", "value", "unit", "reason")),
     Kind("frameworks", "framework", "kb/frameworks", Framework,
          _common(Ref("superseded_by", "frameworks"), *(Ref(f"{t}.sources", "sources") for t in FRAMEWORK_TERMS)),
-         shown=("name", "tasks", "default_for", "default_reason", *FRAMEWORK_TERMS)),
+         shown=("name", "tasks", "default_for", "default_reason", "default_reason_zh", *FRAMEWORK_TERMS)),
     Kind("measurements", "measurement", "kb/measurements", Measurement,
          _common(Ref("superseded_by", "measurements"), Ref("source", "sources")),
          shown=("title", "quantity", "value", "unit", "setup", "locator", "quote", "unstated")),

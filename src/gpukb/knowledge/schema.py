@@ -129,6 +129,7 @@ class Rhetoric(Strict):
     section: Name = ""
     section_en: Name = ""
     reason: str
+    reason_zh: str = Field(default="", description="the reason in Chinese, for the Chinese site")
 
 
 class Price(Strict):
@@ -348,10 +349,14 @@ class TrainingBytes(Strict):
 
 
 class Term(Entry):
-    """A glossary entry: the one Chinese term every text of gpukb uses for a concept, and the ones it avoids."""
+    """A glossary entry: a concept the answers use, the one Chinese term every text of gpukb writes for it, the
+    other names readers search for it by, and the words gpukb's own Chinese avoids."""
 
     en: Name
     zh: Name = Field(description="the preferred Chinese term (a product name stays as it is)")
+    aliases: list[Name] = Field(default_factory=list, description=(
+        "other names readers know the concept by (abbreviations, English and Chinese synonyms, a library's word): the "
+        "glossary page lists them, so searching any of them finds the entry"))
     avoid_zh: list[str] = Field(default_factory=list, description="terms Chinese text must not use for this concept: "
                                 "drifting synonyms, translationese, English left in a Chinese sentence")
     note: str = Field(description="why this term, and how to use it")
@@ -383,6 +388,7 @@ class Optimizer(Entry):
         "state bytes per parameter in pure 16-bit training (workload master_weights: false), where the states "
         "take the 16-bit parameters' dtype; unset: the same as state_bytes (states with a dtype of their own)"))
     states: Name
+    states_zh: str = Field(default="", description="states in Chinese, for the Chinese site")
     sources: list[Slug] = Field(min_length=1)
     notes: str = ""
 
@@ -396,6 +402,7 @@ class Policy(Entry):
     """A stated engineering assumption (headroom, utilisation, network) with its reason."""
 
     title: Name
+    title_zh: str = Field(default="", description="the title in Chinese, for the Chinese site")
     unit: Literal["fraction", "bytes", "bandwidth", "ratio", "tokens", "seconds", "count", "gCO2/kWh"]
     value: Annotated[float, NoCoercion(), WithJsonSchema({
         "anyOf": [{"type": "number", "minimum": 0}, {"type": "string"}],
@@ -484,6 +491,7 @@ class Framework(Entry):
     default_for: list[FrameworkTask] = Field(default=[], description=(
         "tasks this framework is the default for (what most people run for them); each task has exactly one"))
     default_reason: str = Field(default="", description="why it is the default, printed with every answer that uses it")
+    default_reason_zh: str = Field(default="", description="default_reason in Chinese, for answers in Chinese")
     loss_logit_bytes: FrameworkTerm | None = Field(default=None, description=(
         "training: bytes held per logit (micro-batch x sequence x vocabulary) at the loss's peak: the 16-bit "
         "logits, any fp32 copy and what cross-entropy saves for its gradient"))
@@ -543,6 +551,8 @@ class Framework(Entry):
             raise ValueError(f"default_for: {sorted(set(self.default_for) - set(self.tasks))} not among its tasks")
         if self.default_for and not self.default_reason:
             raise ValueError("default_reason: say why it is the default for " + ", ".join(self.default_for))
+        if self.default_for and not self.default_reason_zh:
+            raise ValueError("default_reason_zh: say in Chinese why it is the default for " + ", ".join(self.default_for))
         if self.loss_logit_bytes is None and set(self.tasks) - {"inference"}:
             raise ValueError("loss_logit_bytes: a training framework states what its loss holds per logit")
         # each share lies in (0, 1]: its quantity's plausible range (_plausible)

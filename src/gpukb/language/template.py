@@ -14,7 +14,7 @@ from typing import Any
 
 from ..core import fmt
 from ..core.fmt import Lang
-from ..core.words import offload, rl_word
+from ..core.words import offload, rl_word, value
 
 FORMATS: dict[str, Callable[[Any], str]] = {
     "GB": fmt.gb,
@@ -29,12 +29,18 @@ FORMATS: dict[str, Callable[[Any], str]] = {
     "s": fmt.duration,
     "offload": lambda v: offload("en", v),
     "rl": lambda v: rl_word("en", v),
+    "bound": str,  # what bounds a step (compute, memory, host): the Chinese says it in words
+    "scope": str,  # what an energy figure covers (gpu, node, facility)
+    "link": str,  # the link a transfer crosses, as a rule names it in English
 }
 # formats whose words depend on the language of the sentence
 _LOCAL: dict[Lang, dict[str, Callable[[Any], str]]] = {"en": {}, "zh": {
     "s": lambda v: fmt.duration(v, "zh"),
     "offload": lambda v: offload("zh", v),
     "rl": lambda v: rl_word("zh", v),
+    "bound": lambda v: value("zh", "bound", str(v)),
+    "scope": lambda v: value("zh", "energy_scope", str(v)),
+    "link": lambda v: value("zh", "link", str(v)),
 }}
 _PLACEHOLDER = re.compile(r"\{([A-Za-z][A-Za-z0-9_]*(?:\.[A-Za-z][A-Za-z0-9_]*)?)(?:\|([A-Za-z0-9/]+))?\}")
 

@@ -12,10 +12,11 @@ from typing import Any
 
 from ..answer.answer import Option
 from ..contrib.scenarios import Run
+from ..core import words
 from ..core.words import term
 from ..engine.trace import TraceStep
 from ..knowledge.kb import KnowledgeBase
-from .text import badge, code, esc, link, plain, rel
+from .text import anchor, badge, code, esc, html_text, link, plain, rel
 
 LANGUAGES = ("en", "zh")
 
@@ -174,6 +175,19 @@ class Context:
         else `<name>`, else `fallback`. Plain text: escape it before it goes into Markdown."""
         value = getattr(entry, f"{name}_zh", None) if self.zh else None
         return plain(value or getattr(entry, name, None) or fallback)
+
+    def note(self, here: str, entry: object, name: str = "notes", fragment: str = "notes") -> str:
+        """An entry's note as Markdown. A note written only in English (the derivation of a datasheet figure, a
+        configuration's quirks) is not half-translated on the Chinese site: a sentence says so and links to it."""
+        own = getattr(entry, f"{name}_zh", None) if self.zh else None
+        if not self.zh or own:
+            return esc(own or getattr(entry, name, ""))
+        href = counterpart(page_url(here), "zh", LANGUAGES[0]) + f"#{anchor(fragment)}"
+        return f'这段说明只有英文原文，见<a href="{html_text(href)}">英文页面</a>。'
+
+    def value(self, field: str, raw: object) -> str:
+        """A catalog value (a GPU's vendor or cooling, a source's kind, a status) as the page's language shows it."""
+        return words.value("zh" if self.zh else "en", field, str(raw))
 
     def claim_title(self, claim_id: str) -> str:
         c = self.kb.claims[claim_id]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from ..core.words import value
 from ..knowledge.rules import Rule
 from ..language.expr import ExpressionError
 from .conditions import conjuncts, parse
@@ -36,14 +37,15 @@ class Node:
         return node
 
 
-def path(rule: Rule) -> list[str]:
+def path(rule: Rule, lang: str = "en") -> list[str]:
     """The readable tests a rule's patterns make, in tree order."""
     patterns = sorted(rule.when, key=lambda p: FIRST_KINDS.index(p.kind) if p.kind in FIRST_KINDS else len(FIRST_KINDS))
     tests = []
     for pattern in patterns:
         if pattern.if_ is None:
             continue
-        tests += [f"{pattern.kind}: {words}" for words, is_join in conjuncts(pattern.if_) if not is_join]
+        kind = value(lang, "fact", pattern.kind) + "：" if lang == "zh" else f"{pattern.kind}: "  # type: ignore[arg-type]
+        tests += [kind + words for words, is_join in conjuncts(pattern.if_, lang) if not is_join]
     return tests
 
 
@@ -51,11 +53,11 @@ def recommendation_rules(rules: dict[str, Rule]) -> list[Rule]:
     return sorted((r for r in rules.values() if r.stage == STAGE and r.status != "deprecated"), key=lambda r: r.id)
 
 
-def build_tree(rules: dict[str, Rule]) -> Node:
+def build_tree(rules: dict[str, Rule], lang: str = "en") -> Node:
     root = Node("")
     for rule in recommendation_rules(rules):
         node = root
-        for test in path(rule):
+        for test in path(rule, lang):
             node = node.child(test)
         node.rules.append(rule)
     return root
@@ -71,9 +73,10 @@ def asserts(rule: Rule) -> list[str]:
     return lines
 
 
-def joins(rule: Rule) -> list[str]:
+def joins(rule: Rule, lang: str = "en") -> list[str]:
     """The joining conditions a path leaves out, so a reader can still see them."""
-    return [f"{p.kind}: {words}" for p in rule.when if p.if_ for words, is_join in conjuncts(p.if_) if is_join]
+    return [(value(lang, "fact", p.kind) + "：" if lang == "zh" else f"{p.kind}: ") + words  # type: ignore[arg-type]
+            for p in rule.when if p.if_ for words, is_join in conjuncts(p.if_, lang) if is_join]
 
 
 # --- in words: conditions as a reader would say them -------------------------------------------

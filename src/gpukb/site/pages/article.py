@@ -42,13 +42,13 @@ def article(ctx: Context) -> str:
                       [[ctx.verdict_badge(v), str(n)]
                        for v, n in sorted(verdicts.items())], "lr"), ""]
     for number_, ((zh, en), ids) in enumerate(sections(kb).items(), start=1):
-        out += [f"## {esc(zh)} · {esc(en)} {{#section-{number_}}}", ""]
+        out += [f"## {esc(zh)}{'' if ctx.zh else ' · ' + esc(en)} {{#section-{number_}}}", ""]
         for claim_id in ids:
             c = kb.claims[claim_id]
             out += [f"### {esc(ctx.claim_title(claim_id))} {{#{claim_id}}}", "",
                     f"{ctx.verdict_badge(c.verdict)} {esc(ctx.t(c.kind, KIND_ZH.get(c.kind, c.kind)))} · "
                     f"{link(ctx.t('claim page', '论断页面'), here, claim_page(claim_id))} · `{claim_id}`", "",
-                    bilingual(c.quote_zh, c.text_en), "",
+                    bilingual(c.quote_zh, None if ctx.zh else c.text_en), "",
                     f"**{ctx.t('Reason.', '理由。')}** {esc(plain(figures.shown(kb, c, 'zh' if ctx.zh else 'en')))}", "",
                     f"**{ctx.t('Evidence:', '证据：')}** " + ", ".join(ctx.source(here, s) for s in c.evidence), ""]
             citing = ctx.rules_citing.get(claim_id, [])
@@ -65,15 +65,15 @@ def article(ctx: Context) -> str:
 
 def claim(ctx: Context, claim_id: str) -> str:
     c, here = ctx.kb.claims[claim_id], claim_page(claim_id)
-    status = f" · {esc(c.status)}" if c.status != "stable" else ""
+    status = f" · {esc(ctx.value('status', c.status))}" if c.status != "stable" else ""
     out = h1(ctx.claim_title(claim_id), claim_id)
     reason = plain(figures.shown(ctx.kb, c, "zh" if ctx.zh else "en"))  # today's figures, not the day it was written
     out += [f"{ctx.verdict_badge(c.verdict)} · {esc(ctx.t(c.kind + ' claim', KIND_ZH.get(c.kind, c.kind) + '论断'))} · "
-            f"{ctx.t('section', '章节')} {esc(c.section)} ({esc(c.section_en)}) · "
+            f"{ctx.t('section', '章节')} {esc(c.section)}{'' if ctx.zh else f' ({esc(c.section_en)})'} · "
             f"{ctx.t('version', '版本')} {c.version}{status} · "
             f"{link(ctx.t('in the article', '在原文中'), here, ARTICLE, claim_id)}", "",
-            bilingual(c.quote_zh, c.text_en), "",
-            f"## {ctx.t('Verdict', '判定')}: {esc(verdict_word(ctx, c.verdict))}", "", esc(reason), "",
+            bilingual(c.quote_zh, None if ctx.zh else c.text_en), "",
+            f"## {ctx.t('Verdict: ', '判定：')}{esc(verdict_word(ctx, c.verdict))}", "", esc(reason), "",
             f"## {ctx.t('Evidence', '证据')}", "", bullets(source_line(ctx, here, s) for s in c.evidence), "",
             f"## {ctx.t('Cited by rules', '引用它的规则')}", "",
             bullets((f"{ctx.rule_named(here, r)} ({ctx.rule(here, r)})" for r in ctx.rules_citing.get(claim_id, [])),

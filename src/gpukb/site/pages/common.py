@@ -26,11 +26,25 @@ def h1(text: object, secondary: object | None = None) -> list[str]:
     return out
 
 
-def bilingual(zh: str, en: str) -> str:
-    """The Chinese original beside the English translation (stacked on narrow screens)."""
+def bilingual(zh: str, en: str | None) -> str:
+    """The Chinese original beside the English translation (stacked on narrow screens); the Chinese site,
+    whose readers read the original, shows it alone (`en` None)."""
+    if en is None:
+        return f'<blockquote lang="zh-Hans"><p>{esc(zh)}</p></blockquote>'
     return ('<div class="gpukb-bilingual">'
             f'<blockquote lang="zh-Hans"><p>{esc(zh)}</p></blockquote>'
             f'<blockquote lang="en"><p>{esc(en)}</p></blockquote></div>')
+
+
+def english(text: object) -> str:
+    """Text as a source or provider writes it, in English, marked as such (a region, a table's locator)."""
+    return f'<span lang="en">{esc(text)}</span>'
+
+
+def quoted_en(text: object) -> str:
+    """A source's words quoted as written, marked as English (for readers, screen readers and the Chinese
+    site's check for untranslated text: a cited quote stays in its language)."""
+    return f'<span lang="en">“{esc(text)}”</span>'
 
 
 def as_json(value: Any) -> str:
@@ -42,7 +56,7 @@ def source_line(ctx: Context, here: str, source_id: str) -> str:
     if s is None:
         return code(source_id)
     where = external(esc(s.title), s.url) if s.url else f"{esc(s.title)} ({code(s.path)})"
-    meta = ", ".join(esc(x) for x in (s.publisher, s.kind, s.as_of) if x)
+    meta = ctx.t(", ", "，").join(esc(x) for x in (s.publisher, ctx.value("source_kind", s.kind), s.as_of) if x)
     return f"{where} — {meta} · {ctx.source(here, source_id)}"
 
 

@@ -8,7 +8,7 @@ from ...knowledge.schema import Gpu
 from ..chart import NARROW, WIDE, Point, scatter_svg
 from ..links import CHART, GPUS, Context, gpu_page
 from ..text import esc, link, table
-from .common import bullets, h1, source_line
+from .common import bullets, english, h1, source_line
 
 
 def _tflops(v: float | None) -> str:
@@ -50,7 +50,7 @@ def gpus_index(ctx: Context) -> str:
                     if g.scale_up and g.scale_up_bandwidth else ctx.t("PCIe only", "仅 PCIe"))
         price = f"${g.price.usd:,.0f}" if g.price else "—"
         cloud = g.cloud_price
-        rows.append([link(esc(g.name), here, gpu_page(g.id)), esc(g.vendor), f"{g.memory / 1e9:g}",
+        rows.append([link(esc(g.name), here, gpu_page(g.id)), esc(ctx.value("vendor", g.vendor)), f"{g.memory / 1e9:g}",
                      f"{g.memory_bandwidth / 1e12:.2f}", _tflops(g.bf16_flops), _tflops(g.fp8_flops), scale_up,
                      f"{g.tdp:,.0f}", price, f"${cloud.usd_per_gpu_hour:,.2f}" if cloud else "—"])
     out = h1(ctx.t("GPU catalog", "GPU 目录"))
@@ -80,7 +80,7 @@ def _cloud_prices(ctx: Context, here: str, g: Gpu) -> list[str]:
         return [*out, t("No dated cloud on-demand price is known for this GPU: its options carry no cost.",
                         "没有这款 GPU 的注明日期的云按需价格：它的方案不带成本。"), ""]
     rows = [[f"${p.usd_per_gpu_hour:,.2f}", esc(p.instance), str(p.gpus_per_instance), f"${p.instance_usd_per_hour:,.2f}",
-             esc(p.region), esc(p.as_of), ctx.source(here, p.source)]
+             english(p.region) if ctx.zh else esc(p.region), esc(p.as_of), ctx.source(here, p.source)]
             for p in sorted(g.cloud_prices, key=lambda p: (p.usd_per_gpu_hour, p.source))]
     return [*out, t("On-demand list prices, cheapest first. Answers use the lowest (GPUs × $/GPU-hour = $/hour; "
                     "per million tokens or to train the tokens from the option's speed).",
@@ -95,8 +95,9 @@ def gpu(ctx: Context, gpu_id: str) -> str:
     g = kb.gpus[gpu_id]
     t = ctx.t
     spec = [
-        [t("Vendor", "厂商"), esc(g.vendor)], [t("Architecture", "架构"), esc(g.architecture)],
-        [t("Segment", "定位"), esc(g.segment)], [t("Form factor", "形态"), esc(g.form_factor)],
+        [t("Vendor", "厂商"), esc(ctx.value("vendor", g.vendor))], [t("Architecture", "架构"), esc(g.architecture)],
+        [t("Segment", "定位"), esc(ctx.value("segment", g.segment))],
+        [t("Form factor", "形态"), esc(ctx.value("form_factor", g.form_factor))],
         [t("Memory", "显存"), f"{gb(g.memory)} {esc(g.memory_type)}"],
         [t("Memory bandwidth", "显存带宽"), f"{g.memory_bandwidth / 1e12:,.2f} TB/s"],
         [t("Dense BF16", "稠密 BF16"), f"{_tflops(g.bf16_flops)} TFLOPS"],
@@ -108,7 +109,8 @@ def gpu(ctx: Context, gpu_id: str) -> str:
               f"，每方向 {g.scale_up_bandwidth / 1e9:,.0f} GB/s，每个互联域 {g.scale_up_domain} 张卡")
             if g.scale_up_bandwidth else "")],
         [t("Host link", "主机链路"), ctx.interconnect(here, g.pcie)], [t("Board power", "整卡功耗"), f"{g.tdp:,.0f} W"],
-        [t("Cooling", "散热"), esc(", ".join(g.cooling))], [t("As of", "数据日期"), esc(g.as_of)],
+        [t("Cooling", "散热"), esc(t(", ", "、").join(ctx.value("cooling", c) for c in g.cooling))],
+        [t("As of", "数据日期"), esc(g.as_of)],
         [t("Version", "版本"), str(g.version)],
     ]
     if g.devices > 1 and g.devices_source:  # each die its own device: plans count devices (kb/gpus field devices)
@@ -119,15 +121,17 @@ def gpu(ctx: Context, gpu_id: str) -> str:
         spec.append([t("Plans", "规划"), t("one box of at most 8 cards (policy consumer-nodes)",
                                            "一台机器内最多 8 张卡（策略 consumer-nodes）")])
     if g.memory_bandwidth and g.bf16_flops:
-        spec.append([t("Ridge point (BF16)", "屋脊点（BF16）"), f"{g.bf16_flops / g.memory_bandwidth:,.0f} FLOP/byte"])
+        ridge = f"{g.bf16_flops / g.memory_bandwidth:,.0f} " + t("FLOP/byte", "FLOP/字节")
+        spec.append([t("Ridge point (BF16)", "屋脊点（BF16）"), ridge])
     if g.price:
-        spec.append([t("Price", "价格"), f"${g.price.usd:,.0f} {esc(g.price.kind)}, {esc(g.price.as_of)} "
+        kind = esc(ctx.value("price_kind", g.price.kind))
+        spec.append([t("Price", "价格"), f"${g.price.usd:,.0f} {kind}, {esc(g.price.as_of)} "
                                          f"({ctx.source(here, g.price.source)})"])
     out = h1(g.name, g.id)
     out += [table([t("Specification", "规格"), t("Value", "值")], spec), ""]
     out += _cloud_prices(ctx, here, g)
     if g.notes:
-        out += [f"## {t('Notes', '说明')}", "", esc(ctx.field(g, "notes")), ""]
+        out += [f"## {t('Notes', '说明')} {{#notes}}", "", ctx.note(here, g), ""]
     out += [f"## {t('Sources', '来源')}", "", bullets(source_line(ctx, here, s) for s in g.sources), "",
             f"## {t('In the scenarios', '在各场景中')}", ""]
     roles = ctx.gpu_roles.get(gpu_id, [])
@@ -137,7 +141,7 @@ def gpu(ctx: Context, gpu_id: str) -> str:
             o = role.option
             if role.rank is None:
                 reason = next((f for f in o.findings if f.severity == "error"), None)
-                verdict = t("rejected", "被排除") + (f": {esc(reason.message)}" if reason else "")
+                verdict = t("rejected", "被排除") + (t(": ", "：") + esc(reason.text(ctx.lang)) if reason else "")
             else:
                 verdict = (t("**recommended**", "**推荐**") if role.rank == 1
                            else t(f"option {role.rank} of {len(role.run.answer.options)}",

@@ -88,10 +88,13 @@ def model(ctx: Context, model_id: str) -> str:
              [t("KV heads", "KV 头"), str(m.kv_heads) + (t(" (grouped-query attention)", "（分组查询注意力）")
                                                          if m.kv_heads < m.heads else "")],
              [t("Head dimension", "头维度"), str(m.head_dim)],
-             [t("Intermediate size", "中间层维度"), f"{m.intermediate_size:,} ({esc(m.mlp)} MLP)"],
+             [t("Intermediate size", "中间层维度"), f"{m.intermediate_size:,} "
+              + t(f"({esc(m.mlp)} MLP)", f"（MLP：{esc(ctx.value('mlp', m.mlp))}）")],
              [t("Vocabulary", "词表"), f"{m.vocab_size:,}"], [t("Context length", "上下文长度"), f"{m.context_length:,}"],
-             [t("Normalisation", "归一化"), esc(m.norm)], [t("Position embeddings", "位置编码"), esc(m.position_embeddings)],
-             [t("Tied embeddings", "共享词嵌入"), str(m.tied_embeddings).lower()], [t("Version", "版本"), str(m.version)]]
+             [t("Normalisation", "归一化"), esc(ctx.value("norm", m.norm))],
+             [t("Position embeddings", "位置编码"), esc(ctx.value("position_embeddings", m.position_embeddings))],
+             [t("Tied embeddings", "共享词嵌入"), t(str(m.tied_embeddings).lower(), "是" if m.tied_embeddings else "否")],
+             [t("Version", "版本"), str(m.version)]]
     out = h1(m.name, m.id)
     out += _by_task(ctx, model_id)
     out += [f"## {t('Architecture', '架构')}", "", table([t("Hyper-parameter", "超参数"), t("Value", "值")], spec), "",
@@ -101,7 +104,7 @@ def model(ctx: Context, model_id: str) -> str:
               f"2 × {m.layers} 层 × {m.kv_heads} 个 KV 头 × {m.head_dim} × 2 字节 = **每 token {kv:,} 字节**（16 位）；"
               f"完整的 {m.context_length:,} token 上下文每条序列占 {gb(kv * m.context_length)}。"), ""]
     if m.notes:
-        out += [f"## {t('Notes', '说明')}", "", esc(ctx.field(m, "notes")), ""]
+        out += [f"## {t('Notes', '说明')} {{#notes}}", "", ctx.note(here, m), ""]
     out += [f"## {t('Sources', '来源')}", "", bullets(source_line(ctx, here, s) for s in m.sources), "",
             f"## {t('In the scenarios', '在各场景中')}", "",
             bullets((ctx.scenario(here, run) for run in ctx.runs if run.answer.workload.model == model_id),

@@ -9,6 +9,7 @@ from collections import defaultdict
 from ...core.fmt import gb
 from ..links import (
     CHANGELOG,
+    GLOSSARY,
     INTERCONNECTS,
     POLICIES,
     PRECISIONS,
@@ -20,7 +21,7 @@ from ..links import (
 )
 from ..markdown import demote, repository_markdown
 from ..text import code, esc, external, link, table, title_text
-from .common import h1
+from .common import english, h1, quoted_en
 
 
 def sources(ctx: Context) -> str:
@@ -32,7 +33,7 @@ def sources(ctx: Context) -> str:
     for s in kb.sources.values():
         by_kind[s.kind].append(s.id)
     for kind in sorted(by_kind):
-        out += [f"## {esc(kind.replace('_', ' ').capitalize())} {{#kind-{kind}}}", ""]
+        out += [f"## {esc(ctx.t(kind.replace('_', ' ').capitalize(), ctx.value('source_kind', kind)))} {{#kind-{kind}}}", ""]
         for source_id in sorted(by_kind[kind]):
             s = kb.sources[source_id]
             users = ctx.source_users.get(source_id, [])
@@ -53,10 +54,11 @@ def interconnects(ctx: Context) -> str:
     for ic in sorted(kb.interconnects.values(), key=lambda i: (i.kind, i.bandwidth, i.id)):
         users = sorted(g.id for g in kb.gpus.values() if ic.id in (g.scale_up, g.pcie))
         out += [f"## {esc(title_text(ic.name))} {{#{ic.id}}}", "",
-                f"{code(ic.id)} · {esc(ic.kind.replace('_', ' '))} · {ic.bandwidth / 1e9:,.1f} GB/s "
-                + ctx.t("per direction", "单向"), "", ctx.t("Quoted: ", "原文：") + f"“{esc(ic.quoted)}”", ""]
+                f"{code(ic.id)} · {esc(ctx.t(ic.kind.replace('_', ' '), ctx.value('link_kind', ic.kind)))} · "
+                f"{ic.bandwidth / 1e9:,.1f} GB/s "
+                + ctx.t("per direction", "单向"), "", ctx.t("Quoted: ", "原文：") + quoted_en(ic.quoted), ""]
         if ic.notes:
-            out += [esc(ctx.field(ic, "notes")), ""]
+            out += [ctx.note(INTERCONNECTS, ic, fragment=ic.id), ""]
         out += [ctx.t("Sources: ", "来源：") + ", ".join(ctx.source(INTERCONNECTS, s) for s in ic.sources) + ".", ""]
         if users:
             out += [ctx.t("Used by ", "使用它的 GPU：") + ", ".join(ctx.gpu(INTERCONNECTS, g) for g in users) + ".", ""]
@@ -85,30 +87,58 @@ def systems(ctx: Context) -> str:
                    ctx.t("$/node-hour", "每节点小时美元")], rows), ""]
     for s in sorted(kb.systems.values(), key=lambda s: s.id):
         out += [f"## {esc(title_text(s.name))} {{#{s.id}}}", "",
-                f"{code(s.id)} · {esc(s.kind)} · {esc(s.provider)}" + (f" · {esc(s.network)}" if s.network else ""), ""]
+                f"{code(s.id)} · {esc(ctx.value('system_kind', s.kind))} · {code(s.provider)}"
+                + (f" · {quoted_en(s.network) if ctx.zh else esc(s.network)}" if s.network else ""), ""]
         for price in s.prices:
             out += [f"- ${price.usd_per_node_hour:,.2f} " + ctx.t("per node-hour", "每节点小时")
-                    + f", {esc(price.region)}, {price.as_of} ({ctx.source(here, price.source)}): “{esc(price.quote)}”"]
+                    + f", {english(price.region) if ctx.zh else esc(price.region)}, {price.as_of} "
+                    f"({ctx.source(here, price.source)}): {quoted_en(price.quote)}"]
         if s.prices:
             out.append("")
         if s.notes:
-            out += [esc(ctx.field(s, "notes")), ""]
+            out += [ctx.note(here, s, fragment=s.id), ""]
         out += [ctx.t("Sources: ", "来源：") + ", ".join(ctx.source(here, x) for x in s.sources) + ".", ""]
     return "\n".join(out)
 
 
 def glossary(ctx: Context) -> str:
-    """The terms every Chinese text of gpukb uses, with the words it avoids (kb/glossary)."""
-    out = h1(ctx.t("Glossary", "术语表"))
-    out += [ctx.t("The one Chinese term gpukb uses for each concept, and the words its Chinese texts avoid; a test "
-                  "fails on an avoided word anywhere in the knowledge base, the rules, the program or this site.",
-                  "gpukb 对每个概念只用一个中文术语，并列出中文文本中避免使用的说法；知识库、规则、程序或本站任何地方"
-                  "出现避免使用的说法，测试都会失败。"), ""]
-    rows = [[esc(term.en), f"**{esc(term.zh)}**", "、".join(code(a) for a in term.avoid_zh) or "—",
-             esc(ctx.field(term, "note"))] for term in sorted(ctx.kb.glossary.values(), key=lambda t: t.en.lower())]
-    out += [table([ctx.t("English", "英文"), ctx.t("Chinese", "中文"), ctx.t("Avoid", "避免"), ctx.t("Why", "说明")], rows), ""]
-    out += [ctx.t("Kept in ", "定义于 ") + code("kb/glossary/terms.yaml") + ctx.t(".", "。"), ""]
+    """Every concept the answers use (kb/glossary): one section each, titled by its Chinese term on the Chinese
+    site, with the other names readers search for it by, so that site search finds the entry from any of them."""
+    t = ctx.t
+    out = h1(t("Glossary", "术语表"))
+    out += [t("The concepts gpukb's answers use, each with the names people search for it by (search finds the entry "
+              "from any of them) and the one Chinese term gpukb's Chinese text writes for it.",
+              "gpukb 回答中用到的概念，每条列出人们常用的其他叫法（用其中任何一个都能搜到这一条），"
+              "以及 gpukb 中文文本统一使用的术语。"), ""]
+    terms = sorted(ctx.kb.glossary.values(), key=lambda term: term.en.lower())
+    index = [link(esc(term.zh if ctx.zh else term.en), GLOSSARY, GLOSSARY, term.id) for term in terms]
+    out += [t("Terms: ", "术语：") + t(", ", "、").join(index), ""]
+    for term in terms:
+        title, other = (term.zh, term.en) if ctx.zh else (term.en, term.zh)
+        names = [n for n in dict.fromkeys([other, *term.aliases]) if n != title]
+        out += [f"## {esc(title_text(title))} {{#{term.id}}}", "",
+                f"**{t('Also called', '又称')}**{t(': ', '：')}" + t(", ", "、").join(_name(n, ctx.zh) for n in names), "",
+                esc(ctx.field(term, "note")), ""]
+        avoided = [a for a in term.avoid_zh if a not in term.aliases]
+        if avoided:
+            out += [t(f"gpukb's Chinese text writes {term.zh}, not ", f"gpukb 的中文文本统一写作“{term.zh}”，不写 ")
+                    + t(", ", "、").join(code(a) for a in avoided) + t(".", "。"), ""]
+        if term.sources:
+            out += [t("Sources: ", "来源：") + t(", ", "、").join(ctx.source(GLOSSARY, s) for s in term.sources)
+                    + t(".", "。"), ""]
+    out += [t("Kept in ", "定义于 ") + code("kb/glossary/terms.yaml") + t(".", "。"), ""]
     return "\n".join(out)
+
+
+ENGLISH_OPEN = '<div lang="en" markdown="1">'  # a block of English on a Chinese page, its Markdown rendered
+
+
+def _name(name: str, zh: bool) -> str:
+    """A name readers search by; on the Chinese site one in Latin letters is marked as English."""
+    return f'<span lang="en">{esc(name)}</span>' if zh and not _HAN.search(name) else esc(name)
+
+
+_HAN = re.compile(r"[\u3400-\u9fff]")
 
 
 def policies(ctx: Context) -> str:
@@ -117,9 +147,10 @@ def policies(ctx: Context) -> str:
     out += [ctx.t("Engineering assumptions the engine states rather than hides; every answer that depends on one shows "
                   "it in its trace.", "引擎明确写出而不隐藏的工程假设；每个依赖它们的回答都会在推理记录中列出。"), ""]
     for p in sorted(kb.policies.values(), key=lambda p: p.id):
-        value = gb(p.value) if p.unit == "bytes" else f"{p.value:g} ({esc(p.unit)})"
+        unit = ctx.t(f" ({p.unit})", f"（{ctx.value('policy_unit', p.unit)}）")
+        value = gb(p.value) if p.unit == "bytes" else f"{p.value:g}{esc(unit)}"
         out += [f"## {esc(title_text(ctx.field(p, 'title')))} {{#{p.id}}}", "", f"{code(p.id)} = **{value}**", "",
-                esc(ctx.field(p, "reason")), ""]
+                ctx.note(here, p, "reason", p.id), ""]
         if p.claims:
             out += [ctx.t("Claims: ", "论断：") + ", ".join(ctx.claim(here, c) for c in p.claims) + ".", ""]
         out += [ctx.t("Sources: ", "来源：") + ", ".join(ctx.source(here, s) for s in p.sources) + ".", ""]
@@ -132,7 +163,7 @@ def precisions(ctx: Context) -> str:
                    (f"{d.training.weight_bytes:g} + {d.training.grad_bytes:g} + {d.training.master_bytes:g}"
                     if d.training else "—"), t("yes", "是") if d.inference else t("no", "否"), code(d.flops_field),
                    ", ".join(ctx.source(here, s) for s in d.sources)] for d in kb.dtypes.values()]
-    opt_rows = [[code(o.id), esc(o.name), f"{o.state_bytes:g}", esc(o.states),
+    opt_rows = [[code(o.id), esc(o.name), f"{o.state_bytes:g}", esc(ctx.field(o, "states")),
                  ", ".join(ctx.source(here, s) for s in o.sources)] for o in kb.optimizers.values()]
     out = h1(t("Precisions and optimizers", "精度与优化器"))
     out += [f"## {t('Precisions', '精度')}", "",
@@ -163,10 +194,12 @@ def changelog(ctx: Context, package_version: str, changelog_md: str | None, page
               "每个条目都有一个整数 `version`，内容变化时递增；推理记录以 `id@version` 指代规则，"
               "内容哈希（`kb/` 和 `rules/` 的 sha256）锁定回答所用的确切数据。"), ""]
     if changelog_md:
-        if ctx.zh:
-            out += ["以下为英文原文。", ""]
-        included = repository_markdown(changelog_md.strip(), CHANGELOG, pages or REPOSITORY_PAGES)
-        out += [demote(re.sub(r"^# .*\n+", "", included)), ""]
+        included = demote(re.sub(r"^# .*\n+", "", repository_markdown(changelog_md.strip(), CHANGELOG,
+                                                                        pages or REPOSITORY_PAGES)))
+        if ctx.zh:  # the repository's record, kept in English: said so, and marked as English
+            out += ["以下各版本的变更说明是仓库 `CHANGELOG.md` 的英文原文。", "", ENGLISH_OPEN, "", included, "", "</div>", ""]
+        else:
+            out += [included, ""]
     else:
         out += [t("No `CHANGELOG.md` at the repository root yet.", "仓库根目录还没有 `CHANGELOG.md`。"), ""]
     return "\n".join(out)
@@ -176,7 +209,8 @@ def repository_guide(contributing_md: str, pages: dict[str, str], zh: bool = Fal
     text = repository_markdown(contributing_md.strip(), REPOSITORY_GUIDE, pages)
     if not text.startswith("# "):
         text = "# Contributing\n\n" + text
-    if zh:
-        title, _, rest = text.partition("\n")
-        text = f"{title}\n\n以下为仓库 `CONTRIBUTING.md` 的英文原文。\n{rest}"
+    if zh:  # the repository's guide, kept in English: said so, and marked as English
+        _title, _, rest = text.partition("\n")
+        text = (f"# 完整贡献指南（CONTRIBUTING.md）\n\n以下为仓库 `CONTRIBUTING.md` 的英文原文。\n\n{ENGLISH_OPEN}\n{rest}"
+                "\n\n</div>")
     return text + "\n"

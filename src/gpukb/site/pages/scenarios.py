@@ -14,9 +14,10 @@ from ...answer.bandtext import shown
 from ...contrib.loadchart import svg
 from ...contrib.scenarios import Run
 from ...core.fmt import duration, number
-from ...core.words import term
+from ...core.words import rl_word, term
 from ...engine.trace import TraceStep
 from ...estimate.load import curve
+from ...estimate.rl import ROLE_ZH
 from ...knowledge.rules import STAGES
 from ..links import SCENARIOS, Context, scenario_page
 from ..text import code, css_token, esc, esc_spaced, html_text, stacked_table, table
@@ -28,6 +29,12 @@ SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 SEVERITY_ZH = {"error": "错误", "warning": "警告", "info": "提示"}
 
 
+def _result(value: object) -> str:
+    """A value's cell: a number as a number, anything else (true, none, a kind) as the value it is, in code."""
+    shown = html_text(number(value))
+    return shown if isinstance(value, int | float) and not isinstance(value, bool) else f"<code>{shown}</code>"
+
+
 def _values_table(step: TraceStep, zh: bool = False) -> str:
     """A trace step's values as one line of raw HTML: there are thousands of these, and they hold no
     links, so Markdown need not parse them (which keeps the build fast)."""
@@ -35,10 +42,18 @@ def _values_table(step: TraceStep, zh: bool = False) -> str:
     for v in step.values:
         expression = f"<code>{html_text(v['expr'])}</code>" if v["expr"] else "—"
         rows.append(f"<tr><td><code>{html_text(v['name'])}</code></td><td>{expression}</td>"
-                    f'<td style="text-align: right">{html_text(number(v["value"]))}</td></tr>')
+                    f'<td style="text-align: right">{_result(v["value"])}</td></tr>')
     value, expression, result = ("数值", "表达式", "结果") if zh else ("Value", "Expression", "Result")
     return (f'<table><thead><tr><th>{value}</th><th>{expression}</th><th style="text-align: right">{result}</th></tr>'
             f"</thead><tbody>{''.join(rows)}</tbody></table>")
+
+
+def _fact(ctx: Context, label: str) -> str:
+    """A matched fact as its label reads ('gpu a10-24gb'): on the Chinese site its kind in words, its id as code."""
+    if not ctx.zh:
+        return esc(label)
+    kind, _, key = label.partition(" ")
+    return esc(ctx.value("fact", kind)) + (f" {code(key)}" if key else "")
 
 
 def render_step(ctx: Context, here: str, step: TraceStep, heading_level: int = 4, anchors: bool = True) -> str:
@@ -48,7 +63,8 @@ def render_step(ctx: Context, here: str, step: TraceStep, heading_level: int = 4
     anchor = f" {{#step-{step.step} data-search-exclude}}" if anchors else " { data-search-exclude }"
     out = [f"{hashes} {step.step}. {esc((ctx.zh and step.title_zh) or step.title)}{anchor}", "",
            f"{ctx.rule(here, step.rule)} · {esc(ctx.t(step.stage, term('zh', step.stage)))}"
-           + (" · " + ctx.t("matched ", "匹配 ") + ", ".join(esc(i["label"]) for i in step.inputs) if step.inputs else ""), "",
+           + (" · " + ctx.t("matched ", "匹配：") + ctx.t(", ", "、").join(_fact(ctx, i["label"]) for i in step.inputs)
+              if step.inputs else ""), "",
            f"> {esc((ctx.zh and step.sentence_zh) or step.sentence)}", ""]
     if step.values:
         out += [_values_table(step, ctx.zh), ""]
@@ -56,7 +72,7 @@ def render_step(ctx: Context, here: str, step: TraceStep, heading_level: int = 4
         out.append(f"- {ctx.t('rests on', '依据')} {ctx.claim(here, c.id)} 「{esc(c.quote_zh)}」"
                    + ("" if ctx.zh else f" — {esc(c.text_en)}"))
     if step.sources:
-        out.append(f"- {ctx.t('sources', '来源')}: " + ", ".join(ctx.source(here, s) for s in step.sources))
+        out.append(f"- {ctx.t('sources: ', '来源：')}" + ", ".join(ctx.source(here, s) for s in step.sources))
     return "\n".join(out).rstrip()
 
 
@@ -275,7 +291,8 @@ def _findings(ctx: Context, here: str, a: Answer) -> list[str]:
               "每行是一条规则的发现及其适用的 GPU；展开可查看每种 GPU 的具体数字。"), ""]
     rows = []
     for (severity, kind, rule), group in _grouped(a.findings):
-        rows.append([_severity(ctx, severity), esc(kind.replace("_", " ")), ctx.rule_named(here, rule),
+        category = ctx.t(kind.replace("_", " "), ctx.value("finding", kind))
+        rows.append([_severity(ctx, severity), esc(category), ctx.rule_named(here, rule),
                      esc(group[0].text(ctx.lang))
                      + (t(f" (and {len(group) - 1} more like it)", f"（另有 {len(group) - 1} 条类似）")
                         if len(group) > 1 else ""),
@@ -304,12 +321,12 @@ def _rl_step(ctx: Context, a: Answer) -> list[str]:
     where = (t(f"colocated on {best.count} {best.gpu}", f"共置于 {best.count} 块 {best.gpu}") if not rl.rollout_gpus else
              t(f"split: {rl.trainer_gpus} trainer + {rl.rollout_gpus} rollout {best.gpu}",
                f"分离：{rl.trainer_gpus} 块训练 + {rl.rollout_gpus} 块生成 {best.gpu}"))
-    rows = [[esc(phase), f"{seconds:,.1f}" if seconds >= 1 else f"{seconds:.3f}",
+    rows = [[esc(ctx.t(phase, rl_word("zh", phase))), f"{seconds:,.1f}" if seconds >= 1 else f"{seconds:.3f}",
              f"{seconds / rl.step_time_s:.0%}" if rl.step_time_s else "—",
              "`" + "█" * max(1 if seconds > 0 else 0, round(BAR * seconds / longest)) + "`" if seconds > 0 else ""]
             for phase, seconds in rl.phases.items()]
     rows.append([f"**{t('step', '一步')}**", f"**{rl.step_time_s:,.1f}**", "", ""])
-    roles = [[esc(role), gb_exact(b)] for role, b in rl.memory_by_role.items()]
+    roles = [[esc(ctx.t(role, ROLE_ZH.get(role, role))), gb_exact(b)] for role, b in rl.memory_by_role.items()]
     return [f"## {t('RL step', 'RL 一步')} {{#rl}}", "",
             t(f"The best option, {where}: seconds per step by phase (on-policy, one after another).",
               f"最佳方案，{where}：每步各阶段的秒数（同策略，依次执行）。"), "",
@@ -348,10 +365,11 @@ def scenario(ctx: Context, run: Run) -> str:
               "After defaults and the model's architecture are filled in:",
               f"由知识库 {esc(a.kb_version)}（内容哈希 {code(a.kb_hash[:12])}）回答。补全默认值和模型架构之后："), ""]
     resolved = w.model_dump(exclude={"gpus", "assumptions"}, exclude_none=True)
-    out += [" · ".join(f"{code(k)} {esc(str(v).lower() if isinstance(v, bool) else v)}" for k, v in resolved.items()), "",
+    shown = (code if ctx.zh else esc)  # on the Chinese site a value (gated, fewest, true) reads as the value it is
+    out += [" · ".join(f"{code(k)} {shown(str(v).lower() if isinstance(v, bool) else v)}" for k, v in resolved.items()), "",
             t(f"Candidate GPUs: {len(w.gpus)}.", f"候选 GPU：{len(w.gpus)} 种。"), ""]
     if w.assumptions:
-        out += [t("Assumptions:", "假设："), "", bullets(esc(x) for x in w.assumptions), ""]
+        out += [t("Assumptions:", "假设："), "", bullets(esc(x) for x in w.assumptions_in(ctx.lang)), ""]
     m = a.memory
     out += [f"## {t('Memory', '显存')} {{#memory}}", "", t("One replica before sharding (GB = 1e9 bytes):",
                                                           "切分前的单个副本（GB = 1e9 字节）："), "",
@@ -415,7 +433,8 @@ def scenario(ctx: Context, run: Run) -> str:
             name = stage_name(ctx, stage)
             out += _folded(_details_title(t(f"{name} ({len(steps)} steps)", f"{name}（{len(steps)} 步）")), body,
                            kind="abstract")
-    out += _folded(_details_title(t("As text: what answer.explain() prints", "纯文本：answer.explain(lang=\"zh\") 的输出")),
+    out += _folded(t(esc("As text: what answer.explain() prints"),
+                     "纯文本：<code>answer.explain(lang=&quot;zh&quot;)</code> 的输出"),
                    '<pre class="gpukb-explain"><code>' + esc_pre(a.explain(lang=ctx.lang)) + "</code></pre>", kind="quote")
     return "\n".join(out)
 

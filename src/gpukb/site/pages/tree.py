@@ -87,9 +87,10 @@ def decision_tree(ctx: Context) -> str:
               "plan) are listed in the table.",
               "一条路径就是一条规则 `when` 模式中的条件，工作负载的条件在前；条件开头相同的规则共用一个分支。"
               "只把一个事实与另一个事实关联起来的条件（例如与方案相同的 GPU）列在表中。"), ""]
-    out += _tree_list(ctx, dtree.build_tree(kb.rules), 0) + [""]
+    out += _tree_list(ctx, dtree.build_tree(kb.rules, ctx.lang), 0) + [""]
     out += [table([t("Rule", "规则"), t("Fires when", "触发条件"), t("Joins", "关联"), t("Claims", "论断")],
-                  [[ctx.rule(here, f"{r.id}@{r.version}"), "; ".join(esc(x) for x in dtree.path(r)) or t("always", "总是"),
-                    "; ".join(esc(x) for x in dtree.joins(r)) or "—",
+                  [[ctx.rule(here, f"{r.id}@{r.version}"),
+                    t("; ", "；").join(esc(x) for x in dtree.path(r, ctx.lang)) or t("always", "总是"),
+                    t("; ", "；").join(esc(x) for x in dtree.joins(r, ctx.lang)) or "—",
                     ", ".join(ctx.claim(here, c, with_badge=False) for c in r.claims) or "—"] for r in rules]), ""]
     return "\n".join(out)

@@ -7,10 +7,11 @@ from __future__ import annotations
 import math
 from statistics import median
 
+from ...core.words import term
 from ...estimate.validation import BAND, FOOTPRINTS, KIND_OF, Point, Validation
 from ..links import VALIDATION, Context
 from ..text import code, esc, html_text, table
-from .common import h1
+from .common import english, h1
 
 # the picture: both axes relative to the median measured value of each point's quantity, so tokens/s,
 # bytes and hours share one chart and the diagonal means "predicted = measured"
@@ -85,7 +86,8 @@ def _bands_section(ctx: Context, v: Validation) -> list[str]:
     rows = []
     for (field, task, regime), b in sorted(v.bands.table.items()):
         spread = f"{b.ratios[0]:.2f}–{b.ratios[1]:.2f}" if b.banded else t("too few points", "点数不足")
-        rows.append([code(field), esc(task), esc(regime or t("all", "全部")), str(b.points), str(b.sources), spread,
+        shown = t(regime, ctx.value("regime", regime)) if regime else t("all", "全部")
+        rows.append([code(field), esc(t(task, term("zh", task))), esc(shown), str(b.points), str(b.sources), spread,
                      "—" if b.bias is None else f"{b.bias:.2f}"])
     held = [[code(f), f"{i} / {n}", f"{i / n:.0%}"] for f, (i, n) in cal.checked.items()]
     return [f"## {t('Error bands', '误差范围')} {{#bands}}", "",
@@ -97,7 +99,7 @@ def _bands_section(ctx: Context, v: Validation) -> list[str]:
               f"source's points against bands drawn from the other sources only: **{cal.inside} of {cal.total}** "
               f"({cal.share:.1%}) fall inside.",
               f"答案中的每个预测数值都带有其所属量各点的 预测 ÷ 实测 的 {cal.coverage:.0%} 中心区间（分割共形次序统计量），"
-              f"点数足够的区间（regime）有自己的范围，并扩展到包含 1，使每个范围都包含其估计值"
+              f"点数足够的区间（`regime`）有自己的范围，并扩展到包含 1，使每个范围都包含其估计值"
               f"（偏差即比值的中位数，表明各点偏向哪一侧）；点数不足的量不给范围。校准：每个来源的点用其他来源的点得到的范围检验，"
               f"**{cal.total} 个中有 {cal.inside} 个**（{cal.share:.1%}）落在范围内。"), "",
             table([t("field", "字段"), t("task", "任务"), t("regime", "区间"), t("points", "点数"), t("sources", "来源数"),
@@ -137,10 +139,11 @@ def validation(ctx: Context, v: Validation) -> str:
     for p in v.points:
         m = kb.measurements[p.id]
         ratio = t("miss", "无预测") if p.ratio is None else f"{p.ratio:.2f}"
-        why = esc(p.reason) if p.ratio is None else ", ".join(ctx.rule(here, r) for r in p.rules)
-        point_rows.append([esc(m.title), _number(m.value) + " " + esc(m.unit),
+        missed = esc(p.reason) if not ctx.zh else "没有预测：" + english(p.reason)  # the engine's own error, in English
+        why = missed if p.ratio is None else ", ".join(ctx.rule(here, r) for r in p.rules)
+        point_rows.append([esc(m.title), _number(m.value) + " " + esc(t(m.unit, ctx.value("unit", m.unit))),
                            _number(p.measured), "—" if p.predicted is None else _number(p.predicted), ratio,
-                           ctx.source(here, m.source) + " · " + esc(m.locator), why])
+                           ctx.source(here, m.source) + " · " + (english(m.locator) if ctx.zh else esc(m.locator)), why])
     out += [f"## {t('Every point', '全部数据点')}", "",
             t("Measured and predicted in the quantity's canonical unit (tokens/s, FLOP/s, hours, seconds, bytes).",
               "实测值与预测值均为该量的标准单位（tokens/s、FLOP/s、小时、秒、字节）。"), "",
