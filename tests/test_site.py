@@ -13,6 +13,7 @@ import functools
 import html
 import http.server
 import importlib.util
+import json
 import os
 import re
 import shutil
@@ -168,11 +169,14 @@ def _tampered(kb: gpukb.KnowledgeBase) -> gpukb.KnowledgeBase:
 def test_knowledge_base_text_is_escaped_by_the_generator(site):
     kb = _tampered(site.kb)
     claim_id, rule_id, gpu_id = next(iter(kb.claims)), sorted(kb.rules)[0], sorted(kb.gpus)[0]
-    markdown_raw = ("](javascript:", "**not bold**", "{#id}")  # an SVG is no Markdown: only its markup counts
+    markdown_raw = ("](javascript:", "**not bold**", "{#id}")  # an SVG or JSON is no Markdown: only its markup counts
     for lang in ("en", "zh"):
-        tampered = build_site(kb, load_scenarios(SCENARIOS)[:1], readme=None, lang=lang)
+        tampered = build_site(kb, load_scenarios(SCENARIOS)[:1], readme=None, lang=lang, ask_models=ASK_MODELS)
+        # the ask page's data: the name is data, read back as itself, and no text in the file reads as markup
+        index = tampered.pages["ask/data/index.json"]
+        assert [gpu_id, EVIL] in json.loads(index)["gpus"] and "\\u003cscript\\u003e" in index
         for page, content in tampered.pages.items():
-            for raw in ("<script", "<img", *(() if page.endswith(".svg") else markdown_raw)):
+            for raw in ("<script", "<img", *(() if page.endswith((".svg", ".json")) else markdown_raw)):
                 assert raw not in content, f"{lang} {page} holds unescaped {raw!r}"
         for page in (P.claim_page(claim_id), P.rule_page(rule_id), P.gpu_page(gpu_id), P.ARTICLE):
             assert "&#60;script&#62;alert" in tampered.pages[page] or (lang == "zh" and page != P.gpu_page(gpu_id)), page
@@ -412,8 +416,14 @@ def test_scenario_pages_show_cost_columns(site, site_zh):
 def test_the_latency_scenario_shows_the_raised_plans(site, site_zh):
     run = next(r for r in site.runs if r.scenario.id == "serving-70b-sla")
     assert run.answer.options and all(o.ttft_s <= 0.3 and o.tpot_s <= 0.03 for o in run.answer.options)
-    assert "Tensor parallelism raised to" in site.pages[P.scenario_page(run.scenario.id)]
-    assert "张量并行提高到" in site_zh.pages[P.scenario_page(run.scenario.id)]
+    assert "Tensor parallelism raised to" in site.pages[P.trace_page(run.scenario.id)]
+    assert "张量并行提高到" in site_zh.pages[P.trace_page(run.scenario.id)]
+    for pages in (site.pages, site_zh.pages):  # the options table gives each plan's latencies against the targets
+        page = pages[P.scenario_page(run.scenario.id)]
+        options = page[page.index("{#options}"):page.index("{#rejected}")]
+        assert "<th" in options and ">TTFT</th>" in options and ">TPOT</th>" in options
+        best = run.answer.options[0]
+        assert f"{best.ttft_s * 1e3:,.1f} ms" in options and f"{best.tpot_s * 1e3:,.1f} ms" in options
 
 
 def test_model_pages_show_memory_by_task(site):
@@ -521,7 +531,6 @@ def test_the_strict_build_has_a_page_for_every_entry(builds, kb):
 
 
 def _search_tokens(index: Path) -> list[tuple[str, set[str]]]:
-    import json
 
     docs = json.loads(index.read_text(encoding="utf-8"))["docs"]
     return [(d["location"], set(re.split(r"[\s\u200b\-]+", (d["title"] + " " + d["text"]).lower()))) for d in docs]
@@ -529,8 +538,6 @@ def _search_tokens(index: Path) -> list[tuple[str, set[str]]]:
 
 @pytest.mark.parametrize("query", ["带宽", "显存瓶颈", "互联"])
 def test_the_search_index_segments_chinese(builds, query):
-    import json
-
     import jieba
 
     words = [w for w in jieba.cut(query) if w.strip()]
@@ -624,8 +631,6 @@ def test_scenario_pages_weigh_under_300_kb_and_their_traces_are_pages_of_their_o
 
 
 def test_the_ask_page_is_built_with_its_data_in_both_languages(builds, kb):
-    import json
-
     from gpukb.site import askgrid
 
     for root, lang in ((builds.site, "en"), (builds.site / "zh", "zh")):
@@ -795,11 +800,12 @@ def _query(question: dict) -> str:
 def _command(question: dict, zh: bool) -> str:
     from gpukb.site import askgrid
 
-    words = ["gpukb", "ask"]
+    words, seen = ["gpukb", "ask"], set()
     for name in ["model", "task", *askgrid.FIELDS, *sorted(question)]:
         value = question.get(name)
-        if value is None or f"--{name.replace('_', '-')}" in words:
+        if value is None or name in seen:
             continue
+        seen.add(name)
         if name in ("gpus", "systems"):
             words += [w for v in value for w in ({"gpus": "--gpu", "systems": "--system"}[name], v)]
         else:
@@ -825,6 +831,8 @@ def _ask_in_browser(browser, url: str):
 def test_the_ask_page_answers_as_ask_does(browser, served, kb, size):
     """For sample questions in both languages, the page shows ask()'s headline and first options, and the
     command that asks it; a question outside the grid says so, with its command; nothing overflows a phone."""
+    from selenium.webdriver.common.by import By
+
     browser.set_window_size(*size)
     for lang in ("", "zh/"):
         zh = lang == "zh/"
@@ -832,9 +840,14 @@ def test_the_ask_page_answers_as_ask_does(browser, served, kb, size):
             a = kb.ask(question)
             headline, options, command, outside = _ask_in_browser(browser, f"{served}{lang}ask/?{_query(question)}")
             assert not outside, question
-            assert headline == (a.summary.headline_zh if zh else a.summary.headline), question
+            expected = a.summary.headline_zh if zh else a.summary.headline
+            assert headline == " ".join(expected.split()), question  # as a browser shows text: runs of spaces as one
             assert options == [(o.gpu, o.count) for o in a.options[:3]], question
             assert command == _command(question, zh)
+            scenario = next((s.id for s in load_scenarios(SCENARIOS) if s.workload == question), None)
+            if scenario:  # a scenario's own question links its trace
+                trace = browser.find_element(By.CSS_SELECTOR, ".gpukb-ask-trace a").get_attribute("href")
+                assert trace == f"{served}{lang}scenarios/{scenario}/trace/", trace
             width = browser.execute_script("return [document.documentElement.scrollWidth, document.documentElement.clientWidth]")
             assert width[0] <= width[1], (question, size, width)
         for question in ASK_OUTSIDE:
@@ -861,7 +874,7 @@ def test_the_ask_form_puts_the_question_in_the_address(browser, served, kb):
     wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, ".gpukb-ask-headline"))
     assert browser.current_url.endswith("zh/ask/?model=llama-2-7b&task=inference&batch_size=64&objective=cost")
     a = kb.ask({"model": "llama-2-7b", "task": "inference", "batch_size": 64, "objective": "cost"})
-    assert browser.find_element(By.CSS_SELECTOR, ".gpukb-ask-headline").text == a.summary.headline_zh
+    assert browser.find_element(By.CSS_SELECTOR, ".gpukb-ask-headline").text == " ".join(a.summary.headline_zh.split())
     browser.back()  # the address before the question: the form and the answer follow it
     wait.until(lambda d: not d.find_elements(By.CSS_SELECTOR, ".gpukb-ask-headline"))
     assert _errors(browser) == []

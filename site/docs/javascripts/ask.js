@@ -132,6 +132,7 @@
       });
       history.pushState(null, "", "?" + toQuery(question));
       show();
+      out.scrollIntoView({block: "start"});
     });
     inputs.task.addEventListener("change", function () { adapt(); });
     return form;
@@ -245,7 +246,7 @@
   fetchJson(base.href).then(function (data) {
     index = data;
     out = el("div", {"class": "gpukb-ask-answer", "aria-live": "polite"});
-    root.replaceChildren(buildForm(), out);
+    root.replaceChildren(out, buildForm());  // the answer first: a shared address opens on it, even on a phone
     window.addEventListener("popstate", show);
     show();
   }).catch(function (error) {

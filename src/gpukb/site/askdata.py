@@ -97,7 +97,16 @@ class Asked:
         for record in answers.values():
             _intern(record, numbered)
         data = {"model": self.model, "task": self.task, "defaults": self.defaults, "strings": strings, "answers": answers}
-        return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+        return json_text(data)
+
+
+_MARKUP = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"})
+
+
+def json_text(data: Any) -> str:
+    """Compact JSON in which no text reads as markup, even to a browser that sniffs the file as HTML:
+    `<`, `>` and `&` are written as JSON escapes (the page's script reads them back as the characters)."""
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":")).translate(_MARKUP)
 
 
 def _texts(record: dict[str, Any]) -> list[str]:

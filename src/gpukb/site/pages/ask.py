@@ -4,12 +4,11 @@ and every word the script shows, in the page's language, so the script itself ho
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from ...answer.workload import Workload
 from .. import askgrid
-from ..askdata import Asked, data_path
+from ..askdata import Asked, data_path, json_text
 from ..links import ASK, Context
 from ..text import code, esc, table
 from .common import h1
@@ -89,7 +88,7 @@ def index(ctx: Context, asked: list[Asked]) -> str:
         "fields": fields, "order": list(askgrid.FIELDS), "lists": list(askgrid.LIST_FIELDS),
         "workload": sorted(Workload.model_fields),
     }
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    return json_text(data)
 
 
 def _grid_table(ctx: Context) -> list[str]:
