@@ -492,8 +492,8 @@ def builds(tmp_path_factory: pytest.TempPathFactory) -> Builds:
     bad = subprocess.Popen([*command, str(out / "tampered")], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                            text=True, env={**env, "GPUKB_SITE_ROOT": str(checkout), "GPUKB_SITE_SCENARIOS": str(one),
                                            "GPUKB_SITE_ASK_MODELS": ",".join(ASK_MODELS)})
-    real_log, _ = real.communicate(timeout=300)
-    bad_log, _ = bad.communicate(timeout=300)
+    real_log, _ = real.communicate(timeout=600)  # the real site also answers the ask page's grid (~90 s of CPU)
+    bad_log, _ = bad.communicate(timeout=600)
     assert real.returncode == 0, real_log
     assert bad.returncode == 0, bad_log
     kb = gpukb.load_kb(checkout)
@@ -877,6 +877,24 @@ def test_the_ask_form_puts_the_question_in_the_address(browser, served, kb):
     assert browser.find_element(By.CSS_SELECTOR, ".gpukb-ask-headline").text == " ".join(a.summary.headline_zh.split())
     browser.back()  # the address before the question: the form and the answer follow it
     wait.until(lambda d: not d.find_elements(By.CSS_SELECTOR, ".gpukb-ask-headline"))
+    assert _errors(browser) == []
+
+
+def test_wide_tables_scroll_with_a_cue_on_a_phone_and_chinese_headers_keep_words(browser, served):
+    """On a phone the GPU catalog's table keeps readable cells and scrolls inside its box, which shows a shadow
+    at the edge; a Chinese header breaks only between words."""
+    browser.set_window_size(390, 844)
+    for lang in ("", "zh/"):
+        browser.get(served + lang + "gpus/")
+        box = browser.execute_script("""
+            const wrap = document.querySelector('article .md-typeset__scrollwrap');
+            const th = wrap.querySelector('th'), style = getComputedStyle(wrap);
+            return {scroll: wrap.scrollWidth, width: wrap.clientWidth, cue: style.backgroundImage,
+                    page: document.documentElement.scrollWidth, screen: document.documentElement.clientWidth,
+                    cell: th.getBoundingClientRect().width, words: getComputedStyle(th).wordBreak};""")
+        assert box["scroll"] > box["width"] and "linear-gradient" in box["cue"], (lang, box)
+        assert box["page"] <= box["screen"] and box["cell"] >= 60, (lang, box)  # the table scrolls, not the page
+        assert box["words"] == ("keep-all" if lang else "normal"), (lang, box)
     assert _errors(browser) == []
 
 
