@@ -32,14 +32,14 @@ def _figures(o: Option, lang: str) -> list[list[str]]:
         if not value:
             continue
         band = o.bands.get(name)
-        text = banded(name, value, band, lang) if band is not None else shown(name, value, lang)  # type: ignore[arg-type]
+        text = banded(name, value, band, lang) if band is not None else shown(name, value, lang)
         out.append([SHOWN[name][zh], text])
     if o.usd_per_hour:
         out.append(["每小时租金（云）" if zh else "$/hour (cloud)", f"${o.usd_per_hour:,.2f}"])
     return out
 
 
-def _option(kb: KnowledgeBase, o: Option, lang: str) -> dict[str, Any]:
+def _option(o: Option, lang: str) -> dict[str, Any]:
     zh = lang == "zh"
     used, usable = gb(o.per_gpu_bytes), gb(o.usable_bytes)
     # GPUs and systems by id: their names and pages are in the page's index, once
@@ -63,13 +63,13 @@ def _warnings(a: Answer, lang: str) -> list[dict[str, str]]:
     return out
 
 
-def record(kb: KnowledgeBase, a: Answer, lang: str, scenario: str | None = None) -> dict[str, Any]:
+def record(a: Answer, lang: str, scenario: str | None = None) -> dict[str, Any]:
     """What the page shows of one answer, in `lang`."""
     zh = lang == "zh"
     s = a.summary
     out: dict[str, Any] = {
         "headline": ((zh and s.headline_zh) or s.headline) if s else "",
-        "options": [_option(kb, o, lang) for o in a.options[:FIRST_OPTIONS]],
+        "options": [_option(o, lang) for o in a.options[:FIRST_OPTIONS]],
         "total": len(a.options), "rejected": len(a.rejected), "memory": gb(a.memory.total),
         "warnings": _warnings(a, lang),
     }
@@ -153,7 +153,7 @@ def _both(kb: KnowledgeBase, question: dict[str, Any], scenario: str | None) -> 
         a = kb.ask(question)
     except ASK_ERRORS as error:  # the engine refuses the question: that refusal is its answer
         return {lang: {"error": error.text(lang) if hasattr(error, "text") else str(error)} for lang in ("en", "zh")}, None
-    return {lang: record(kb, a, lang, scenario) for lang in ("en", "zh")}, a
+    return {lang: record(a, lang, scenario) for lang in ("en", "zh")}, a
 
 
 def answer_grid(kb: KnowledgeBase, runs: list[Run], models: list[str]) -> list[Asked]:
