@@ -6,7 +6,8 @@ English site and then, from its last event, the Chinese one (site/mkdocs.zh.yml)
 same folder; every page's language switch links to the same page in the other language.
 Environment overrides, for tests and previews of another checkout: GPUKB_SITE_ROOT (a folder
 holding kb/ and rules/; default: this repository) and GPUKB_SITE_SCENARIOS (default:
-site/scenarios.yaml).
+site/scenarios.yaml), GPUKB_SITE_ASK_MODELS (comma-separated catalog model ids the ask page's grid
+covers; default: every current model).
 """
 
 from __future__ import annotations
@@ -46,7 +47,9 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
     root = Path(os.environ.get("GPUKB_SITE_ROOT") or here.parent)
     scenarios = Path(os.environ.get("GPUKB_SITE_SCENARIOS") or here / "scenarios.yaml")
     started = time.perf_counter()
-    _site = generate(root, scenarios, docs_dir=config.docs_dir, lang=_lang(config))
+    # None: the ask page's grid covers every current catalog model
+    only = [m.strip() for m in os.environ.get("GPUKB_SITE_ASK_MODELS", "").split(",") if m.strip()] or None
+    _site = generate(root, scenarios, docs_dir=config.docs_dir, lang=_lang(config), ask_models=only)
     log.info("gpukb: generated %d %s pages from %s (kb %s, %d scenarios) in %.1f s", len(_site.pages), _site.lang, root,
              _site.kb.version, len(_site.runs), time.perf_counter() - started)
     config.nav = _site.nav

@@ -13,6 +13,7 @@ import functools
 import html
 import http.server
 import importlib.util
+import json
 import os
 import re
 import shutil
@@ -73,14 +74,17 @@ HAVE_DOCS = have("mkdocs") and have("material")
 # --- the generator, without MkDocs -----------------------------------------------------------
 
 
+ASK_MODELS = ["llama-2-7b"]  # the generator's tests ask the ask page's grid of one model; the real build, of all
+
+
 @pytest.fixture(scope="session")
 def site() -> SiteContent:
-    return generate(REPO, SCENARIOS, docs_dir=SITE / "docs")
+    return generate(REPO, SCENARIOS, docs_dir=SITE / "docs", ask_models=ASK_MODELS)
 
 
 @pytest.fixture(scope="session")
 def site_zh(site) -> SiteContent:
-    return generate(REPO, SCENARIOS, docs_dir=SITE / "docs", lang="zh")
+    return generate(REPO, SCENARIOS, docs_dir=SITE / "docs", lang="zh", ask_models=ASK_MODELS)
 
 
 def test_the_scenario_file_holds_the_canonical_workloads():
@@ -132,8 +136,8 @@ def test_cross_links(site):
         for claim_id in rule.claims:
             assert P.rule_page(rule_id) in _targets(site.pages[P.claim_page(claim_id)], P.claim_page(claim_id))
     for run in site.runs:  # a scenario's trace links each rule and claim it used
-        page = P.scenario_page(run.scenario.id)
-        links = _targets(site.pages[page], page)
+        page, trace = P.scenario_page(run.scenario.id), P.trace_page(run.scenario.id)
+        links = _targets(site.pages[trace], trace)
         for step in run.answer.trace:
             rule_id = step.rule.rsplit("@", 1)[0]
             assert P.rule_page(rule_id) in links or f"{P.RULES}#built-in-{rule_id}" in links, step.rule
@@ -165,11 +169,14 @@ def _tampered(kb: gpukb.KnowledgeBase) -> gpukb.KnowledgeBase:
 def test_knowledge_base_text_is_escaped_by_the_generator(site):
     kb = _tampered(site.kb)
     claim_id, rule_id, gpu_id = next(iter(kb.claims)), sorted(kb.rules)[0], sorted(kb.gpus)[0]
-    markdown_raw = ("](javascript:", "**not bold**", "{#id}")  # an SVG is no Markdown: only its markup counts
+    markdown_raw = ("](javascript:", "**not bold**", "{#id}")  # an SVG or JSON is no Markdown: only its markup counts
     for lang in ("en", "zh"):
-        tampered = build_site(kb, load_scenarios(SCENARIOS)[:1], readme=None, lang=lang)
+        tampered = build_site(kb, load_scenarios(SCENARIOS)[:1], readme=None, lang=lang, ask_models=ASK_MODELS)
+        # the ask page's data: the name is data, read back as itself, and no text in the file reads as markup
+        index = tampered.pages["ask/data/index.json"]
+        assert [gpu_id, EVIL] in json.loads(index)["gpus"] and "\\u003cscript\\u003e" in index
         for page, content in tampered.pages.items():
-            for raw in ("<script", "<img", *(() if page.endswith(".svg") else markdown_raw)):
+            for raw in ("<script", "<img", *(() if page.endswith((".svg", ".json")) else markdown_raw)):
                 assert raw not in content, f"{lang} {page} holds unescaped {raw!r}"
         for page in (P.claim_page(claim_id), P.rule_page(rule_id), P.gpu_page(gpu_id), P.ARTICLE):
             # the Chinese pages link to an English-only note or reason rather than show it; the loop above holds
@@ -361,7 +368,12 @@ def test_scenario_pages_lead_with_the_summary(site):
         assert summary < page.index("## Memory") < page.index("## Trace")
         assert 'class="gpukb-bar"' in page[summary:page.index("## The question")]
         assert "white-space" not in page and 'title="' in page  # exact bytes on hover
-        assert page.count('<details class="abstract" markdown="1">') >= 3  # the trace folded by stage
+        trace = site.pages[P.trace_page(run.scenario.id)]  # the trace on its own page, folded by stage
+        assert page.count('<details class="abstract" markdown="1">') == 0 and "{#step-1" not in page
+        assert trace.count('<details class="abstract" markdown="1">') >= 3 and "{#step-1 data-search-exclude}" in trace
+        assert "](" + run.scenario.id + "/trace.md)" in page
+        options = page[page.index("{#options}"):page.index("{#rejected}")]
+        assert not run.answer.options or '<details class="note" markdown="1" open>' in options  # the options open
         findings = page[page.index("## Findings by rule"):page.index("## Remedies")]
         table_rows = [line for line in findings.split("<details")[0].splitlines() if line.startswith("| ")]
         assert len(table_rows) - 2 <= len({(f.severity, f.kind, f.rule) for f in run.answer.findings})
@@ -406,8 +418,14 @@ def test_scenario_pages_show_cost_columns(site, site_zh):
 def test_the_latency_scenario_shows_the_raised_plans(site, site_zh):
     run = next(r for r in site.runs if r.scenario.id == "serving-70b-sla")
     assert run.answer.options and all(o.ttft_s <= 0.3 and o.tpot_s <= 0.03 for o in run.answer.options)
-    assert "Tensor parallelism raised to" in site.pages[P.scenario_page(run.scenario.id)]
-    assert "张量并行提高到" in site_zh.pages[P.scenario_page(run.scenario.id)]
+    assert "Tensor parallelism raised to" in site.pages[P.trace_page(run.scenario.id)]
+    assert "张量并行提高到" in site_zh.pages[P.trace_page(run.scenario.id)]
+    for pages in (site.pages, site_zh.pages):  # the options table gives each plan's latencies against the targets
+        page = pages[P.scenario_page(run.scenario.id)]
+        options = page[page.index("{#options}"):page.index("{#rejected}")]
+        assert "<th" in options and ">TTFT</th>" in options and ">TPOT</th>" in options
+        best = run.answer.options[0]
+        assert f"{best.ttft_s * 1e3:,.1f} ms" in options and f"{best.tpot_s * 1e3:,.1f} ms" in options
 
 
 def test_the_load_scenario_draws_latency_against_the_rate_in_both_languages(site, site_zh):
@@ -482,9 +500,10 @@ def builds(tmp_path_factory: pytest.TempPathFactory) -> Builds:
     real = subprocess.Popen([*command, str(out / "real")], cwd=REPO, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     bad = subprocess.Popen([*command, str(out / "tampered")], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                           text=True, env={**env, "GPUKB_SITE_ROOT": str(checkout), "GPUKB_SITE_SCENARIOS": str(one)})
-    real_log, _ = real.communicate(timeout=300)
-    bad_log, _ = bad.communicate(timeout=300)
+                           text=True, env={**env, "GPUKB_SITE_ROOT": str(checkout), "GPUKB_SITE_SCENARIOS": str(one),
+                                           "GPUKB_SITE_ASK_MODELS": ",".join(ASK_MODELS)})
+    real_log, _ = real.communicate(timeout=600)  # the real site also answers the ask page's grid (~90 s of CPU)
+    bad_log, _ = bad.communicate(timeout=600)
     assert real.returncode == 0, real_log
     assert bad.returncode == 0, bad_log
     kb = gpukb.load_kb(checkout)
@@ -522,7 +541,6 @@ def test_the_strict_build_has_a_page_for_every_entry(builds, kb):
 
 
 def _search_tokens(index: Path) -> list[tuple[str, set[str]]]:
-    import json
 
     docs = json.loads(index.read_text(encoding="utf-8"))["docs"]
     return [(d["location"], set(re.split(r"[\s\u200b\-]+", (d["title"] + " " + d["text"]).lower()))) for d in docs]
@@ -530,8 +548,6 @@ def _search_tokens(index: Path) -> list[tuple[str, set[str]]]:
 
 @pytest.mark.parametrize("query", ["带宽", "显存瓶颈", "互联"])
 def test_the_search_index_segments_chinese(builds, query):
-    import json
-
     import jieba
 
     words = [w for w in jieba.cut(query) if w.strip()]
@@ -610,6 +626,36 @@ def test_malicious_text_is_escaped_in_the_built_html(builds):
         assert "alert(&quot;repo-md&quot;)" in text or 'alert("repo-md")' in text, page
         assert not re.search(r"<[a-z][^<>]*\s(onerror|onclick|onload)\s*=|(href|src)=\"(data|javascript):", text, re.I), page
 
+
+
+def test_scenario_pages_weigh_under_300_kb_and_their_traces_are_pages_of_their_own(builds):
+    sizes = {}
+    for lang in ("", "zh/"):
+        for scenario in load_scenarios(SCENARIOS):
+            folder = builds.site / lang / "scenarios" / scenario.id
+            sizes[lang + scenario.id] = (folder / "index.html").stat().st_size
+            assert (folder / "trace" / "index.html").is_file()
+    print("scenario pages, bytes of HTML:", sizes)
+    heavy = {page: size for page, size in sizes.items() if size >= 300_000}
+    assert not heavy, heavy
+
+
+def test_the_ask_page_is_built_with_its_data_in_both_languages(builds, kb):
+    from gpukb.site import askgrid
+
+    for root, lang in ((builds.site, "en"), (builds.site / "zh", "zh")):
+        page = (root / "ask" / "index.html").read_text(encoding="utf-8")
+        assert 'id="gpukb-ask"' in page and "javascripts/ask.js" in page
+        assert "javascripts/ask.js" not in (root / "index.html").read_text(encoding="utf-8")  # only the ask page loads it
+        index = json.loads((root / "ask" / "data" / "index.json").read_text(encoding="utf-8"))
+        assert index["lang"] == lang and [m for m, _ in index["models"]] == sorted(
+            askgrid.models(kb), key=lambda m: (kb.models[m].family, kb.models[m].params, m))
+        data = root / "ask" / "data"
+        files = [data / model / f"{task}.json" for model in askgrid.models(kb) for task in askgrid.TASKS]
+        assert all(f.is_file() for f in files)
+        sizes = sorted(f.stat().st_size for f in files)
+        print(f"ask data ({lang}): {len(files)} files, {sum(sizes):,} bytes, the largest {sizes[-1]:,}")
+        assert sizes[-1] < 100_000
 
 
 # --- the browser -----------------------------------------------------------------------------
@@ -704,6 +750,8 @@ def test_the_site_in_a_browser(browser, served):
     browser.get(served + f"scenarios/{scenario.id}/")
     summary = wait.until(EC.visibility_of_element_located((By.ID, "summary")))
     assert summary.location["y"] < 400 and browser.find_element(By.CSS_SELECTOR, ".gpukb-bar").is_displayed()
+    assert not browser.find_elements(By.ID, "step-1")  # the trace is a page of its own, folded there
+    browser.get(served + f"scenarios/{scenario.id}/trace/")
     assert not browser.find_element(By.ID, "step-1").is_displayed()  # folded
     source = browser.page_source
     assert answer.trace[0].rule in source and answer.trace[-1].rule in source
@@ -736,6 +784,127 @@ def test_pages_fit_screens_and_phones(browser, served, tmp_path_factory):
                     assert figure.size["width"] <= browser.execute_script("return document.documentElement.clientWidth")
                     assert figure.size["width"] >= 300, f"{name}: a picture squeezed to {figure.size['width']} px"
     print(f"screenshots and page heights in {shots}")
+    assert _errors(browser) == []
+
+
+# The ask page's sample questions: a default one, shapes, a GPU asked alone that nothing fits, a stack at a
+# restated default sequence length, a deadline, and a scenario's own question (its record links the trace).
+ASK_SAMPLES = [
+    {"model": "llama-2-7b", "task": "lora"},
+    {"model": "llama-3.1-8b", "task": "inference", "batch_size": 16, "objective": "cost"},
+    {"model": "llama-2-70b", "task": "full_finetune", "gpus": ["rtx-4090-24gb"], "gpu_count": 1},
+    {"model": "qwen2.5-7b", "task": "full_finetune", "seq_len": 4096, "framework": "deepspeed"},
+    {"model": "llama-2-70b", "task": "pretrain", "tokens": "1T", "deadline_days": 30},
+    {"model": "llama-2-7b", "task": "full_finetune"},
+]
+ASK_OUTSIDE = [{"model": "llama-2-7b", "task": "lora", "seq_len": 3000},
+               {"model": "llama-2-7b", "task": "lora", "precision": "fp8"}]
+
+
+def _query(question: dict) -> str:
+    from urllib.parse import urlencode
+
+    return urlencode({k: ",".join(v) if isinstance(v, list) else v for k, v in question.items()})
+
+
+def _command(question: dict, zh: bool) -> str:
+    from gpukb.site import askgrid
+
+    words, seen = ["gpukb", "ask"], set()
+    for name in ["model", "task", *askgrid.FIELDS, *sorted(question)]:
+        value = question.get(name)
+        if value is None or name in seen:
+            continue
+        seen.add(name)
+        if name in ("gpus", "systems"):
+            words += [w for v in value for w in ({"gpus": "--gpu", "systems": "--system"}[name], v)]
+        else:
+            words += [f"--{name.replace('_', '-')}", str(value)]
+    return " ".join(words + (["--lang", "zh"] if zh else []))
+
+
+def _ask_in_browser(browser, url: str):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    browser.get(url)
+    WebDriverWait(browser, 30).until(lambda d: d.find_elements(By.CSS_SELECTOR, ".gpukb-ask-command"))
+    headline = browser.find_elements(By.CSS_SELECTOR, ".gpukb-ask-headline")
+    options = [(o.get_attribute("data-gpu"), int(o.get_attribute("data-count")))
+               for o in browser.find_elements(By.CSS_SELECTOR, ".gpukb-ask-option")]
+    return (headline[0].text if headline else None, options,
+            browser.find_element(By.CSS_SELECTOR, ".gpukb-ask-command").text,
+            bool(browser.find_elements(By.CSS_SELECTOR, ".gpukb-ask-outside")))
+
+
+@pytest.mark.parametrize("size", [(1280, 900), (390, 844)], ids=["1280", "phone"])
+def test_the_ask_page_answers_as_ask_does(browser, served, kb, size):
+    """For sample questions in both languages, the page shows ask()'s headline and first options, and the
+    command that asks it; a question outside the grid says so, with its command; nothing overflows a phone."""
+    from selenium.webdriver.common.by import By
+
+    browser.set_window_size(*size)
+    for lang in ("", "zh/"):
+        zh = lang == "zh/"
+        for question in ASK_SAMPLES:
+            a = kb.ask(question)
+            headline, options, command, outside = _ask_in_browser(browser, f"{served}{lang}ask/?{_query(question)}")
+            assert not outside, question
+            expected = a.summary.headline_zh if zh else a.summary.headline
+            assert headline == " ".join(expected.split()), question  # as a browser shows text: runs of spaces as one
+            assert options == [(o.gpu, o.count) for o in a.options[:3]], question
+            assert command == _command(question, zh)
+            scenario = next((s.id for s in load_scenarios(SCENARIOS) if s.workload == question), None)
+            if scenario:  # a scenario's own question links its trace
+                trace = browser.find_element(By.CSS_SELECTOR, ".gpukb-ask-trace a").get_attribute("href")
+                assert trace == f"{served}{lang}scenarios/{scenario}/trace/", trace
+            width = browser.execute_script("return [document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+            assert width[0] <= width[1], (question, size, width)
+        for question in ASK_OUTSIDE:
+            headline, options, command, outside = _ask_in_browser(browser, f"{served}{lang}ask/?{_query(question)}")
+            assert outside and headline is None and not options, question
+            assert command == _command(question, zh)
+    assert _errors(browser) == []
+
+
+def test_the_ask_form_puts_the_question_in_the_address(browser, served, kb):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+
+    browser.set_window_size(390, 844)
+    browser.get(served + "zh/ask/")
+    wait = WebDriverWait(browser, 30)
+    wait.until(lambda d: d.find_elements(By.ID, "gpukb-ask-model"))
+    Select(browser.find_element(By.ID, "gpukb-ask-model")).select_by_value("llama-2-7b")
+    Select(browser.find_element(By.ID, "gpukb-ask-task")).select_by_value("inference")
+    assert not browser.find_element(By.CSS_SELECTOR, '[data-field="micro_batch_size"]').is_displayed()  # not a serving field
+    browser.find_element(By.ID, "gpukb-ask-batch_size").send_keys("64")
+    Select(browser.find_element(By.ID, "gpukb-ask-objective")).select_by_value("cost")
+    browser.find_element(By.CSS_SELECTOR, ".gpukb-ask-form button").click()
+    wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, ".gpukb-ask-headline"))
+    assert browser.current_url.endswith("zh/ask/?model=llama-2-7b&task=inference&batch_size=64&objective=cost")
+    a = kb.ask({"model": "llama-2-7b", "task": "inference", "batch_size": 64, "objective": "cost"})
+    assert browser.find_element(By.CSS_SELECTOR, ".gpukb-ask-headline").text == " ".join(a.summary.headline_zh.split())
+    browser.back()  # the address before the question: the form and the answer follow it
+    wait.until(lambda d: not d.find_elements(By.CSS_SELECTOR, ".gpukb-ask-headline"))
+    assert _errors(browser) == []
+
+
+def test_wide_tables_scroll_with_a_cue_on_a_phone_and_chinese_headers_keep_words(browser, served):
+    """On a phone the GPU catalog's table keeps readable cells and scrolls inside its box, which shows a shadow
+    at the edge; a Chinese header breaks only between words."""
+    browser.set_window_size(390, 844)
+    for lang in ("", "zh/"):
+        browser.get(served + lang + "gpus/")
+        box = browser.execute_script("""
+            const wrap = document.querySelector('article .md-typeset__scrollwrap');
+            const th = wrap.querySelector('th'), style = getComputedStyle(wrap);
+            return {scroll: wrap.scrollWidth, width: wrap.clientWidth, cue: style.backgroundImage,
+                    page: document.documentElement.scrollWidth, screen: document.documentElement.clientWidth,
+                    cell: th.getBoundingClientRect().width, words: getComputedStyle(th).wordBreak};""")
+        assert box["scroll"] > box["width"] and "linear-gradient" in box["cue"], (lang, box)
+        assert box["page"] <= box["screen"] and box["cell"] >= 60, (lang, box)  # the table scrolls, not the page
+        assert box["words"] == ("keep-all" if lang else "normal"), (lang, box)
     assert _errors(browser) == []
 
 

@@ -9,6 +9,7 @@ language, so they are computed once per process for a given knowledge base and s
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,10 @@ from ..estimate.validation import Validation, validate
 from ..knowledge.kb import KnowledgeBase
 from ..knowledge.rules import STAGES
 from . import pages as p
+from .askdata import Asked, answer_grid
+from .askgrid import models as ask_models_of
 from .links import LANGUAGES
+from .pages.ask import files as ask_files
 from .pages.rules import stage_name
 from .text import title_text
 
@@ -58,6 +62,7 @@ def _nav(ctx: p.Context, handwritten: set[str], generated: set[str]) -> list[Nav
             rule_stages.append({stage_name(ctx, stage): [entry(ctx.rule_title(r.id), p.rule_page(r.id)) for r in rules]})
     nav: list[NavItem] = [
         {t("Home", "首页"): p.HOME},
+        {t("Ask", "提问"): p.ASK},
         *([{t("Guide", "使用指南"): p.GUIDE}] if p.GUIDE in handwritten else []),
         {t("Scenarios", "场景"): [p.SCENARIOS, *(entry(ctx.field(r.scenario, "title"), p.scenario_page(r.scenario.id))
                                                 for r in ctx.runs)]},
@@ -123,12 +128,29 @@ def _answers_for(kb: KnowledgeBase, scenarios: list[Scenario]) -> Answers:
     return answers
 
 
+_grids: list[tuple[KnowledgeBase, str, list[Asked]]] = []  # the last knowledge base's ask grid, at most
+
+
+def _grid_for(kb: KnowledgeBase, runs: list[Run], models: list[str]) -> list[Asked]:
+    """The ask page's grid, once per knowledge base, scenarios and models in this process (records hold both
+    languages)."""
+    key = repr(([r.scenario.model_dump() for r in runs], models))
+    for cached, cached_key, asked in _grids:
+        if cached_key == key and cached.content_hash == kb.content_hash and cached.tables == kb.tables:
+            return asked
+    asked = answer_grid(kb, runs, models)
+    _grids[:] = [(kb, key, asked)]
+    return asked
+
+
 def build_site(kb: KnowledgeBase, scenarios: list[Scenario], *, readme: str | None = None,
                changelog: str | None = None, contributing: str | None = None, package_version: str = "",
-               handwritten: set[str] | None = None, lang: str = "en") -> SiteContent:
+               handwritten: set[str] | None = None, lang: str = "en", ask_models: Iterable[str] | None = ()) -> SiteContent:
     """Every generated page for `kb` in `lang`, with `scenarios` answered by kb.ask().
 
     `readme`, `changelog` and `contributing` are the repository's Markdown files, included where given.
+    `ask_models`: the catalog models the ask page's grid answers (None: every current one, as site/hooks.py
+    builds it; the default, none, keeps a build of the other pages fast).
     """
     runs, tasks = _answers_for(kb, scenarios)
     ctx = p.Context.build(kb, runs, lang, tasks)
@@ -158,11 +180,13 @@ def build_site(kb: KnowledgeBase, scenarios: list[Scenario], *, readme: str | No
     pages.update({p.gpu_page(i): p.gpu(ctx, i) for i in kb.gpus})
     pages.update({p.model_page(i): p.model(ctx, i) for i in kb.models})
     pages.update({p.scenario_page(r.scenario.id): p.scenario(ctx, r) for r in runs})
+    pages.update({p.trace_page(r.scenario.id): p.scenario_trace(ctx, r) for r in runs})
+    pages.update(ask_files(ctx, _grid_for(kb, runs, ask_models_of(kb, ask_models))))
     return SiteContent(kb, runs, pages, _nav(ctx, handwritten or set(), set(pages)), lang)
 
 
 def generate(root: str | Path, scenarios_file: str | Path, docs_dir: str | Path | None = None,
-             lang: str = "en") -> SiteContent:
+             lang: str = "en", ask_models: Iterable[str] | None = ()) -> SiteContent:
     """Load the checkout at `root` (kb/, rules/, README.md, CHANGELOG.md) and build its pages in `lang`.
 
     `docs_dir` holds the hand-written pages; generated paths may not collide with them. A hand-written
@@ -188,7 +212,7 @@ def generate(root: str | Path, scenarios_file: str | Path, docs_dir: str | Path 
         handwritten = {f.relative_to(docs_dir).as_posix() for f in Path(docs_dir).rglob("*") if f.is_file()}
     site = build_site(kb, load_scenarios(scenarios_file), readme=text("README.md"), changelog=text("CHANGELOG.md"),
                       contributing=text("CONTRIBUTING.md"), package_version=__version__, handwritten=handwritten,
-                      lang=lang)
+                      lang=lang, ask_models=ask_models)
     clash = sorted(set(site.pages) & handwritten)
     if clash:
         raise ValueError(f"hand-written pages in {docs_dir} would replace generated ones: {', '.join(clash)}")

@@ -21,6 +21,7 @@ from .text import anchor, badge, code, esc, html_text, link, plain, rel
 LANGUAGES = ("en", "zh")
 
 HOME = "index.md"
+ASK = "ask/index.md"  # the form answered from the build-time grid (gpukb.site.askdata)
 ARTICLE = "claims/index.md"
 RULES = "rules/index.md"
 TREE = "decision-tree.md"
@@ -61,6 +62,11 @@ def model_page(model_id: str) -> str:
 
 def scenario_page(scenario_id: str) -> str:
     return f"scenarios/{scenario_id}.md"
+
+
+def trace_page(scenario_id: str) -> str:
+    """A scenario's full trace, a page of its own so the scenario's page stays light."""
+    return f"scenarios/{scenario_id}/trace.md"
 
 
 def page_url(page: str) -> str:
@@ -256,7 +262,7 @@ class Context:
         return link(code(ic_id), here, INTERCONNECTS, ic_id) if ic_id in self.kb.interconnects else code(ic_id)
 
 
-__all__ = ["ARTICLE", "CHANGELOG", "CHART", "CONTRIBUTING", "GLOSSARY", "GPUS", "GUIDE", "HOME", "INTERCONNECTS",
+__all__ = ["ARTICLE", "ASK", "CHANGELOG", "CHART", "CONTRIBUTING", "GLOSSARY", "GPUS", "GUIDE", "HOME", "INTERCONNECTS",
            "LANGUAGES", "MODELS", "POLICIES", "PRECISIONS", "REPOSITORY_GUIDE", "REPOSITORY_PAGES", "RULES",
            "SCENARIOS", "SOURCES", "SYSTEMS", "TREE", "VALIDATION", "Context", "Role", "claim_page", "counterpart", "gpu_page",
-           "model_page", "page_url", "rel", "rule_page", "scenario_page", "short"]
+           "model_page", "page_url", "rel", "rule_page", "scenario_page", "short", "trace_page"]

@@ -13,7 +13,7 @@ from .home import home
 from .models import TASKS, kv_bytes_per_token, model, models_index
 from .reference import changelog, glossary, interconnects, policies, precisions, repository_guide, sources, systems
 from .rules import rule, rules_index
-from .scenarios import esc_pre, render_step, scenario, scenarios_index
+from .scenarios import esc_pre, render_step, scenario, scenario_trace, scenarios_index
 from .tree import decision_tree, diagram
 from .validation import accuracy_svg, validation
 
@@ -48,6 +48,7 @@ __all__ = [
            "rule",
            "rules_index",
            "scenario",
+           "scenario_trace",
            "scenarios_index",
            "sources",
            "systems",

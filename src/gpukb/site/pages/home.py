@@ -11,6 +11,7 @@ from ...knowledge.rules import STAGES
 from .. import tree as dtree
 from ..links import (
     ARTICLE,
+    ASK,
     CHANGELOG,
     GPUS,
     GUIDE,
@@ -110,7 +111,11 @@ def home(ctx: Context, readme: str | None, pages: dict[str, str] | None = None) 
     out = ["# gpukb", "",
            t("Which GPUs does your LLM workload need, what will hold it back, and what should you do about it? "
              "Start from what you want to do:",
-             "你的大模型任务需要什么 GPU？什么会成为瓶颈？该怎么办？从你想做的事开始："), ""]
+             "你的大模型任务需要什么 GPU？什么会成为瓶颈？该怎么办？从你想做的事开始："), "",
+           t(f"**{link('Ask your own question', here, ASK)}**: a model, a task, your GPUs and shapes, answered in the "
+             "browser by the engine's own answers, with the command that gives the same answer on your machine.",
+             f"**{link('提出你自己的问题', here, ASK)}**：选择模型、任务、GPU 和规模，在浏览器里直接得到推理引擎的回答，"
+             "并附上在本机得到同一回答的命令。"), ""]
     out += goals(ctx, here)
     out += [t(f"Not sure? Follow the {link('decision tree', here, TREE)}, the article's own way of choosing, or "
               f"browse the {link('GPU catalog', here, GPUS)} and the {link('models', here, MODELS)}: each model's page "

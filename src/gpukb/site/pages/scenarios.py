@@ -19,8 +19,8 @@ from ...engine.trace import TraceStep
 from ...estimate.load import curve
 from ...estimate.rl import ROLE_ZH
 from ...knowledge.rules import STAGES
-from ..links import SCENARIOS, Context, scenario_page
-from ..text import code, css_token, esc, esc_spaced, html_text, stacked_table, table
+from ..links import SCENARIOS, Context, scenario_page, trace_page
+from ..text import code, css_token, esc, esc_spaced, html_text, link, stacked_table, table
 from .common import as_json, bullets, gb_exact, h1, memory_bar, part_name
 from .rules import stage_name
 
@@ -137,6 +137,8 @@ def _options_table(ctx: Context, here: str, a: Answer, options: list[Option], nu
                       f"{t('; ', '；')}{_memory(ctx, o)}</small>" for o in options]),
         (t("Count", "卡数"), "r", [str(o.count) for o in options]),
         ("Tokens/s", "r", [_speed(o) for o in options]),
+        ("TTFT", "r", [_ms(o.ttft_s) for o in options]),
+        ("TPOT", "r", [_ms(o.tpot_s) for o in options]),
         (t("Time to train", "训练用时"), "r", [_time(ctx, o) for o in options]),
         (t("GPU-hours", "GPU 小时"), "r", [f"{o.gpu_hours:,.0f}" if o.gpu_hours else "—" for o in options]),
         (t("GPU price", "GPU 价格"), "r", [_cost(ctx, o) for o in options]),
@@ -152,6 +154,11 @@ def _options_table(ctx: Context, here: str, a: Answer, options: list[Option], nu
 def _memory(ctx: Context, o: Option) -> str:
     used, usable = gb_exact(o.per_gpu_bytes), gb_exact(o.usable_bytes)
     return ctx.t(f"{used} of {usable} per GPU", f"每卡占用 {used} / 可用 {usable}")
+
+
+def _ms(seconds: float | None) -> str:
+    """Serving latency in milliseconds, the unit vLLM's and SGLang's benchmarks report it in."""
+    return f"{seconds * 1e3:,.1f} ms" if seconds else "—"
 
 
 def _speed(o: Option) -> str:
@@ -386,7 +393,7 @@ def scenario(ctx: Context, run: Run) -> str:
     if a.options:
         full = _options_table(ctx, here, a, a.options, numbered=True)
         out += _folded(_details_title(t(f"All {len(a.options)} options", f"全部 {len(a.options)} 个方案")), full,
-                       open_=len(a.options) <= TOP_ALTERNATIVES + 1)
+                       open_=True)
     else:
         out += [t("None.", "无。"), ""]
     out += [f"## {t('Rejected', '被排除的 GPU')} {{#rejected}}", ""]
@@ -418,7 +425,21 @@ def scenario(ctx: Context, run: Run) -> str:
                        for (_id, rule), g in groups.items()]), ""]
     else:
         out += [t("None needed.", "不需要。"), ""]
+    steps = ", ".join(link(str(st.step), here, trace_page(s.id), f"step-{st.step}") for st in a.best.trace) if a.best else ""
     out += [f"## {t('Trace', '推理记录')} {{#trace}}", "",
+            t(f"All {len(a.trace)} steps, in the order the rules fired, are on their own page: ",
+              f"全部 {len(a.trace)} 步按规则触发顺序列在单独的页面：") + link(t("the trace", "推理记录"), here, trace_page(s.id))
+            + t(".", "。"), ""]
+    if steps:
+        out += [t("The steps behind the recommended option: ", "推荐方案背后的步骤：") + steps + t(".", "。"), ""]
+    return "\n".join(out)
+
+
+def scenario_trace(ctx: Context, run: Run) -> str:
+    """A scenario's trace on its own page: every step folded by stage, and what answer.explain() prints."""
+    here, a, s, t = trace_page(run.scenario.id), run.answer, run.scenario, ctx.t
+    out = h1(t(f"Trace: {ctx.field(s, 'title')}", f"推理记录：{ctx.field(s, 'title')}"))
+    out += [link(t("Back to the scenario", "返回场景页"), here, scenario_page(s.id)), "",
             t(f"All {len(a.trace)} steps, in the order the rules fired, folded by stage. Each names its rule, the facts it "
               "matched, the values it computed with their expressions, the claims it rests on and its sources.",
               f"全部 {len(a.trace)} 步，按规则触发顺序，按阶段折叠。每一步给出规则、匹配的事实、计算的数值及其表达式、"
@@ -444,4 +465,4 @@ def esc_pre(text: str) -> str:
     return "&#10;".join(esc_spaced(line.rstrip()) for line in text.splitlines())
 
 
-__all__ = ["as_json", "decisions", "esc_pre", "render_step", "scenario", "scenarios_index", "summary"]
+__all__ = ["as_json", "decisions", "esc_pre", "render_step", "scenario", "scenario_trace", "scenarios_index", "summary"]
