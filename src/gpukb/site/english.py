@@ -62,9 +62,13 @@ def _unmarked(text: str) -> str:
     return text
 
 
+_FRONT_MATTER = re.compile(r"\A---\n.*?\n---\n", re.S)
+
+
 def _prose(markdown: str) -> str:
-    """What a reader reads: code, markup, link targets and addresses left out, entities decoded."""
-    text = _FENCE.sub(" ", markdown)
+    """What a reader reads: the page's front matter (settings for the build), code, markup, link targets and
+    addresses left out, entities decoded."""
+    text = _FENCE.sub(" ", _FRONT_MATTER.sub("", markdown, count=1))
     text = _ELEMENT.sub(" ", text)
     text = _unmarked(text)
     text = _CODE.sub(" ", text)

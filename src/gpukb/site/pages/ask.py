@@ -97,7 +97,7 @@ def _grid_table(ctx: Context) -> list[str]:
     for task in askgrid.TASKS:
         for block in askgrid.BLOCKS[task]:
             rows.append([esc(task_name(ctx, task)), "; ".join(
-                f"{code(name)} " + ", ".join("—" if v is None else esc(askgrid.value_text(v)) for v in values)
+                f"{code(name)} " + ", ".join("—" if v is None else code(askgrid.value_text(v)) for v in values)
                 for name, values in block.items())])
         rows.append([esc(task_name(ctx, task)), f"{code('framework')} " + ctx.t("each one that runs the task",
                                                                                 "每个支持该任务的框架")])
