@@ -102,3 +102,14 @@ def test_a_horizon_does_not_grow_a_cluster_into_its_communication_wall(kb: gpukb
     assert o.meets_deadline is False
     (larger,) = kb.ask({**workload, "gpu_count": 2 * o.count, "placement": "all"}).options
     assert larger.efficiency is not None and larger.efficiency < floor
+
+
+def test_a_gpu_type_below_the_floor_at_its_smallest_cluster_still_grows_toward_the_deadline(kb):
+    """B200s hold Llama 3.1 405B on 40 GPUs, whose flat ZeRO-3 step already computes less than the scaling-efficiency
+    floor (its per-step gathers do not shrink with the ranks). That is no communication wall to stop at: the cluster
+    grows while it shortens the run. It used to stay on those 40 GPUs, for 23,487 days."""
+    answer = kb.ask({"model": "llama-3.1-405b", "task": "pretrain", "tokens": "15T", "gpus": ["b200-sxm-180gb"]})
+    (option,) = answer.options
+    smallest = kb.ask({"model": "llama-3.1-405b", "task": "pretrain", "gpus": ["b200-sxm-180gb"]}).options[0]
+    assert smallest.efficiency < kb.policy("scaling-efficiency-floor")
+    assert option.count > 100 * smallest.count and option.time_to_train_s < 365 * 86400

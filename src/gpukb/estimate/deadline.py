@@ -85,19 +85,21 @@ def sized_for_deadline(tokens: int, deadline_s: float, most: int, run: Run, node
             node = node_of.get(o.gpu, NODE_SIZE)
             if o.efficiency is None or o.efficiency >= floor:
                 efficient.setdefault(o.gpu, []).append(o.count)
-            elif t > deadline_s:  # a cluster that meets the deadline may pay for it in efficiency
+            elif t > deadline_s and efficient.get(o.gpu):
+                # grown into the communication wall: halfway back (geometrically) to the largest count above the
+                # floor while one lies between, else that count, which misses the deadline. (A cluster that meets
+                # the deadline may pay for it in efficiency; and a GPU type already below the floor at its smallest
+                # cluster, whose step is bound by a per-step transfer that does not grow with the ranks, has no wall
+                # to stop at: it grows while that shortens the run, as it would without a floor.)
                 wall[o.gpu] = min(wall.get(o.gpu, o.count), o.count)
-                if efficient.get(o.gpu):
-                    # grown into the communication wall: halfway back (geometrically) to the largest count above
-                    # the floor while one lies between, else that count, which misses the deadline
-                    low = max(efficient[o.gpu])
-                    mid = cluster_size(math.sqrt(low * o.count), node)
-                    if not low < mid < o.count:
-                        done.add(o.gpu)
-                        mid = low
-                    size(o.gpu, mid)
-                    changed = True
-                    continue
+                low = max(efficient[o.gpu])
+                mid = cluster_size(math.sqrt(low * o.count), node)
+                if not low < mid < o.count:
+                    done.add(o.gpu)
+                    mid = low
+                size(o.gpu, mid)
+                changed = True
+                continue
             if t <= deadline_s:
                 # grown past what the deadline needs (a larger cluster also lets a leaner layout run): try the
                 # smallest cluster linear scaling says suffices, again while it meets the deadline (a smaller
