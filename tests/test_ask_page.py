@@ -134,3 +134,36 @@ def test_the_font_stack_names_chinese_fallbacks_and_headers_keep_words():
     assert stack and all(f in stack[1] for f in ('"PingFang SC"', '"Microsoft YaHei"', '"Noto Sans CJK SC"'))
     assert stack[1].strip().endswith("sans-serif")
     assert re.search(r"th:lang\(zh\)[^{]*\{[^}]*word-break: keep-all", css)
+
+
+HF = REPO / "tests" / "fixtures" / "hf"
+_ROW = re.compile(r"^\| `([^`]+)` \| https://huggingface\.co/([^/\s]+/[^/\s]+)/blob/main/config\.json \|$", re.M)
+
+
+def _matching(index: dict, config: dict) -> str | None:
+    """What the page's script (fromConfig in ask.js) finds for a pasted config.json, from the index it reads."""
+    merged = {**config, **(config.get("text_config") or {})}
+    found = [next((merged[k] for k in keys if isinstance(merged.get(k), int)), None) for keys in index["config_keys"]]
+    found[3] = found[2] if found[3] is None else found[3]
+    found[5] = 1 if found[5] is None else found[5]
+    same = [m for m, a in index["architectures"].items() if a[:6] == found[:6]]
+    exact = [m for m in same if index["architectures"][m][6] == found[6]]
+    return (exact or same or [None])[0]
+
+
+def test_a_pasted_config_json_finds_the_catalog_model_it_was_published_with(kb):
+    """Each Hub config.json of the fixtures finds the catalog model whose hf_repo it was published under (Llama
+    3.1 8B's, not Llama 3 8B's: the context length tells them apart); one of a model the catalog lacks finds none."""
+    from gpukb.site.askdata import Asked
+    from gpukb.site.links import Context
+
+    every = [Asked(m, "lora", {}, {}) for m in askgrid.models(kb)]
+    for lang in ("en", "zh"):
+        index = json.loads(P.ask.index(Context.build(kb, [], lang), every))
+        assert index["ui"]["unmatched"] and index["ui"]["matched"].count("{model}") == 1
+        by_repo = {m.hf_repo: m.id for m in kb.models.values() if m.hf_repo}
+        published = dict(_ROW.findall((HF / "README.md").read_text(encoding="utf-8")))
+        assert sum(repo in by_repo for repo in published.values()) >= 8
+        for folder, repo in published.items():
+            config = json.loads((HF / folder / "config.json").read_text(encoding="utf-8"))
+            assert _matching(index, config) == by_repo.get(repo), folder

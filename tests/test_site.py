@@ -890,6 +890,43 @@ def test_the_ask_form_puts_the_question_in_the_address(browser, served, kb):
     assert _errors(browser) == []
 
 
+def test_a_pasted_config_json_is_answered_as_its_catalog_model_or_given_its_command(browser, served, kb):
+    """Mistral 7B's Hub config.json, pasted, selects mistral-7b and shows ask()'s answer for it; Pythia's, which no
+    catalog model shares, gives the command that asks it from the file; a paste that is not JSON says so."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+
+    hf = REPO / "tests" / "fixtures" / "hf"
+    browser.set_window_size(390, 844)
+    wait = WebDriverWait(browser, 30)
+    for lang in ("", "zh/"):
+        browser.get(served + lang + "ask/")
+        wait.until(lambda d: d.find_elements(By.ID, "gpukb-ask-config"))
+        browser.find_element(By.CSS_SELECTOR, ".gpukb-ask-paste summary").click()
+        Select(browser.find_element(By.ID, "gpukb-ask-task")).select_by_value("lora")
+
+        def paste(text: str) -> None:
+            box = browser.find_element(By.ID, "gpukb-ask-config")
+            browser.execute_script("arguments[0].value = arguments[1];", box, text)
+            browser.find_element(By.ID, "gpukb-ask-find").click()
+
+        paste((hf / "mistral-7b-v0.1" / "config.json").read_text(encoding="utf-8"))
+        wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, ".gpukb-ask-headline"))
+        assert browser.current_url.endswith(lang + "ask/?model=mistral-7b&task=lora")
+        a = kb.ask({"model": "mistral-7b", "task": "lora"})
+        headline = a.summary.headline_zh if lang else a.summary.headline
+        assert browser.find_element(By.CSS_SELECTOR, ".gpukb-ask-headline").text == " ".join(headline.split())
+        assert browser.find_elements(By.CSS_SELECTOR, ".gpukb-ask-config-note")
+        paste((hf / "pythia-1.4b" / "config.json").read_text(encoding="utf-8"))
+        wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, ".gpukb-ask-outside"))
+        command = browser.find_element(By.CSS_SELECTOR, ".gpukb-ask-command").text
+        assert command == "gpukb ask --model ./config.json --task lora" + (" --lang zh" if lang else "")
+        paste("{not json")
+        wait.until(lambda d: not d.find_elements(By.CSS_SELECTOR, ".gpukb-ask-command"))
+        assert browser.find_elements(By.CSS_SELECTOR, ".gpukb-ask-config-note")
+    assert _errors(browser) == []
+
+
 def test_wide_tables_scroll_with_a_cue_on_a_phone_and_chinese_headers_keep_words(browser, served):
     """On a phone the GPU catalog's table keeps readable cells and scrolls inside its box, which shows a shadow
     at the edge; a Chinese header breaks only between words."""

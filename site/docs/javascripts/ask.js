@@ -113,6 +113,10 @@
     var ui = index.ui;
     form = el("form", {"class": "gpukb-ask-form", method: "get", action: ""});
     form.appendChild(select("model", ui.model, index.models, null));
+    var pasted = el("textarea", {id: "gpukb-ask-config", rows: "4", spellcheck: "false", autocomplete: "off"});
+    var find = el("button", {type: "button", id: "gpukb-ask-find", "class": "md-button"}, [ui.find]);
+    form.appendChild(el("details", {"class": "gpukb-ask-paste"}, [el("summary", {}, [ui.paste]), pasted, find]));
+    find.addEventListener("click", function () { fromConfig(pasted.value); });
     form.appendChild(select("task", ui.task, index.tasks, null));
     index.fields.forEach(function (field) {
       var node;
@@ -165,6 +169,48 @@
         box.placeholder = defaults[field.name] ? fill(index.ui.default_value, {value: defaults[field.name]}) : "";
       }
     });
+  }
+
+  // --- a pasted config.json ---------------------------------------------------------------------
+  // The catalog model of its architecture: the figures under the first key of each of index.config_keys it
+  // holds (a multimodal config's text_config first), compared with index.architectures; the context length
+  // only tells apart models of one architecture.
+  var note = null;  // a sentence for the top of the next answer
+  function figures(config) {
+    var merged = Object.assign({}, config, config.text_config && typeof config.text_config === "object" ? config.text_config : {});
+    return index.config_keys.map(function (keys) {
+      var found = keys.filter(function (k) { return Number.isInteger(merged[k]); })[0];
+      return found === undefined ? null : merged[found];
+    });
+  }
+  function matching(config) {
+    var f = figures(config);
+    if (f[3] === null) f[3] = f[2];  // no KV-head count: every head is one
+    if (f[5] === null) f[5] = 1;  // no expert count: a dense MLP
+    var same = Object.keys(index.architectures).filter(function (id) {
+      return index.architectures[id].slice(0, 6).every(function (v, i) { return v === f[i]; });
+    });
+    var exact = same.filter(function (id) { return index.architectures[id][6] === f[6]; });
+    return (exact.length ? exact : same)[0] || null;
+  }
+  function fromConfig(text) {
+    var config = null, problem = null;
+    try { config = JSON.parse(text); } catch (error) { problem = error.message; }
+    if (problem === null && (!config || typeof config !== "object" || Array.isArray(config))) problem = typeof config;
+    if (problem !== null) {
+      out.replaceChildren(el("p", {"class": "gpukb-ask-config-note"}, [fill(index.ui.bad_config, {error: problem})]));
+      return;
+    }
+    if (!inputs.task.value) { inputs.task.value = index.tasks[0][0]; adapt(); }
+    var model = matching(config);
+    if (model === null) {
+      render([el("p", {"class": "gpukb-ask-outside gpukb-ask-config-note"}, [index.ui.unmatched])],
+             {model: "./config.json", task: inputs.task.value});
+      return;
+    }
+    inputs.model.value = model;
+    note = fill(index.ui.matched, {model: names(index.models)[model] || model});
+    form.requestSubmit();
   }
 
   // --- the answer --------------------------------------------------------------------------------
@@ -221,6 +267,7 @@
     setForm(question);
     if (!question.model || !question.task) { out.replaceChildren(); return; }
     var notes = asked.ignored.length ? [el("p", {}, [fill(ui.ignored, {names: asked.ignored.join(", ")})])] : [];
+    if (note !== null) { notes.unshift(el("p", {"class": "gpukb-ask-config-note"}, [note])); note = null; }
     var known = index.models.some(function (m) { return m[0] === question.model; }) &&
                 index.tasks.some(function (t) { return t[0] === question.task; });
     if (!known || !SLUG.test(question.model)) {

@@ -32,6 +32,25 @@ FORM: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
     "objective": ("Rank the options by", "方案排序依据", "objective", askgrid.TASKS),
 }
 OBJECTIVE_NAMES = {"speed": ("speed", "速度"), "cost": ("cost", "成本"), "gpus": ("fewest GPUs", "GPU 最少")}
+# A pasted config.json is found in the catalog by its architecture: each figure under the first of these keys
+# it holds (Transformers' name, then GPT-2's and others'; a multimodal config's text_config first). Without a
+# KV-head count, every head is one; without an expert count, the MLP is dense. The context length only tells
+# apart catalog models of one architecture (Llama 3 and 3.1).
+CONFIG_KEYS: dict[str, list[str]] = {
+    "hidden_size": ["hidden_size", "n_embd", "d_model"],
+    "layers": ["num_hidden_layers", "n_layer", "num_layers"],
+    "heads": ["num_attention_heads", "n_head"],
+    "kv_heads": ["num_key_value_heads", "multi_query_group_num"],
+    "vocab_size": ["vocab_size"],
+    "experts": ["num_local_experts", "n_routed_experts", "num_experts"],
+    "context_length": ["max_position_embeddings", "n_positions", "seq_length"],
+}
+
+
+def architecture(model: Any) -> list[int]:
+    """A catalog model's figures, in the order of CONFIG_KEYS."""
+    return [model.hidden_size, model.layers, model.heads, model.kv_heads, model.vocab_size,
+            model.moe.experts if model.moe else 1, model.context_length]
 
 
 def _ui(ctx: Context) -> dict[str, str]:
@@ -60,6 +79,17 @@ def _ui(ctx: Context) -> dict[str, str]:
                    "本页地址包含这个问题，分享地址即可分享回答。"),
         "ignored": t("Not a workload field, left out: {names}", "不是工作负载字段，已忽略：{names}"),
         "error": t("error", "错误"), "warning": t("warning", "警告"),
+        "paste": t("Or paste a model's config.json (from its Hugging Face repository)",
+                   "或者粘贴模型的 config.json（在其 Hugging Face 仓库中）"),
+        "find": t("Find its model", "查找对应模型"),
+        "matched": t("This config.json has the architecture of {model}: its answers follow.",
+                     "这个 config.json 的架构与 {model} 相同，下面是它的回答。"),
+        "unmatched": t("This config.json has the architecture of no catalog model (hidden size, layers, heads, KV heads, "
+                       "vocabulary, experts), so no answer was computed for it. Save it as config.json and ask on "
+                       "your machine:",
+                       "目录中没有与这个 config.json 架构相同的模型（隐藏层维度、层数、注意力头数、KV 头数、词表、专家数），"
+                       "因此没有预先计算的回答。把它保存为 config.json，在本机提问："),
+        "bad_config": t("This is not a config.json ({error}).", "这不是一个 config.json（{error}）。"),
     }
 
 
@@ -87,6 +117,8 @@ def index(ctx: Context, asked: list[Asked]) -> str:
         "objectives": [[o, OBJECTIVE_NAMES[o][zh]] for o in askgrid.OBJECTIVES],
         "fields": fields, "order": list(askgrid.FIELDS), "lists": list(askgrid.LIST_FIELDS),
         "workload": sorted(Workload.model_fields),
+        "config_keys": list(CONFIG_KEYS.values()),
+        "architectures": {m: architecture(kb.models[m]) for m in models},
     }
     return json_text(data)
 
