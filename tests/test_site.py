@@ -902,13 +902,18 @@ def test_a_pasted_config_json_is_answered_as_its_catalog_model_or_given_its_comm
     for lang in ("", "zh/"):
         browser.get(served + lang + "ask/")
         wait.until(lambda d: d.find_elements(By.ID, "gpukb-ask-config"))
-        browser.find_element(By.CSS_SELECTOR, ".gpukb-ask-paste summary").click()
         Select(browser.find_element(By.ID, "gpukb-ask-task")).select_by_value("lora")
 
+        def click(element) -> None:  # on a phone the form runs below the fold, under the sticky header
+            browser.execute_script("arguments[0].scrollIntoView({block: 'center'});", element)
+            element.click()
+
         def paste(text: str) -> None:
+            if not browser.find_element(By.ID, "gpukb-ask-config").is_displayed():
+                click(browser.find_element(By.CSS_SELECTOR, ".gpukb-ask-paste summary"))
             box = browser.find_element(By.ID, "gpukb-ask-config")
             browser.execute_script("arguments[0].value = arguments[1];", box, text)
-            browser.find_element(By.ID, "gpukb-ask-find").click()
+            click(browser.find_element(By.ID, "gpukb-ask-find"))
 
         paste((hf / "mistral-7b-v0.1" / "config.json").read_text(encoding="utf-8"))
         wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, ".gpukb-ask-headline"))

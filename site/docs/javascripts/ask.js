@@ -113,10 +113,6 @@
     var ui = index.ui;
     form = el("form", {"class": "gpukb-ask-form", method: "get", action: ""});
     form.appendChild(select("model", ui.model, index.models, null));
-    var pasted = el("textarea", {id: "gpukb-ask-config", rows: "4", spellcheck: "false", autocomplete: "off"});
-    var find = el("button", {type: "button", id: "gpukb-ask-find", "class": "md-button"}, [ui.find]);
-    form.appendChild(el("details", {"class": "gpukb-ask-paste"}, [el("summary", {}, [ui.paste]), pasted, find]));
-    find.addEventListener("click", function () { fromConfig(pasted.value); });
     form.appendChild(select("task", ui.task, index.tasks, null));
     index.fields.forEach(function (field) {
       var node;
@@ -128,6 +124,11 @@
       form.appendChild(node);
     });
     form.appendChild(el("button", {type: "submit", "class": "md-button md-button--primary"}, [ui.ask]));
+    // below the form's own button: a model the list may not name, by its config.json
+    var pasted = el("textarea", {id: "gpukb-ask-config", rows: "4", spellcheck: "false", autocomplete: "off"});
+    var find = el("button", {type: "button", id: "gpukb-ask-find", "class": "md-button"}, [ui.find]);
+    form.appendChild(el("details", {"class": "gpukb-ask-paste"}, [el("summary", {}, [ui.paste]), pasted, find]));
+    find.addEventListener("click", function () { fromConfig(pasted.value); });
     form.addEventListener("submit", function (event) {
       event.preventDefault();
       var question = {};
