@@ -70,9 +70,27 @@ class Rental:
         return self.nodes * self.system.price.usd_per_node_hour if self.system.price else 0.0
 
 
+# Per knowledge base, the rental of each (reference system, GPUs, host memory per GPU, systems allowed): a plan
+# compares its GPU type's every system (RunPod and Lambda sell 1 to 8 GPUs a node) and the answer is the same
+# for the same plan in every later ask.
+_RENTALS: WeakKeyDictionary[KnowledgeBase, dict[tuple[str, int, float, tuple[str, ...]], Rental]] = WeakKeyDictionary()
+
+
 def rental(kb: KnowledgeBase, reference: System, count: int, host_bytes_per_gpu: float,
            allowed: tuple[str, ...] = ()) -> Rental:
     """The cheapest priced system that runs a plan of `count` GPUs laid out on `reference`, else the reference."""
+    known = _RENTALS.get(kb)
+    if known is None:
+        known = _RENTALS.setdefault(kb, {})
+    key = (reference.id, count, host_bytes_per_gpu, allowed)
+    found = known.get(key)
+    if found is None:
+        found = known[key] = _cheapest(kb, reference, count, host_bytes_per_gpu, allowed)
+    return found
+
+
+def _cheapest(kb: KnowledgeBase, reference: System, count: int, host_bytes_per_gpu: float,
+              allowed: tuple[str, ...]) -> Rental:
     nodes = math.ceil(count / reference.gpus_per_node)
 
     def runs_it(s: System) -> bool:
