@@ -15,7 +15,6 @@ from ..core.errors import ASK_ERRORS, KBError
 from ..core.fmt import Lang
 from ..core.messages import message
 from ..core.safewrite import RefusedWrite, write_file
-from ..core.terminal import clean
 from .answer_text import print_answer
 from .common import BAD_INPUT, NOTHING_FITS, Language, Offload, Optim, Precision, RootOption, Task, err, fail, fail_kb, out, page
 from .launch_text import check as check_launch
@@ -188,7 +187,7 @@ def ask(
     late = deadline_days is not None and answer.summary is not None and answer.summary.deadline_met is False
     if not answer.options or late:  # nothing fits, or nothing in time: a script must not read the table as an answer
         if as_json or explain:  # the headline on stderr too, where the output itself is for a program or a reader
-            page(clean(answer.summary.lines(lang.value)[0] if answer.summary else "nothing fits"), err)
+            page(answer.summary.lines(lang.value)[0] if answer.summary else "nothing fits", err)
         raise typer.Exit(NOTHING_FITS)
 
 

@@ -9,7 +9,6 @@ import typer
 from .. import load_kb
 from ..core.errors import KBError
 from ..core.messages import message
-from ..core.terminal import clean
 from .common import BAD_INPUT, LangOption, Language, RootOption, err, fail_kb, page
 
 
@@ -39,7 +38,7 @@ def explain_entry(
             entries = sorted(kb.entries(), key=lambda e: catalog.index(e[0].name) if e[0].name in catalog else 9)
             hint = near_hint(entry_id, (entry_id for _, entry_id, _ in entries))
             unknown_id = message("error", detail=message("unknown_entry", entry=entry_id, hint=hint))
-            page(clean(unknown_id.text(lang.value)), err)
+            page(unknown_id.text(lang.value), err)
             continue
         found = kb.lookup(entry_id)
         if version is not None and found is not None and found[1].version != version:

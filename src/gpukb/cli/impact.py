@@ -31,7 +31,7 @@ def impact(
     except KBError as error:
         fail_kb(error)
     except ImpactError as error:
-        page(f"error: {clean(error)}", err)
+        page(f"error: {error}", err)
         raise typer.Exit(BAD_INPUT) from None
     text = clean(text)
     if output is not None:

@@ -7,7 +7,6 @@ from typing import Annotated
 
 import typer
 
-from ..core.terminal import clean
 from .common import err, page
 
 
@@ -19,11 +18,11 @@ def schema(
     from ..knowledge import schemafiles
 
     if not (root / "kb" / "manifest.yaml").is_file():  # never create kb/schema/ where there is no knowledge base
-        page(clean(f"error: no knowledge base at {root} (kb/manifest.yaml is missing): run in a checkout or name one"), err)
+        page(f"error: no knowledge base at {root} (kb/manifest.yaml is missing): run in a checkout or name one", err)
         raise typer.Exit(2)
     # a schema file that is a link (or kb/schema leading out of the checkout) is refused by name
     problems = schemafiles.stale(root) if check else schemafiles.write(root)
     for path, why in problems:
-        page(clean(f"{path}: {why}"), err)
+        page(f"{path}: {why}", err)
     if problems:
         raise typer.Exit(1 if check else 2)

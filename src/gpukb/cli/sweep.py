@@ -11,7 +11,6 @@ import typer
 from ..answer.workload import read_size
 from ..core import jsontext, safepath, safewrite
 from ..core.errors import Invalid, KBError
-from ..core.terminal import clean
 from .common import BAD_INPUT, RootOption, err, fail, fail_kb, page, split
 
 
@@ -43,10 +42,10 @@ def sweep(
             workloads, places = read_located_workloads(file)
         lengths: list[int] = [read_size(n) for n in split(seq_len)]  # read as the workload reads it: 4k, 4Ki
     except Invalid as error:
-        page(clean(f"error: --seq-len: {error}"), err)
+        page(f"error: --seq-len: {error}", err)
         raise typer.Exit(BAD_INPUT) from None
     except (OSError, ValueError, SweepFileError) as error:
-        page(f"error: {clean(error)}", err)
+        page(f"error: {error}", err)
         raise typer.Exit(BAD_INPUT) from None
     models, tasks = split(model), split(task)
     if models or tasks:

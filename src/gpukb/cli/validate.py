@@ -12,7 +12,6 @@ import typer
 from .. import load_kb
 from ..core import jsontext
 from ..core.errors import BaseRevisionError, KBError, WorkloadError
-from ..core.terminal import clean
 from .common import BAD_INPUT, FAILED, err, fail_kb, out, page
 
 
@@ -42,7 +41,7 @@ def validate(
     except KBError as error:
         fail_kb(error)
     except (BaseRevisionError, WorkloadError) as error:
-        page(f"error: {clean(error)}", err)
+        page(f"error: {error}", err)
         raise typer.Exit(BAD_INPUT) from None
     if fmt is ValidateFormat.json:
         data = result.to_json()
