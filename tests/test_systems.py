@@ -200,3 +200,39 @@ def test_ask_takes_system_flags_and_names_the_system_it_rents():
     assert option["system"] == "aws-p5-48xlarge" and option["usd_per_hour"] == 55.04
     bad = CliRunner().invoke(app, ["ask", "--model", "llama-3-8b", "--task", "lora", "--system", "aws-p5"])
     assert bad.exit_code == 2 and "systems.0" in bad.output and "unknown system" in bad.output
+
+
+def test_a_first_option_without_a_price_says_so_and_why(kb):
+    answer = kb.ask({"model": "llama-2-7b", "task": "full_finetune", "gpus": ["h20-96gb"]})
+    first = answer.options[0]
+    assert first.system == "hgx-h20-8gpu-server" and kb.systems[first.system].price is None
+    assert first.usd_per_hour is None and first.cost_usd is None
+    (finding,) = [f for f in first.findings if f.kind == "cost"]
+    assert finding.rule.startswith("rec.cost.unpriced@") and finding.severity == "info"
+    assert "no cited, dated on-demand price" in finding.message and first.system in finding.message
+    assert first.system in finding.message_zh and "没有注明出处和日期的按需价格" in finding.message_zh
+    assert any(step.rule == finding.rule for step in first.trace)
+    summary = answer.summary
+    assert summary is not None
+    assert summary.headline.endswith(f"no price: no cited on-demand price for {first.system} or any system that runs "
+                                     "this plan")
+    assert f"没有价格：{first.system} 及其他能运行该方案的系统都没有注明出处的按需价格" in summary.headline_zh
+    shown = json.loads(answer.model_dump_json())
+    assert "no price" in shown["summary"]["headline"]
+    assert any(f["kind"] == "cost" and f["rule"] == finding.rule for f in shown["options"][0]["findings"])
+
+
+def test_a_priced_first_option_carries_no_unpriced_finding(kb):
+    answer = kb.ask({"model": "llama-2-7b", "task": "full_finetune", "gpus": ["h100-sxm-80gb"]})
+    first = answer.options[0]
+    assert first.usd_per_hour and not any(f.kind == "cost" for f in first.findings)
+    assert answer.summary is not None and "no price" not in answer.summary.headline
+
+
+def test_the_text_answer_names_the_unpriced_system_in_both_languages():
+    for lang, said in (("en", "no price"), ("zh", "没有价格")):
+        result = CliRunner().invoke(app, ["ask", "--model", "llama-2-7b", "--task", "inference", "--gpu",
+                                          "rtx-4090d-24gb", "--lang", lang], env={"COLUMNS": "200"})
+        assert result.exit_code == 0
+        head = next(line for line in result.stdout.splitlines() if said in line)
+        assert "rtx-4090d-8gpu-server" in head

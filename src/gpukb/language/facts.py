@@ -120,7 +120,7 @@ RULE_KINDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
                             "optimizer_s", "concurrency", "in_flight"})),
 }
 
-FINDING_KINDS = ("memory_capacity", "memory_bandwidth", "interconnect", "compute", "thermal", "precision")
+FINDING_KINDS = ("memory_capacity", "memory_bandwidth", "interconnect", "compute", "thermal", "precision", "cost")
 SEVERITIES = ("info", "warning", "error")
 
 
