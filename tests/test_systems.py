@@ -236,3 +236,17 @@ def test_the_text_answer_names_the_unpriced_system_in_both_languages():
         assert result.exit_code == 0
         head = next(line for line in result.stdout.splitlines() if said in line)
         assert "rtx-4090d-8gpu-server" in head
+
+
+def test_rtx_5090_plans_rent_runpod_pods_at_their_catalog_price(kb):
+    for count, system, usd in ((1, "runpod-1x-rtx-5090", 0.99), (2, "runpod-2x-rtx-5090", 1.98)):
+        answer = kb.ask({"model": "llama-2-7b", "task": "inference", "gpus": ["rtx-5090-32gb"], "gpu_count": count,
+                         "placement": "all"})
+        (option,) = answer.options
+        price = kb.systems[system].price
+        assert option.system == system and price is not None and price.source == "skypilot-catalog-runpod-vms-v8"
+        assert option.usd_per_hour == pytest.approx(usd) and f",{usd:.2f},{usd:.2f}," in price.quote
+        assert not any(f.kind == "cost" for f in option.findings)
+    eight = kb.systems["runpod-8x-rtx-5090"]
+    assert eight.peer_to_peer is False and eight.host_memory == 368 * 2**30
+    assert eight.price is not None and eight.price.usd_per_node_hour == 7.92
