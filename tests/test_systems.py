@@ -250,3 +250,11 @@ def test_rtx_5090_plans_rent_runpod_pods_at_their_catalog_price(kb):
     eight = kb.systems["runpod-8x-rtx-5090"]
     assert eight.peer_to_peer is False and eight.host_memory == 368 * 2**30
     assert eight.price is not None and eight.price.usd_per_node_hour == 7.92
+
+
+def test_a_pair_of_rtx_3090s_rents_the_priced_runpod_pod(kb):
+    answer = kb.ask({"model": "qwen2.5-7b", "task": "lora", "gpus": ["rtx-3090-24gb"], "gpu_count": 2,
+                     "placement": "all"})
+    (option,) = answer.options
+    assert option.system == "runpod-2x-rtx-3090" and option.usd_per_hour == pytest.approx(1.0)
+    assert answer.summary is not None and "no price" not in answer.summary.headline
