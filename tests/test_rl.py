@@ -254,3 +254,30 @@ def test_colocated_pays_sleep_wake_and_reload_split_pays_the_transfer() -> None:
 def test_rl_steps_are_deterministic() -> None:
     first, second = gpukb.ask(NODE).best.rl, gpukb.ask(dict(NODE)).best.rl
     assert first.phases == second.phases and first.step_time_s == second.step_time_s
+
+
+def test_a_stated_rollout_tensor_parallel_size_sizes_the_engines() -> None:
+    one = gpukb.ask({**NODE, "rollout_tensor_parallel": 1})
+    two = gpukb.ask({**NODE, "rollout_tensor_parallel": 2})
+    assert two.workload.rollout_tensor_parallel == 2
+    step = next(s for s in two.best.trace if s.rule.startswith("planner.rl-placement"))
+    assert "4 rollout engine(s) of tp 2" in step.sentence
+    # each engine GPU loads half the weights, and every engine decodes twice the share at twice the bandwidth
+    assert two.best.rl.phases["sync"] == pytest.approx(one.best.rl.phases["sync"] / 2)
+    assert two.best.rl.phases["generation"] != pytest.approx(one.best.rl.phases["generation"], rel=0.01)
+
+
+@pytest.mark.parametrize(("change", "why"), [
+    ({"rollout_tensor_parallel": 3}, "does not divide the 28 attention heads"),
+    ({"rollout_tensor_parallel": 3, "rl_placement": "split"}, "does not divide the 28 attention heads"),
+])
+def test_a_rollout_tensor_parallel_size_must_divide_the_heads(change: dict, why: str) -> None:
+    with pytest.raises(WorkloadError) as err:
+        gpukb.ask({**GRPO, **change})
+    assert err.value.field == "rollout_tensor_parallel" and why in str(err.value)
+
+
+def test_dpo_has_no_rollout_engine_to_size() -> None:
+    with pytest.raises(WorkloadError) as err:
+        gpukb.ask({**DPO, "rollout_tensor_parallel": 2})
+    assert err.value.field == "rollout_tensor_parallel"
