@@ -43,6 +43,9 @@ def test_rl_fields_belong_to_rl_tasks() -> None:
     with pytest.raises(WorkloadError) as err:
         gpukb.ask({**DPO, "samples_per_prompt": 4})
     assert err.value.field == "samples_per_prompt"
+    with pytest.raises(WorkloadError) as err:
+        gpukb.ask({"model": "llama-3-8b", "task": "inference", "rollout_tensor_parallel": 2})
+    assert err.value.field == "rollout_tensor_parallel" and "only for RL" in str(err.value)
 
 
 def test_grpo_answers_memory_per_role_and_phases() -> None:
