@@ -284,3 +284,16 @@ def test_dpo_has_no_rollout_engine_to_size() -> None:
     with pytest.raises(WorkloadError) as err:
         gpukb.ask({**DPO, "rollout_tensor_parallel": 2})
     assert err.value.field == "rollout_tensor_parallel"
+
+
+def test_a_stated_rollout_engine_wider_than_a_node_takes_whole_engines() -> None:
+    w = {"model": "llama-3.1-70b", "task": "grpo", "rollout_batch": 64, "samples_per_prompt": 8, "prompt_len": 512,
+         "response_len": 1024, "gpus": ["h100-sxm-80gb"], "placement": "all", "rl_placement": "colocated",
+         "rollout_tensor_parallel": 16}
+    best = gpukb.ask({**w, "gpu_count": 32}).best
+    assert best.count == 32 and "2 rollout engine(s) of tp 16" in next(
+        s.sentence for s in best.trace if s.rule.startswith("planner.rl-placement"))
+    # 24 GPUs hold one engine of 16 and half of another: the count is what fails, and the answer names 32
+    rejected = gpukb.ask({**w, "gpu_count": 24}).rejected[0]
+    (finding,) = [f for f in rejected.findings if f.severity == "error"]
+    assert finding.rule.startswith("bottleneck.rl.too-few-gpus") and "needs 32 GPUs, more than the 24" in finding.message

@@ -223,6 +223,8 @@ class _TrainerSearch:
                     count = max(d for d in least if d is not None) * layout.group
                     if rtp is not None:
                         count = max(count, rtp)
+                        if w.rollout_tensor_parallel:  # a stated size: whole engines, however many nodes each spans
+                            count = -(-count // rtp) * rtp
                     count = count if count <= node else node * math.ceil(count / node)
                     count = -(-count // layout.group) * layout.group
                     if not self.rollout_fits or count > bound or (rtp is not None and count % rtp):
