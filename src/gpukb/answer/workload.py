@@ -209,6 +209,10 @@ class Workload(BaseModel):
     flash_attention: bool = Field(default=True, description=(
         "training: fused (flash) attention keeps the s×s attention scores out of GPU memory; false for stacks "
         "without it (before mid-2022, Volta GPUs): the scores are stored and cross memory twice"))
+    flash_attention_version: Literal[1, 2] = Field(default=2, description=(
+        "training with flash_attention: the kernel generation the attention runs on: 2 (default: FlashAttention-2, "
+        "the stacks since mid-2023) or 1 (FlashAttention-1 or xformers' memory-efficient kernel, mid-2022 to "
+        "mid-2023), which computes attention at under half FlashAttention-2's rate"))
     lora_rank: Count = Field(default=16, gt=0, le=65536)
     gpu_count: Count | None = Field(default=None, gt=0, le=1_000_000)
     gpus: Annotated[list[str] | None, BeforeValidator(_gpu_ids)] = Field(default=None, min_length=1)
@@ -288,7 +292,8 @@ class Workload(BaseModel):
             pass
         elif self.task == "inference":
             _check_load(self, given)
-            for name in ("optimizer", "activation_checkpointing", "flash_attention", "zero_stage", "offload",
+            for name in ("optimizer", "activation_checkpointing", "flash_attention", "flash_attention_version",
+                         "zero_stage", "offload",
                          "micro_batch_size", "tokens", "deadline_days", "lora_rank", "global_batch_size",
                          "tp_comm_overlap", "master_weights", "optimizer_in_backward", "virtual_pipeline_stages",
                          "context_parallel", "energy_scope", "pue"):
@@ -330,6 +335,8 @@ class Workload(BaseModel):
             raise Invalid("expert_parallel", "expert_parallel_task")
         if self.mlp is not None and self.model is not None:
             raise Invalid("mlp", "mlp_from_model")
+        if "flash_attention_version" in given and not self.flash_attention:
+            raise Invalid("flash_attention_version", "flash_version_needs_flash")
         if self.placement == "all" and self.gpu_count is None:
             raise Invalid("placement", "placement_needs_count")
         if self.gpu_count is not None:
@@ -496,6 +503,7 @@ class ResolvedWorkload(BaseModel):
     energy_scope: EnergyScope = Field(default="facility", exclude_if=lambda v: v == "facility")
     pue: float | None = Field(default=None, exclude_if=lambda v: v is None)
     flash_attention: bool = Field(default=True, exclude_if=lambda v: v)
+    flash_attention_version: int = Field(default=2, exclude_if=lambda v: v == 2)
     # Only some architectures have these; left out of the JSON where they do not apply.
     expert_params: int = Field(default=0, exclude_if=lambda v: v == 0,
                                description="one routed expert's parameters over all MoE layers")

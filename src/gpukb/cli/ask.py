@@ -69,6 +69,8 @@ def ask(
         "--activation-checkpointing/--no-activation-checkpointing", help="default: the engine decides")] = None,
     flash_attention: Annotated[bool | None, typer.Option(
         "--flash-attention/--no-flash-attention", help="training: fused attention (default on)")] = None,
+    flash_attention_version: Annotated[int | None, typer.Option(
+        help="training: FlashAttention generation, 2 (default) or 1 (FlashAttention-1, xformers)")] = None,
     lora_rank: Annotated[str | None, typer.Option(metavar="SIZE")] = None,
     gpu_count: Annotated[str | None, typer.Option(metavar="SIZE", help="most GPUs usable")] = None,
     gpu: Annotated[list[str] | None, typer.Option(
@@ -145,7 +147,7 @@ def ask(
         "heads": heads, "kv_heads": kv_heads, "vocab_size": vocab_size, "intermediate_size": intermediate_size,
         "precision": precision, "optimizer": optimizer, "seq_len": seq_len, "micro_batch_size": micro_batch_size,
         "batch_size": batch_size, "activation_checkpointing": activation_checkpointing,
-        "flash_attention": flash_attention, "lora_rank": lora_rank,
+        "flash_attention": flash_attention, "flash_attention_version": flash_attention_version, "lora_rank": lora_rank,
         "gpu_count": gpu_count, "gpus": gpu or None, "systems": system or None, "tokens": tokens, "zero_stage": zero_stage,
         "tensor_parallel": tensor_parallel, "pipeline_parallel": pipeline_parallel, "offload": offload,
         "expert_parallel": expert_parallel, "tp_comm_overlap": tp_comm_overlap,

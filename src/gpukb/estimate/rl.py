@@ -83,6 +83,7 @@ def role_workloads(w: Workload, framework: str | None = None) -> dict[str, dict[
             if getattr(w, k) is not None}
     train = {"task": "full_finetune", "seq_len": seq, "micro_batch_size": w.micro_batch_size,
              "global_batch_size": sequences(w), "flash_attention": w.flash_attention, "master_weights": w.master_weights,
+             **({"flash_attention_version": w.flash_attention_version} if w.flash_attention else {}),
              **pins, **common, **({"optimizer": w.optimizer} if w.optimizer else {}),
              **({"framework": framework or w.framework} if framework or w.framework else {})}
     jobs: dict[str, dict[str, Any]] = {"policy": {**model, **train, "precision": w.precision}}
