@@ -167,7 +167,8 @@ class Workload(BaseModel):
     seq_len: Count = Field(default=4096, gt=0, le=ranges.ARCHITECTURE["context_length"])
     micro_batch_size: Count = Field(default=1, gt=0, le=65536)
     global_batch_size: Count | None = Field(default=None, gt=0, le=10_000_000,
-                                          description="training: sequences per optimizer step (sets gradient accumulation)")
+                                          description="training and RL: sequences per optimizer step (sets gradient "
+                                                      "accumulation; RL: the step's sequences unless given)")
     batch_size: Count = Field(default=1, gt=0, le=65536, description="inference concurrency")
     prompt_len: Count | None = Field(default=None, gt=0, le=10_000_000, description="inference: prompt tokens per request")
     output_len: Count | None = Field(default=None, gt=0, le=10_000_000, description="inference: output tokens per request")
