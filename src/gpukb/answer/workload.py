@@ -43,8 +43,9 @@ TRAINING_TASKS = ("pretrain", "full_finetune", "lora", "qlora")
 # and PPO generate their own samples (rollouts), DPO learns from fixed preference pairs (gpukb.estimate.rl)
 RL_TASKS = ("grpo", "ppo", "dpo")
 # What an RL workload sets for the models it plans (gpukb.estimate.rl); each is planned as a training or a serving job
-RL_FIELDS = ("rollout_batch", "samples_per_prompt", "response_len", "mean_response_len", "rl_placement", "reference_model",
-             "reward_model", "critic_model", "reference_precision", "reward_precision", "critic_precision")
+RL_FIELDS = ("rollout_batch", "samples_per_prompt", "response_len", "mean_response_len", "rl_placement",
+             "rollout_tensor_parallel", "reference_model", "reward_model", "critic_model", "reference_precision",
+             "reward_precision", "critic_precision")
 # Fields of other tasks that an RL workload derives itself (seq_len = prompt_len + response_len; the optimizer
 # step is the rollout batch) or that its planner does not combine with several models on the same GPUs
 RL_EXCLUDED = ("seq_len", "batch_size", "output_len", "global_batch_size", "tokens", "deadline_days", "ttft_ms",
@@ -260,6 +261,10 @@ class Workload(BaseModel):
     rl_placement: RlPlacement | None = Field(default=None, description=(
         "RL: 'colocated' (generation and training take turns on the same GPUs, the KV cache freed before the "
         "optimizer runs) or 'split' (the rollout engine on GPUs of its own); null = the planner chooses and says which"))
+    rollout_tensor_parallel: Int | None = Field(default=None, gt=0, le=64, description=(
+        "RL (grpo, ppo): the rollout engine's tensor-parallel size (verl rollout.tensor_model_parallel_size, NeMo RL "
+        "vllm_cfg.tensor_parallel_size, OpenRLHF --vllm_tensor_parallel_size); default: the planner sizes the "
+        "engines by memory and says which"))
     reference_model: str | None = Field(default=None, description=(
         "RL: the frozen reference model (catalog id or config.json); default the policy's model; 'none' for a run "
         "without a KL term"))
@@ -369,7 +374,7 @@ def _check_rl(w: Workload, given: set[str]) -> None:
         raise Invalid("samples_per_prompt", "rl_group_size")
     if w.task == "dpo":
         for name in ("samples_per_prompt", "rl_placement", "reward_model", "reward_precision", "kv_cache_precision",
-                     "mean_response_len"):
+                     "mean_response_len", "rollout_tensor_parallel"):
             if name in given:
                 raise Invalid(name, "rl_dpo_generates_nothing")
     if w.task != "ppo":
@@ -468,6 +473,7 @@ class ResolvedWorkload(BaseModel):
     response_len: int | None = Field(default=None, exclude_if=lambda v: v is None)
     mean_response_len: int | None = Field(default=None, exclude_if=lambda v: v is None)
     rl_placement: RlPlacement | None = Field(default=None, exclude_if=lambda v: v is None)
+    rollout_tensor_parallel: int | None = Field(default=None, exclude_if=lambda v: v is None)
     reference_model: str | None = Field(default=None, exclude_if=lambda v: v is None)
     reward_model: str | None = Field(default=None, exclude_if=lambda v: v is None)
     critic_model: str | None = Field(default=None, exclude_if=lambda v: v is None)

@@ -112,6 +112,8 @@ def ask(
     rl_placement: Annotated[str | None, typer.Option(
         help="RL: colocated (generation and training take turns on the same GPUs) or split (rollout GPUs of their "
              "own); default: the planner chooses and says which")] = None,
+    rollout_tensor_parallel: Annotated[int | None, typer.Option(
+        help="RL: the rollout engine's tensor-parallel size (default: sized by memory)")] = None,
     reference_model: Annotated[str | None, typer.Option(help="RL: the frozen reference (default the policy; none)")] = None,
     reward_model: Annotated[str | None, typer.Option(help="RL: a reward model (default none: a rule-based reward)")] = None,
     critic_model: Annotated[str | None, typer.Option(help="ppo: the critic (default the policy's model)")] = None,
@@ -156,7 +158,8 @@ def ask(
         "objective": objective, "framework": framework, "deadline_days": deadline_days, "region": region,
         "energy_scope": energy_scope, "pue": pue,
         "rollout_batch": rollout_batch, "samples_per_prompt": samples_per_prompt, "response_len": response_len,
-        "mean_response_len": mean_response_len, "rl_placement": rl_placement, "reference_model": reference_model,
+        "mean_response_len": mean_response_len, "rl_placement": rl_placement,
+        "rollout_tensor_parallel": rollout_tensor_parallel, "reference_model": reference_model,
         "reward_model": reward_model,
         "critic_model": critic_model, "reference_precision": reference_precision,
         "reward_precision": reward_precision, "critic_precision": critic_precision,
