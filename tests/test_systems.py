@@ -251,3 +251,30 @@ def test_a_pair_of_rtx_3090s_rents_the_priced_runpod_pod(kb):
     (option,) = answer.options
     assert option.system == "runpod-2x-rtx-3090" and option.usd_per_hour == pytest.approx(1.0)
     assert answer.summary is not None and "no price" not in answer.summary.headline
+
+
+def test_a100_pcie_40gb_plans_rent_lambda_instances_at_their_catalog_price(kb):
+    for count, vcpus, gib, usd in ((1, 30, 200, 1.99), (2, 60, 400, 3.98), (4, 120, 800, 7.96)):
+        answer = kb.ask({"model": "llama-2-7b", "task": "inference", "gpus": ["a100-pcie-40gb"], "gpu_count": count,
+                         "placement": "all"})
+        (option,) = answer.options
+        system = kb.systems[f"lambda-{count}x-a100-pcie-40gb"]
+        price = system.price
+        assert option.system == system.id and price is not None and price.source == "skypilot-catalog-lambda-vms-v8"
+        assert option.usd_per_hour == pytest.approx(usd) and usd == pytest.approx(1.99 * count)
+        # the quoted row is the instance's own: type, GPU count, vCPUs, GiB and price
+        assert price.quote.startswith(f"gpu_{count}x_a100,A100,{count}.0,{vcpus}.0,{gib}.0,{usd},")
+        assert (system.vcpus, system.host_memory) == (vcpus, gib * 2**30)
+        assert system.network_bandwidth is None and (count == 1 or system.fabric == "pcie-4-x16")
+
+
+def test_gaudi2_plans_rent_the_whole_denvr_node_through_shadeform(kb):
+    node = kb.systems["denvr-8x-gaudi2"]
+    assert node.gpus_per_node == 8 and node.fabric == "roce-gaudi2" and node.host_memory == 940e9
+    assert node.price is not None and node.price.source == "skypilot-catalog-shadeform-vms-v8"
+    assert node.price.quote.startswith("denvr_Gaudi2x8,GAUDI2,8.0,152.0,940,8.8,")
+    # one Gaudi 2 or two: the node is rented whole, at the node's price
+    for workload, count in (({"model": "llama-2-7b", "task": "inference"}, 1), ({"model": "llama-2-70b", "task": "lora"}, 2)):
+        option = kb.ask({**workload, "gpus": ["gaudi2-96gb"]}).options[0]
+        assert (option.system, option.count, option.usd_per_hour) == ("denvr-8x-gaudi2", count, pytest.approx(8.8))
+
