@@ -279,3 +279,22 @@ def test_a_sweep_record_carries_the_load() -> None:
     workload = {**BASE, "request_rate": 10}
     row = record(0, workload, gpukb.ask(workload))
     assert list(row["best"]["load"]) == NAMES and row["best"]["load"]["utilisation"] < 1
+
+
+def test_the_load_step_shows_what_a_decode_step_spends_on_tensor_parallelism() -> None:
+    """Over tensor parallelism the all-reduces of each step are in the trace: two a layer, each the decode rule's
+    latency, the same figure the simulated steps pay."""
+    tp4 = {"model": "llama-3.1-70b", "task": "inference", "framework": "vllm", "prompt_len": 213, "output_len": 214,
+           "gpus": ["a100-pcie-80gb"], "gpu_count": 4, "tensor_parallel": 4, "placement": "all", "request_rate": 1}
+    option = gpukb.ask(tp4).options[0]
+    assert option.strategy.tensor_parallel == 4
+    load = next(s for s in option.trace if s.rule == "planner.load@1")
+    decode = next(s for s in option.trace if s.rule.startswith("rec.throughput.decode"))
+    terms = {v["name"]: v["value"] for v in load.values}
+    rule = {v["name"]: v["value"] for v in decode.values}
+    assert terms["step_tp_allreduce_s"] == pytest.approx(2 * 80 * rule["allreduce_s"])
+    assert terms["step_weights_s"] == pytest.approx(rule["weight_bytes_read"] / rule["read_rate"])
+    assert "all-reduces (two a layer) add" in load.sentence and "all-reduce（每层两次）" in load.sentence_zh
+    single = next(s for s in gpukb.ask({**BASE, "request_rate": 1}).options[0].trace if s.rule == "planner.load@1")
+    assert {v["name"]: v["value"] for v in single.values}["step_tp_allreduce_s"] == 0.0
+    assert "all-reduce" not in single.sentence and "A decode step reads the weights in" in single.sentence
