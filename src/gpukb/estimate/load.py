@@ -35,7 +35,7 @@ TARGETS = {"ttft_p50_ms": "ttft_p50_s", "ttft_p99_ms": "ttft_p99_s", "tpot_p50_m
 SOURCES = ("vllm-v1-scheduler", "vllm-arg-utils-batch-defaults", "zhong-2024-distserve")
 # the step model's terms shown with each load step: (value name, StepCost field)
 STEP_TERMS = (("step_weights_s", "weights_s"), ("step_tp_allreduce_s", "tp_fixed_s"),
-              ("step_tp_token_s", "tp_token_s"), ("step_floor_s", "floor_s"))
+              ("step_tp_token_s", "tp_token_s"), ("step_floor_s", "floor_s"), ("step_host_s", "host_s"))
 
 
 @dataclass(frozen=True)
@@ -81,7 +81,7 @@ def step_cost(values: dict[str, Any], w: dict[str, Any], m: dict[str, Any], p: d
         prefill_elementwise_s=values["prefill_elementwise_s"],
         tp_fixed_s=2 * layers * values["allreduce_s"] if tp > 1 else 0.0,
         tp_token_s=2 * layers * hidden * 4 * (tp - 1) / tp / values["link"] if tp > 1 else 0.0,
-        floor_s=max(values["launch_s"], q["decode_step_floor"]))
+        floor_s=max(values["launch_s"], q["decode_step_floor"]), host_s=w["step_host_s"])
 
 
 def limits(kb: KnowledgeBase, w: ResolvedWorkload, wfact: dict[str, Any], m: dict[str, Any], p: dict[str, Any],
@@ -232,10 +232,13 @@ class _Text:
         tp = cost.tp_fixed_s + cost.tp_token_s * batch
         if zh:
             text = f"每个解码步读取权重需 {_ms(cost.weights_s)}"
-            return text + (f"，张量并行的 all-reduce（每层两次）在批大小 {batch} 时再加 {_ms(tp)}。" if tp else "。")
+            text += f"，张量并行的 all-reduce（每层两次）在批大小 {batch} 时再加 {_ms(tp)}" if tp else ""
+            text += f"，两步之间主机还要工作 {_ms(cost.host_s)}，GPU 空等" if cost.host_s else ""
+            return text + "。"
         text = f" A decode step reads the weights in {_ms(cost.weights_s)}"
-        return text + (f"; tensor parallelism's all-reduces (two a layer) add {_ms(tp)} at batch {batch}." if tp
-                       else ".")
+        text += f"; tensor parallelism's all-reduces (two a layer) add {_ms(tp)} at batch {batch}" if tp else ""
+        text += f"; the engine's host then works {_ms(cost.host_s)} while the GPU waits" if cost.host_s else ""
+        return text + "."
 
     def _targets(self, zh: bool = False) -> str:
         return ("、" if zh else ", ").join(f"{ms} {getattr(self.w, ms):g}" for ms in TARGETS if getattr(self.w, ms))
