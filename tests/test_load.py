@@ -17,7 +17,8 @@ from gpukb.estimate.loadsim import Limits, StepCost, figures, make_trace, simula
 # a Llama-3-8B-sized replica on an H100: 6.5 ms to read the weights, a token's matrices at 600 TFLOP/s
 COST = StepCost(weights_s=0.0065, prefill_weights_s=0.0065, linear_s=15e9 / 6e14, logits_s=2 * 128256 * 4096 / 6e14,
                 context_read_s=131072 / 2.3e12, context_flop_s=2 * 32 * 4096 / 6e14, elementwise_s=2.4e-6,
-                prefill_elementwise_s=2.4e-6, tp_fixed_s=0.0, tp_token_s=0.0, floor_s=0.0, host_s=0.0)
+                prefill_elementwise_s=2.4e-6, tp_fixed_s=0.0, tp_token_s=0.0, floor_s=0.0, host_s=0.0,
+                host_sequence_s=0.0)
 ROOMY = Limits(max_num_seqs=256, max_batched_tokens=2048, kv_tokens=450_000, block_tokens=16, reserve_full=False)
 BASE = {"model": "llama-3-8b", "task": "inference", "prompt_len": 512, "output_len": 256, "gpus": ["h100-sxm-80gb"]}
 NAMES = ["ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "e2e_p50_s", "e2e_p99_s", "max_rate", "utilisation"]
@@ -298,9 +299,11 @@ def test_the_load_step_shows_what_a_decode_step_spends_on_tensor_parallelism() -
     assert "all-reduces (two a layer) add" in load.sentence and "all-reduce（每层两次）" in load.sentence_zh
     assert "while the GPU waits" not in load.sentence  # the V1 engine overlaps its host's work with the GPU's
     v0 = next(s for s in gpukb.ask({**tp4, "framework": "vllm-v0"}).options[0].trace if s.rule == "planner.load@1")
-    assert {v["name"]: v["value"] for v in v0.values}["step_host_s"] == pytest.approx(8.65e-3)
-    assert "the engine's host then works 8.7 ms while the GPU waits" in v0.sentence
-    assert "两步之间主机还要工作 8.7 ms，GPU 空等" in v0.sentence_zh
+    v0_terms = {v["name"]: v["value"] for v in v0.values}
+    host = v0_terms["step_host_s"] + v0_terms["step_host_per_sequence_s"] * v0_terms["batch"]
+    assert v0_terms["step_host_s"] == pytest.approx(8.47e-3) and v0_terms["batch"] == 256
+    assert f"the engine's host works {host * 1000:,.1f} ms between steps while the GPU waits" in v0.sentence
+    assert f"两步之间主机还要工作 {host * 1000:,.1f} ms，GPU 空等" in v0.sentence_zh
     single = next(s for s in gpukb.ask({**BASE, "request_rate": 1}).options[0].trace if s.rule == "planner.load@1")
     assert {v["name"]: v["value"] for v in single.values}["step_tp_allreduce_s"] == 0.0
     assert "all-reduce" not in single.sentence and "A decode step reads the weights in" in single.sentence
@@ -309,13 +312,17 @@ def test_the_load_step_shows_what_a_decode_step_spends_on_tensor_parallelism() -
 def test_the_host_s_time_between_steps_adds_to_every_simulated_step() -> None:
     """A lone request's tokens each take the GPU's step and the host's time after it; the closed-form decode runs
     (between arrivals) and the stepwise prefill agree on it."""
-    host = 0.008
-    waiting = dataclasses.replace(COST, host_s=host)
+    host, per_sequence = 0.008, 2e-4
+    waiting = dataclasses.replace(COST, host_s=host, host_sequence_s=per_sequence)
     trace = _trace(arrival="constant")
     alone, slow = figures(simulate(COST, ROOMY, trace, 0.01)), figures(simulate(waiting, ROOMY, trace, 0.01))
-    assert slow.tpot_p50_s == pytest.approx(alone.tpot_p50_s + host, rel=1e-6)
-    assert slow.ttft_p50_s == pytest.approx(alone.ttft_p50_s + host, rel=1e-6)
+    assert slow.tpot_p50_s == pytest.approx(alone.tpot_p50_s + host + per_sequence, rel=1e-6)
+    assert slow.ttft_p50_s == pytest.approx(alone.ttft_p50_s + host + per_sequence, rel=1e-6)
     # where the floor decides a step, the host's time still follows it
     floored = dataclasses.replace(waiting, floor_s=0.02)
-    assert figures(simulate(floored, ROOMY, trace, 0.01)).tpot_p50_s == pytest.approx(0.02 + host, rel=1e-6)
+    assert figures(simulate(floored, ROOMY, trace, 0.01)).tpot_p50_s == pytest.approx(0.02 + host + per_sequence,
+                                                                                        rel=1e-6)
+    # many sequences at once: each step pays the host's time for every one of them
+    busy = simulate(dataclasses.replace(waiting, host_s=0.0), ROOMY, _trace(), 50)
+    assert figures(busy).tpot_p50_s > figures(simulate(COST, ROOMY, _trace(), 50)).tpot_p50_s + 10 * per_sequence
     assert loadsim.capacity(waiting, ROOMY, 512, 256)[0] < loadsim.capacity(COST, ROOMY, 512, 256)[0]

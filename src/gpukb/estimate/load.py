@@ -35,7 +35,8 @@ TARGETS = {"ttft_p50_ms": "ttft_p50_s", "ttft_p99_ms": "ttft_p99_s", "tpot_p50_m
 SOURCES = ("vllm-v1-scheduler", "vllm-arg-utils-batch-defaults", "zhong-2024-distserve")
 # the step model's terms shown with each load step: (value name, StepCost field)
 STEP_TERMS = (("step_weights_s", "weights_s"), ("step_tp_allreduce_s", "tp_fixed_s"),
-              ("step_tp_token_s", "tp_token_s"), ("step_floor_s", "floor_s"), ("step_host_s", "host_s"))
+              ("step_tp_token_s", "tp_token_s"), ("step_floor_s", "floor_s"), ("step_host_s", "host_s"),
+              ("step_host_per_sequence_s", "host_sequence_s"))
 
 
 @dataclass(frozen=True)
@@ -81,7 +82,8 @@ def step_cost(values: dict[str, Any], w: dict[str, Any], m: dict[str, Any], p: d
         prefill_elementwise_s=values["prefill_elementwise_s"],
         tp_fixed_s=2 * layers * values["allreduce_s"] if tp > 1 else 0.0,
         tp_token_s=2 * layers * hidden * 4 * (tp - 1) / tp / values["link"] if tp > 1 else 0.0,
-        floor_s=max(values["launch_s"], q["decode_step_floor"]), host_s=w["step_host_s"])
+        floor_s=max(values["launch_s"], q["decode_step_floor"]), host_s=w["step_host_s"],
+        host_sequence_s=w["step_host_per_sequence_s"])
 
 
 def limits(kb: KnowledgeBase, w: ResolvedWorkload, wfact: dict[str, Any], m: dict[str, Any], p: dict[str, Any],
@@ -226,18 +228,23 @@ class _Text:
                         Value(name="kv_tokens", value=lim.kv_tokens, expr=None)] + terms
 
     def _step(self, zh: bool = False) -> str:
-        """What one decode step of the run's batch spends: the weights' read and, over tensor parallelism, the
-        all-reduces (two a layer), which on a slow link are a large share of it."""
+        """What one decode step of the run's batch spends: the weights' read, over tensor parallelism the all-reduces
+        (two a layer), and the time an engine's host works between steps while the GPU waits."""
         cost, batch = self.one.cost, self.f["batch"]
         tp = cost.tp_fixed_s + cost.tp_token_s * batch
+        host = cost.host_s + cost.host_sequence_s * batch
         if zh:
             text = f"每个解码步读取权重需 {_ms(cost.weights_s)}"
-            text += f"，张量并行的 all-reduce（每层两次）在批大小 {batch} 时再加 {_ms(tp)}" if tp else ""
-            text += f"，两步之间主机还要工作 {_ms(cost.host_s)}，GPU 空等" if cost.host_s else ""
+            text += f"；批大小为 {batch} 时，" if tp or host else ""
+            text += f"张量并行的 all-reduce（每层两次）再加 {_ms(tp)}" if tp else ""
+            text += "，" if tp and host else ""
+            text += f"两步之间主机还要工作 {_ms(host)}，GPU 空等" if host else ""
             return text + "。"
         text = f" A decode step reads the weights in {_ms(cost.weights_s)}"
-        text += f"; tensor parallelism's all-reduces (two a layer) add {_ms(tp)} at batch {batch}" if tp else ""
-        text += f"; the engine's host then works {_ms(cost.host_s)} while the GPU waits" if cost.host_s else ""
+        text += f"; at batch {batch}" if tp or host else ""
+        text += f" tensor parallelism's all-reduces (two a layer) add {_ms(tp)}" if tp else ""
+        text += "," if tp and host else ""
+        text += f" the engine's host works {_ms(host)} between steps while the GPU waits" if host else ""
         return text + "."
 
     def _targets(self, zh: bool = False) -> str:
