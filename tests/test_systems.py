@@ -200,3 +200,54 @@ def test_ask_takes_system_flags_and_names_the_system_it_rents():
     assert option["system"] == "aws-p5-48xlarge" and option["usd_per_hour"] == 55.04
     bad = CliRunner().invoke(app, ["ask", "--model", "llama-3-8b", "--task", "lora", "--system", "aws-p5"])
     assert bad.exit_code == 2 and "systems.0" in bad.output and "unknown system" in bad.output
+
+
+def test_a_first_option_without_a_price_says_so_and_why(kb):
+    answer = kb.ask({"model": "llama-2-7b", "task": "full_finetune", "gpus": ["h20-96gb"]})
+    first = answer.options[0]
+    assert first.system == "hgx-h20-8gpu-server" and kb.systems[first.system].price is None
+    assert first.usd_per_hour is None and first.cost_usd is None
+    summary = answer.summary
+    assert summary is not None
+    assert summary.headline.endswith(f"no price: no cited on-demand price for {first.system} or any system that runs "
+                                     "this plan")
+    assert f"没有价格：{first.system} 及其他能运行该方案的系统都没有注明出处的按需价格" in summary.headline_zh
+    shown = json.loads(answer.model_dump_json())
+    assert "no price" in shown["summary"]["headline"] and shown["options"][0]["usd_per_hour"] is None
+
+
+def test_a_priced_first_option_says_nothing_of_a_missing_price(kb):
+    answer = kb.ask({"model": "llama-2-7b", "task": "full_finetune", "gpus": ["h100-sxm-80gb"]})
+    first = answer.options[0]
+    assert first.usd_per_hour
+    assert answer.summary is not None and "no price" not in answer.summary.headline
+
+
+def test_the_text_answer_names_the_unpriced_system_in_both_languages():
+    for lang, said in (("en", "no price"), ("zh", "没有价格")):
+        result = CliRunner().invoke(app, ["ask", "--model", "llama-2-7b", "--task", "inference", "--gpu",
+                                          "rtx-4090d-24gb", "--lang", lang], env={"COLUMNS": "200"})
+        assert result.exit_code == 0
+        head = next(line for line in result.stdout.splitlines() if said in line)
+        assert "rtx-4090d-8gpu-server" in head
+
+
+def test_rtx_5090_plans_rent_runpod_pods_at_their_catalog_price(kb):
+    for count, system, usd in ((1, "runpod-1x-rtx-5090", 0.99), (2, "runpod-2x-rtx-5090", 1.98)):
+        answer = kb.ask({"model": "llama-2-7b", "task": "inference", "gpus": ["rtx-5090-32gb"], "gpu_count": count,
+                         "placement": "all"})
+        (option,) = answer.options
+        price = kb.systems[system].price
+        assert option.system == system and price is not None and price.source == "skypilot-catalog-runpod-vms-v8"
+        assert option.usd_per_hour == pytest.approx(usd) and f",{usd:.2f},{usd:.2f}," in price.quote
+    eight = kb.systems["runpod-8x-rtx-5090"]
+    assert eight.peer_to_peer is False and eight.host_memory == 368 * 2**30
+    assert eight.price is not None and eight.price.usd_per_node_hour == 7.92
+
+
+def test_a_pair_of_rtx_3090s_rents_the_priced_runpod_pod(kb):
+    answer = kb.ask({"model": "qwen2.5-7b", "task": "lora", "gpus": ["rtx-3090-24gb"], "gpu_count": 2,
+                     "placement": "all"})
+    (option,) = answer.options
+    assert option.system == "runpod-2x-rtx-3090" and option.usd_per_hour == pytest.approx(1.0)
+    assert answer.summary is not None and "no price" not in answer.summary.headline

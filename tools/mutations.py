@@ -183,7 +183,7 @@ MUTATIONS = [
     Mutation("ep-divides-nothing", "src/gpukb/estimate/planner.py", "(1 - 1 / ep))\"", "(1 - 1 / 1))\"",
              ("tests/test_planner.py",)),
     Mutation("ep-all-to-all-one-way", "rules/bottlenecks/interconnect-step.yaml",
-             "ep_per_microbatch: 4 * w.moe_layers", "ep_per_microbatch: 2 * w.moe_layers",
+             'ep_per_microbatch: "4 * w.moe_layers', 'ep_per_microbatch: "2 * w.moe_layers',
              (RULE_TESTS, "tests/test_planner.py")),
     Mutation("tp-overlap-hides-nothing", "rules/bottlenecks/interconnect-step.yaml",
              "max(0, tp_time_s - compute_time_s) if w.tp_comm_overlap", "tp_time_s if w.tp_comm_overlap",
@@ -201,7 +201,7 @@ MUTATIONS = [
     Mutation("cp-splits-no-activations", "src/gpukb/estimate/planner.py",
              "m.activations) / (tp * cp)", "m.activations) / tp", ("tests/test_performance.py",)),
     Mutation("cp-passes-kv-once", "rules/bottlenecks/interconnect-step.yaml",
-             "cp_per_microbatch: 3 * w.layers", "cp_per_microbatch: 1 * w.layers", ("tests/test_performance.py",)),
+             'cp_per_microbatch: "3 * w.layers', 'cp_per_microbatch: "1 * w.layers', ("tests/test_performance.py",)),
     # the interleaved pipeline schedule
     Mutation("interleaving-keeps-the-bubble", "rules/bottlenecks/interconnect-step.yaml",
              "(p.pp - 1) / (ga * w.virtual_pipeline_stages)", "(p.pp - 1) / ga", ("tests/test_performance.py",)),

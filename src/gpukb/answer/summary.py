@@ -255,6 +255,9 @@ def summarize(answer: Answer, misses: Sequence[Miss] = (), horizon: bool = False
     if not reason:  # ranked first by a figure no line below names (e.g. the fewest GPUs among unpriced options)
         headline += f" — {speed_line(first).why}"
         headline_zh += f"——{speed_line(first).why_zh}"
+    if first.usd_per_hour is None:  # a first option without a price says why: no system that runs it has a cited one
+        headline += f"; no price: no cited on-demand price for {first.system or first.gpu} or any system that runs this plan"
+        headline_zh += f"；没有价格：{first.system or first.gpu} 及其他能运行该方案的系统都没有注明出处的按需价格"
     if met is False and sized:  # every option is late: the headline says so, with the time the first option takes
         which, which_zh = _deadline_words(deadline, horizon)
         headline += f"; no option meets {which} (this one takes {duration(first.time_to_train_s or 0)})"

@@ -43,6 +43,7 @@ from durable_rules_engine import start_action_for_state as _c_start_action_for_s
 from ..core.errors import EngineError, KBDefectError
 from ..core.messages import message
 from ..knowledge.rules import CompiledRule
+from ..language.template import value_test
 from .reachable import reachable_rules, task_fields, text_gates
 from .trace import Collector
 
@@ -288,12 +289,13 @@ class Engine:
 
     def _action(self, compiled: CompiledRule, ruleset: _Ruleset) -> Any:
         aliases = [alias for alias, _ in compiled.aliases]
+        explained = value_test(compiled.explain_needs)
 
         def action(sid: str, fids: dict[str, str]) -> None:
             collector = self._collectors[sid]
             try:
                 matched = {alias: collector.facts[fids[alias]] for alias in aliases}
-                for fact in collector.fire(compiled, matched):
+                for fact in collector.fire(compiled, matched, explained):
                     ruleset.put(fact, sid)  # actions it triggers join the agenda being drained
             except Exception as err:  # keep it for the caller, who re-raises it after the agenda drains
                 collector.errors.append(f"{compiled.key}: {err}")

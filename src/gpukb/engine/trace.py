@@ -7,7 +7,7 @@ expressions that computed them, the claims it rests on, and a rendered sentence.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -204,8 +204,10 @@ class Collector:
         self.matched.append(inputs)
         return facts
 
-    def fire(self, compiled: CompiledRule, matched: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-        """The generic action: compute a rule's `then` facts from the matched facts and trace it."""
+    def fire(self, compiled: CompiledRule, matched: dict[str, dict[str, Any]],
+             explained: Callable[[Mapping[str, Any]], bool] | None = None) -> list[dict[str, Any]]:
+        """The generic action: compute a rule's `then` facts from the matched facts and trace it. `explained`
+        is the rule's template.value_test, made once where the rule is registered."""
         self.firings += 1
         if self.firings > self.max_firings:
             raise EngineError(f"more than {self.max_firings:,} rule firings in one ask ({FIRINGS_PER_ASK:,} + "
@@ -228,10 +230,11 @@ class Collector:
         sentence_env = (computed[0][1] if len(computed) == 1
                         else _sentence_env(matched, compiled.outputs, [scope for _, scope in computed]))
         rule = compiled.rule
-        try:  # the sentences are rendered when read; a value they lack fails the ask now, as rendering would
-            check_values(compiled.explain_needs, sentence_env)
-        except TemplateError as err:
-            raise EngineError(f"{compiled.key}: explain: {err}") from None
+        if explained is None or not explained(sentence_env):
+            try:  # the sentences are rendered when read; a value they lack fails the ask now, as rendering would
+                check_values(compiled.explain_needs, sentence_env)
+            except TemplateError as err:
+                raise EngineError(f"{compiled.key}: explain: {err}") from None
         return self.record(rule=compiled.key, stage=rule.stage, title=rule.title, inputs=matched, values=tuple(computed),
                            claims=compiled.citations, sources=compiled.sources, sentence=(rule.explain, sentence_env),
                            outputs=outputs, title_zh=rule.title_zh, sentence_zh=(rule.explain_zh, sentence_env))

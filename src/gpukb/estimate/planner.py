@@ -132,6 +132,16 @@ class PlanCache:
     def __init__(self) -> None:
         self.splits: dict[tuple[Layout, bool | None], tuple[float, float]] = {}  # None: the CPU-memory split
         self.part_values: dict[str, dict[Any, float]] = {name: {} for name in PARTS}  # part -> its reads -> bytes
+        self.totals: dict[tuple[Layout, int], float] = {}  # (layout, dp) -> the sum of its parts
+
+    def total(self, layout: Layout, dp: int, base: dict[str, Any]) -> float:
+        """The sum of a split's parts: the closest miss compares it over every layout tried, for each GPU type
+        that fits none."""
+        key = (layout, dp)
+        found = self.totals.get(key)
+        if found is None:
+            found = self.totals[key] = sum(self.parts_of(layout, dp, base).values())
+        return found
 
     def split(self, layout: Layout, base: dict[str, Any], inference: bool) -> tuple[float, float]:
         """(A, B) with per_gpu(n) = A + B/n, n = dp (training) or the tp*pp shard count (inference)."""
@@ -141,8 +151,7 @@ class PlanCache:
                 one = sum(self.parts_of(Layout(1, 1, 0, False, "none"), 1, base).values())
                 two = sum(self.parts_of(Layout(2, 1, 0, False, "none"), 1, base).values())
             else:
-                one = sum(self.parts_of(layout, 1, base).values())
-                two = sum(self.parts_of(layout, 2, base).values())
+                one, two = self.total(layout, 1, base), self.total(layout, 2, base)
             self.splits[key] = _linear(one, two)
         return self.splits[key]
 
@@ -728,7 +737,7 @@ def _closest_miss(w: ResolvedWorkload, base: dict[str, Any], tried: list[Layout]
             dp = max(limit // layout.group // layout.ep, 1) * layout.ep
         if dp * layout.group > limit and (w.gpu_count or layout.ep == 1):
             continue
-        per_gpu = sum(cache.parts_of(layout, dp, base).values())
+        per_gpu = cache.total(layout, dp, base)
         if best is None or per_gpu < best[0]:
             best = (per_gpu, layout, dp)
     if best is None:  # nothing within the limit: one expert-parallel group (whole groups, as every plan has)
