@@ -144,8 +144,8 @@ def test_an_engine_whose_host_works_between_steps_adds_that_time_to_each(kb: gpu
     assert v0["step_time_s"] == pytest.approx(v1["step_time_s"] + host)
     assert v0["ttft_s"] == pytest.approx(v1["ttft_s"] + host)
     assert v0["tokens_per_s"] < v1["tokens_per_s"]
-    assert f"with {entry.step_host_s.value * 1000:.2f} ms more, and {entry.step_host_per_sequence_s.value * 1000:.2f} ms" \
-           " a sequence, where vllm-v0's host works" in v0_text
+    assert f"plus the {entry.step_host_s.value * 1000:.2f} ms, and {entry.step_host_per_sequence_s.value * 1000:.2f} ms" \
+           " a sequence, that vllm-v0's host works between steps while the GPU waits" in v0_text
     # RFC 6913's two batches, which the two terms were derived from: 19 and 25 ms a token
     rfc = {**workload, "model": "llama-3-70b", "precision": "fp8", "framework": "vllm-v0"}
     for batch, tpot in ((1, 19e-3), (32, 25e-3)):
