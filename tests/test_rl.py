@@ -43,6 +43,9 @@ def test_rl_fields_belong_to_rl_tasks() -> None:
     with pytest.raises(WorkloadError) as err:
         gpukb.ask({**DPO, "samples_per_prompt": 4})
     assert err.value.field == "samples_per_prompt"
+    with pytest.raises(WorkloadError) as err:
+        gpukb.ask({"model": "llama-3-8b", "task": "inference", "rollout_tensor_parallel": 2})
+    assert err.value.field == "rollout_tensor_parallel" and "only for RL" in str(err.value)
 
 
 def test_grpo_answers_memory_per_role_and_phases() -> None:
@@ -254,3 +257,43 @@ def test_colocated_pays_sleep_wake_and_reload_split_pays_the_transfer() -> None:
 def test_rl_steps_are_deterministic() -> None:
     first, second = gpukb.ask(NODE).best.rl, gpukb.ask(dict(NODE)).best.rl
     assert first.phases == second.phases and first.step_time_s == second.step_time_s
+
+
+def test_a_stated_rollout_tensor_parallel_size_sizes_the_engines() -> None:
+    one = gpukb.ask({**NODE, "rollout_tensor_parallel": 1})
+    two = gpukb.ask({**NODE, "rollout_tensor_parallel": 2})
+    assert two.workload.rollout_tensor_parallel == 2
+    step = next(s for s in two.best.trace if s.rule.startswith("planner.rl-placement"))
+    assert "4 rollout engine(s) of tp 2" in step.sentence
+    # each engine GPU loads half the weights, and every engine decodes twice the share at twice the bandwidth
+    assert two.best.rl.phases["sync"] == pytest.approx(one.best.rl.phases["sync"] / 2)
+    assert two.best.rl.phases["generation"] != pytest.approx(one.best.rl.phases["generation"], rel=0.01)
+
+
+@pytest.mark.parametrize(("change", "why"), [
+    ({"rollout_tensor_parallel": 3}, "does not divide the 28 attention heads"),
+    ({"rollout_tensor_parallel": 3, "rl_placement": "split"}, "does not divide the 28 attention heads"),
+])
+def test_a_rollout_tensor_parallel_size_must_divide_the_heads(change: dict, why: str) -> None:
+    with pytest.raises(WorkloadError) as err:
+        gpukb.ask({**GRPO, **change})
+    assert err.value.field == "rollout_tensor_parallel" and why in str(err.value)
+
+
+def test_dpo_has_no_rollout_engine_to_size() -> None:
+    with pytest.raises(WorkloadError) as err:
+        gpukb.ask({**DPO, "rollout_tensor_parallel": 2})
+    assert err.value.field == "rollout_tensor_parallel"
+
+
+def test_a_stated_rollout_engine_wider_than_a_node_takes_whole_engines() -> None:
+    w = {"model": "llama-3.1-70b", "task": "grpo", "rollout_batch": 64, "samples_per_prompt": 8, "prompt_len": 512,
+         "response_len": 1024, "gpus": ["h100-sxm-80gb"], "placement": "all", "rl_placement": "colocated",
+         "rollout_tensor_parallel": 16}
+    best = gpukb.ask({**w, "gpu_count": 32}).best
+    assert best.count == 32 and "2 rollout engine(s) of tp 16" in next(
+        s.sentence for s in best.trace if s.rule.startswith("planner.rl-placement"))
+    # 24 GPUs hold one engine of 16 and half of another: the count is what fails, and the answer names 32
+    rejected = gpukb.ask({**w, "gpu_count": 24}).rejected[0]
+    (finding,) = [f for f in rejected.findings if f.severity == "error"]
+    assert finding.rule.startswith("bottleneck.rl.too-few-gpus") and "needs 32 GPUs, more than the 24" in finding.message

@@ -65,3 +65,17 @@ def test_each_step_reads_the_running_sequences_caches_to_their_own_context() -> 
 def test_a_mean_must_be_positive() -> None:
     with pytest.raises(ValueError, match="mean_response_len"):
         rl_lengths.scale(0, 2048)
+
+
+def test_the_hosts_serial_work_adds_once_per_token_of_every_running_sequence() -> None:
+    # a synchronously scheduled engine pays host_s for each running sequence at every step: summed over the
+    # steps, once per decoded token, whatever the concurrency and however the batch thins
+    hosted = rl_lengths.Decoder(weights_s=1e-3, flop_s=0.0, kv_s=0.0, per_seq_s=2.5e-4, fixed_s=0.0, floor_s=0.0,
+                                prefill_s=0.0, host_s=2e-5)
+    lens = [10, 10, 10, 1000, 300, 40]
+    for concurrency in (1, 2, 6):
+        extra = rl_lengths.decode_time(lens, concurrency, 0, hosted) - rl_lengths.decode_time(lens, concurrency, 0, FLAT)
+        assert extra == pytest.approx(sum(lens) * 2e-5)
+    # a full batch of 256 pays 5.1 ms a step on top of its GPU time, one sequence 20 us
+    assert hosted.step(256, 0) - FLAT.step(256, 0) == pytest.approx(256 * 2e-5)
+    assert hosted.step(1, 0) - FLAT.step(1, 0) == pytest.approx(2e-5)

@@ -43,8 +43,9 @@ TRAINING_TASKS = ("pretrain", "full_finetune", "lora", "qlora")
 # and PPO generate their own samples (rollouts), DPO learns from fixed preference pairs (gpukb.estimate.rl)
 RL_TASKS = ("grpo", "ppo", "dpo")
 # What an RL workload sets for the models it plans (gpukb.estimate.rl); each is planned as a training or a serving job
-RL_FIELDS = ("rollout_batch", "samples_per_prompt", "response_len", "mean_response_len", "rl_placement", "reference_model",
-             "reward_model", "critic_model", "reference_precision", "reward_precision", "critic_precision")
+RL_FIELDS = ("rollout_batch", "samples_per_prompt", "response_len", "mean_response_len", "rl_placement",
+             "rollout_tensor_parallel", "reference_model", "reward_model", "critic_model", "reference_precision",
+             "reward_precision", "critic_precision")
 # Fields of other tasks that an RL workload derives itself (seq_len = prompt_len + response_len; the optimizer
 # step is the rollout batch) or that its planner does not combine with several models on the same GPUs
 RL_EXCLUDED = ("seq_len", "batch_size", "output_len", "global_batch_size", "tokens", "deadline_days", "ttft_ms",
@@ -208,6 +209,10 @@ class Workload(BaseModel):
     flash_attention: bool = Field(default=True, description=(
         "training: fused (flash) attention keeps the s×s attention scores out of GPU memory; false for stacks "
         "without it (before mid-2022, Volta GPUs): the scores are stored and cross memory twice"))
+    flash_attention_version: Literal[1, 2] = Field(default=2, description=(
+        "training with flash_attention: the kernel generation the attention runs on: 2 (default: FlashAttention-2, "
+        "the stacks since mid-2023) or 1 (FlashAttention-1 or xformers' memory-efficient kernel, mid-2022 to "
+        "mid-2023), which computes attention at under half FlashAttention-2's rate"))
     lora_rank: Count = Field(default=16, gt=0, le=65536)
     gpu_count: Count | None = Field(default=None, gt=0, le=1_000_000)
     gpus: Annotated[list[str] | None, BeforeValidator(_gpu_ids)] = Field(default=None, min_length=1)
@@ -261,6 +266,10 @@ class Workload(BaseModel):
     rl_placement: RlPlacement | None = Field(default=None, description=(
         "RL: 'colocated' (generation and training take turns on the same GPUs, the KV cache freed before the "
         "optimizer runs) or 'split' (the rollout engine on GPUs of its own); null = the planner chooses and says which"))
+    rollout_tensor_parallel: Int | None = Field(default=None, gt=0, le=64, description=(
+        "RL (grpo, ppo): the rollout engine's tensor-parallel size (verl rollout.tensor_model_parallel_size, NeMo RL "
+        "vllm_cfg.tensor_parallel_size, OpenRLHF --vllm_tensor_parallel_size); default: the planner sizes the "
+        "engines by memory and says which"))
     reference_model: str | None = Field(default=None, description=(
         "RL: the frozen reference model (catalog id or config.json); default the policy's model; 'none' for a run "
         "without a KL term"))
@@ -284,7 +293,8 @@ class Workload(BaseModel):
             pass
         elif self.task == "inference":
             _check_load(self, given)
-            for name in ("optimizer", "activation_checkpointing", "flash_attention", "zero_stage", "offload",
+            for name in ("optimizer", "activation_checkpointing", "flash_attention", "flash_attention_version",
+                         "zero_stage", "offload",
                          "micro_batch_size", "tokens", "deadline_days", "lora_rank", "global_batch_size",
                          "tp_comm_overlap", "master_weights", "optimizer_in_backward", "virtual_pipeline_stages",
                          "context_parallel", "energy_scope", "pue"):
@@ -326,6 +336,8 @@ class Workload(BaseModel):
             raise Invalid("expert_parallel", "expert_parallel_task")
         if self.mlp is not None and self.model is not None:
             raise Invalid("mlp", "mlp_from_model")
+        if "flash_attention_version" in given and not self.flash_attention:
+            raise Invalid("flash_attention_version", "flash_version_needs_flash")
         if self.placement == "all" and self.gpu_count is None:
             raise Invalid("placement", "placement_needs_count")
         if self.gpu_count is not None:
@@ -370,7 +382,7 @@ def _check_rl(w: Workload, given: set[str]) -> None:
         raise Invalid("samples_per_prompt", "rl_group_size")
     if w.task == "dpo":
         for name in ("samples_per_prompt", "rl_placement", "reward_model", "reward_precision", "kv_cache_precision",
-                     "mean_response_len"):
+                     "mean_response_len", "rollout_tensor_parallel"):
             if name in given:
                 raise Invalid(name, "rl_dpo_generates_nothing")
     if w.task != "ppo":
@@ -469,6 +481,7 @@ class ResolvedWorkload(BaseModel):
     response_len: int | None = Field(default=None, exclude_if=lambda v: v is None)
     mean_response_len: int | None = Field(default=None, exclude_if=lambda v: v is None)
     rl_placement: RlPlacement | None = Field(default=None, exclude_if=lambda v: v is None)
+    rollout_tensor_parallel: int | None = Field(default=None, exclude_if=lambda v: v is None)
     reference_model: str | None = Field(default=None, exclude_if=lambda v: v is None)
     reward_model: str | None = Field(default=None, exclude_if=lambda v: v is None)
     critic_model: str | None = Field(default=None, exclude_if=lambda v: v is None)
@@ -491,6 +504,7 @@ class ResolvedWorkload(BaseModel):
     energy_scope: EnergyScope = Field(default="facility", exclude_if=lambda v: v == "facility")
     pue: float | None = Field(default=None, exclude_if=lambda v: v is None)
     flash_attention: bool = Field(default=True, exclude_if=lambda v: v)
+    flash_attention_version: int = Field(default=2, exclude_if=lambda v: v == 2)
     # Only some architectures have these; left out of the JSON where they do not apply.
     expert_params: int = Field(default=0, exclude_if=lambda v: v == 0,
                                description="one routed expert's parameters over all MoE layers")

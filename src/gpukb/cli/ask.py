@@ -69,6 +69,8 @@ def ask(
         "--activation-checkpointing/--no-activation-checkpointing", help="default: the engine decides")] = None,
     flash_attention: Annotated[bool | None, typer.Option(
         "--flash-attention/--no-flash-attention", help="training: fused attention (default on)")] = None,
+    flash_attention_version: Annotated[int | None, typer.Option(
+        help="training: FlashAttention generation, 2 (default) or 1 (FlashAttention-1, xformers)")] = None,
     lora_rank: Annotated[str | None, typer.Option(metavar="SIZE")] = None,
     gpu_count: Annotated[str | None, typer.Option(metavar="SIZE", help="most GPUs usable")] = None,
     gpu: Annotated[list[str] | None, typer.Option(
@@ -112,6 +114,8 @@ def ask(
     rl_placement: Annotated[str | None, typer.Option(
         help="RL: colocated (generation and training take turns on the same GPUs) or split (rollout GPUs of their "
              "own); default: the planner chooses and says which")] = None,
+    rollout_tensor_parallel: Annotated[int | None, typer.Option(
+        help="RL: the rollout engine's tensor-parallel size (default: sized by memory)")] = None,
     reference_model: Annotated[str | None, typer.Option(help="RL: the frozen reference (default the policy; none)")] = None,
     reward_model: Annotated[str | None, typer.Option(help="RL: a reward model (default none: a rule-based reward)")] = None,
     critic_model: Annotated[str | None, typer.Option(help="ppo: the critic (default the policy's model)")] = None,
@@ -143,7 +147,7 @@ def ask(
         "heads": heads, "kv_heads": kv_heads, "vocab_size": vocab_size, "intermediate_size": intermediate_size,
         "precision": precision, "optimizer": optimizer, "seq_len": seq_len, "micro_batch_size": micro_batch_size,
         "batch_size": batch_size, "activation_checkpointing": activation_checkpointing,
-        "flash_attention": flash_attention, "lora_rank": lora_rank,
+        "flash_attention": flash_attention, "flash_attention_version": flash_attention_version, "lora_rank": lora_rank,
         "gpu_count": gpu_count, "gpus": gpu or None, "systems": system or None, "tokens": tokens, "zero_stage": zero_stage,
         "tensor_parallel": tensor_parallel, "pipeline_parallel": pipeline_parallel, "offload": offload,
         "expert_parallel": expert_parallel, "tp_comm_overlap": tp_comm_overlap,
@@ -156,7 +160,8 @@ def ask(
         "objective": objective, "framework": framework, "deadline_days": deadline_days, "region": region,
         "energy_scope": energy_scope, "pue": pue,
         "rollout_batch": rollout_batch, "samples_per_prompt": samples_per_prompt, "response_len": response_len,
-        "mean_response_len": mean_response_len, "rl_placement": rl_placement, "reference_model": reference_model,
+        "mean_response_len": mean_response_len, "rl_placement": rl_placement,
+        "rollout_tensor_parallel": rollout_tensor_parallel, "reference_model": reference_model,
         "reward_model": reward_model,
         "critic_model": critic_model, "reference_precision": reference_precision,
         "reward_precision": reward_precision, "critic_precision": critic_precision,

@@ -153,6 +153,7 @@ def engine_domains(kb: KnowledgeBase) -> dict[tuple[str, str], frozenset[Any]]:
         ("workload", "model"): live_models,
         ("workload", "training"): BOOLEANS,
         ("workload", "flash_attention"): BOOLEANS,
+        ("workload", "flash_attention_version"): frozenset({1, 2}),
         ("gpu", "gpu"): gpus,
         ("gpu", "vendor"): gpu_literals["vendor"],
         ("gpu", "form_factor"): gpu_literals["form_factor"],

@@ -127,6 +127,8 @@ MESSAGES: dict[str, tuple[str, str]] = {
                                    "每个微批次各做一次优化器更新，梯度无法累积到 global_batch_size；请去掉其中一个"),
     "expert_parallel_task": ("only for full training (full_finetune or pretrain) of a mixture-of-experts model",
                              "只用于混合专家模型的全量训练（full_finetune 或 pretrain）"),
+    "flash_version_needs_flash": ("a FlashAttention generation, but flash_attention is false; remove one of them",
+                                  "flash_attention 为 false 时不用 FlashAttention，也就没有版本之分；请去掉其中一个"),
     "mlp_from_model": ("comes from the catalog model; give it only with params", "由目录中的模型决定；只在给出 params 时填写"),
     "placement_needs_count": ("'all' uses exactly gpu_count GPUs; give gpu_count",
                               "'all' 表示正好使用 gpu_count 块 GPU；请给出 gpu_count"),

@@ -133,6 +133,16 @@ class PlanCache:
         self.splits: dict[tuple[Layout, bool | None], tuple[float, float]] = {}  # None: the CPU-memory split
         self.part_values: dict[str, dict[Any, float]] = {name: {} for name in PARTS}  # part -> its reads -> bytes
         self.totals: dict[tuple[Layout, int], float] = {}  # (layout, dp) -> the sum of its parts
+        self._searched_for: object = None  # the workload of the ask whose searches _searched holds
+        self._searched: dict[tuple[Any, ...], tuple[Candidate, int]] = {}
+
+    def searches(self, w: object) -> dict[tuple[Any, ...], tuple[Candidate, int]]:
+        """The plan searches of one ask, by what a search reads of a GPU type: GPU types alike in memory, host
+        memory, node and bounds (an 80 GB card in eight-GPU nodes) share one. Kept for one workload object at a
+        time: the searches also read the workload's pins, which asks sharing this replica may not."""
+        if self._searched_for is not w:
+            self._searched_for, self._searched = w, {}
+        return self._searched
 
     def total(self, layout: Layout, dp: int, base: dict[str, Any]) -> float:
         """The sum of a split's parts: the closest miss compares it over every layout tried, for each GPU type
@@ -630,12 +640,12 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
     base = {"m": memory, "w": wfact}
     usable = float(USABLE.evaluate({"g": gpu, "p": policy}))
     edge = float(EDGE.evaluate({"g": gpu, "p": policy}))
-    chosen, strategies = _search(w, gpu, cache, base, usable, bounds, raised)
+    chosen, strategies = _searched(w, gpu, cache, base, usable, bounds, raised)
     at_edge = False
     if w.task != "inference" and not chosen.fits and edge > usable \
             and not _short_of_host(chosen, cache, base, usable, gpu):
         # refused within the reserve: a plan that fits at the card's edge is that plan, said to be at the edge
-        nearer, more = _search(w, gpu, cache, base, edge, bounds, raised)
+        nearer, more = _searched(w, gpu, cache, base, edge, bounds, raised)
         if nearer.fits:
             chosen, strategies, at_edge = nearer, strategies + more, True
     limit = edge if at_edge else usable
@@ -658,6 +668,18 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
         outputs=[("plan", fields)], title_zh="能放下一个副本的最少 GPU 数，先试侵入性最小的策略",
         sentence_zh=text.sentence_zh)
     return plan
+
+
+def _searched(w: ResolvedWorkload, gpu: dict[str, Any], cache: PlanCache, base: dict[str, Any], usable: float,
+              bounds: _Box, raised: Raise | None) -> tuple[Candidate, int]:
+    """_search, once per ask for each set of the values it reads of a GPU type."""
+    key = (gpu["gpus_per_node"], gpu["host_memory_per_gpu"], gpu["scale_up_domain"], usable, bounds,
+           raised.tp if raised else None)
+    searches = cache.searches(w)
+    found = searches.get(key)
+    if found is None:
+        found = searches[key] = _search(w, gpu, cache, base, usable, bounds, raised)
+    return found
 
 
 def _short_of_host(chosen: Candidate, cache: PlanCache, base: dict[str, Any], usable: float,

@@ -42,7 +42,9 @@ POLICY_IDS = {"reserve_fraction": "reserve-fraction", "runtime_overhead": "runti
               "ring_step_latency_network": "ring-step-latency-network",
               "ring_step_latency_nvlink": "ring-step-latency-nvlink", "ring_step_latency_pcie": "ring-step-latency-pcie",
               # the best MFU published runs on at least so many GPUs report: what no estimate may exceed (rec.rank.training)
-              **{f"published_mfu_{n}": f"published-mfu-{n}-gpus" for n in (8, 128, 512, 12288, 16384)}}
+              **{f"published_mfu_{n}": f"published-mfu-{n}-gpus" for n in (8, 128, 512, 12288, 16384)},
+              # the rates FlashAttention-1 and -2 compute attention at, a share of dense peak (rec.throughput.training)
+              "flash_attention_1_rate": "flash-attention-1-rate", "flash_attention_2_rate": "flash-attention-2-rate"}
 # Policies whose value depends on the GPU generation: the entry listing the GPU's architecture, else
 # the default (the entry of this id, which lists none). They become fields of the gpu fact.
 GPU_POLICIES = {"utilisation": "mfu", "node_network_bandwidth": "node-network-bandwidth",
@@ -327,6 +329,7 @@ def resolve(kb: KnowledgeBase, w: Workload) -> tuple[ResolvedWorkload, dict[str,
         deadline_days=deadline_days, placement=w.placement, region=grid(kb, w.region)[0] if training or w.region else None,
         energy_scope=w.energy_scope, pue=w.pue,
         activation_checkpointing=w.activation_checkpointing, flash_attention=w.flash_attention,
+        flash_attention_version=w.flash_attention_version,
         lora_rank=w.lora_rank if w.task in ("lora", "qlora") else None,
         gpu_count=w.gpu_count, gpus=list(gpus), systems=systems, tokens=w.tokens, zero_stage=w.zero_stage,
         tensor_parallel=w.tensor_parallel, pipeline_parallel=w.pipeline_parallel, offload=w.offload,
@@ -485,6 +488,7 @@ def workload_fact(kb: KnowledgeBase, w: ResolvedWorkload) -> dict[str, Any]:
         "attention": w.attention, "kv_lora_rank": w.kv_lora_rank, "qk_rope_head_dim": w.qk_rope_head_dim,
         "sliding_window": w.sliding_window, "sliding_layers": w.sliding_layers, "context_length": w.context_length,
         "activation_checkpointing": ckpt, "flash_attention": w.flash_attention,
+        "flash_attention_version": w.flash_attention_version,
         "gpu_count": w.gpu_count or 0, "dp_hint": min(w.gpu_count or 8, 8),
         "ttft_ms": w.ttft_ms or 0, "tpot_ms": w.tpot_ms or 0, "objective": w.objective,
         "kv_cache_precision": w.kv_cache_precision or "",

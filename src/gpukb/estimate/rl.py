@@ -56,6 +56,7 @@ PHASES = ("generation", "reference", "reward", "critic", "training", "sync", "sw
 MAX_SEQS = "rl-rollout-max-seqs"  # the policy: the sequences a rollout engine's scheduler runs at once
 LOAD_RATE = "rl-weight-load-rate"  # the policy: bytes a second a refit loads into each engine GPU
 SWITCH = "rl-engine-switch-time"  # the policy: a colocated engine's sleep and wake each step, besides its weights
+HOST = "rl-rollout-host-per-sequence"  # the policy: a rollout engine's serial host work per running sequence a step
 # The fields of a workload that describe the policy's model (copied to its sub-asks)
 _MODEL_FIELDS = ("model", "params", "layers", "hidden_size", "heads", "kv_heads", "vocab_size", "intermediate_size", "mlp")
 SOURCES = ["sheng-2024-hybridflow", "hu-2024-openrlhf", "shao-2024-deepseekmath-grpo", "rajbhandari-2020-zero"]
@@ -82,6 +83,7 @@ def role_workloads(w: Workload, framework: str | None = None) -> dict[str, dict[
             if getattr(w, k) is not None}
     train = {"task": "full_finetune", "seq_len": seq, "micro_batch_size": w.micro_batch_size,
              "global_batch_size": sequences(w), "flash_attention": w.flash_attention, "master_weights": w.master_weights,
+             **({"flash_attention_version": w.flash_attention_version} if w.flash_attention else {}),
              **pins, **common, **({"optimizer": w.optimizer} if w.optimizer else {}),
              **({"framework": framework or w.framework} if framework or w.framework else {})}
     jobs: dict[str, dict[str, Any]] = {"policy": {**model, **train, "precision": w.precision}}
@@ -102,7 +104,9 @@ def role_workloads(w: Workload, framework: str | None = None) -> dict[str, dict[
     if w.task != "dpo":
         jobs["rollout"] = {**model, "task": "inference", "precision": w.precision if w.precision != "fp32" else "bf16",
                            "batch_size": sequences(w), "prompt_len": w.prompt_len, "output_len": w.response_len,
-                           **({"kv_cache_precision": w.kv_cache_precision} if w.kv_cache_precision else {}), **common}
+                           **({"kv_cache_precision": w.kv_cache_precision} if w.kv_cache_precision else {}),
+                           **({"tensor_parallel": w.rollout_tensor_parallel} if w.rollout_tensor_parallel else {}),
+                           **common}
     return jobs
 
 
@@ -207,8 +211,9 @@ class _TrainerSearch:
                 layout = Layout(w.tensor_parallel or 1, w.pipeline_parallel or 1, zero, ckpt, "none")
                 parts = self.stripped(layout)
                 rollout_tps: list[int | None] = [None]
-                if self.placement == "colocated" and self.rollout_memory is not None:
-                    rollout_tps = [t for t in TP_SIZES if t <= node and w.heads % t == 0]
+                if self.placement == "colocated" and self.rollout_memory is not None:  # the run's own size, if stated
+                    rollout_tps = [w.rollout_tensor_parallel] if w.rollout_tensor_parallel else \
+                        [t for t in TP_SIZES if t <= node and w.heads % t == 0]
                 for rtp in rollout_tps:
                     # an engine needs its share of the weights and room for at least one sequence's KV cache
                     least_rollout = None if rtp is None else _engine_bytes(self.rollout_memory, rtp, 1, self.sequences)
@@ -219,6 +224,8 @@ class _TrainerSearch:
                     count = max(d for d in least if d is not None) * layout.group
                     if rtp is not None:
                         count = max(count, rtp)
+                        if w.rollout_tensor_parallel:  # a stated size: whole engines, however many nodes each spans
+                            count = -(-count // rtp) * rtp
                     count = count if count <= node else node * math.ceil(count / node)
                     count = -(-count // layout.group) * layout.group
                     if not self.rollout_fits or count > bound or (rtp is not None and count % rtp):
@@ -281,7 +288,7 @@ def place(kb: KnowledgeBase, w: ResolvedWorkload, roles: Roles, gpu: dict[str, A
             needed = search.needed(reserved, layout.group)
             count = layout.group
         count = max(count // layout.group, 1) * layout.group
-        rtp = max([t for t in TP_SIZES if t <= min(count, node) and w.heads % t == 0] or [1])
+        rtp = w.rollout_tensor_parallel or max([t for t in TP_SIZES if t <= min(count, node) and w.heads % t == 0] or [1])
         best = ((count, 0, rtp), count // layout.group, layout, rtp)
     (count, _, _), dp, layout, rtp = best
     memory = _plan_memory(search, rollout_opt, count, dp, layout, rtp)
@@ -356,7 +363,7 @@ def _mean_response(w: Workload | ResolvedWorkload) -> int:
 
 def phase_times(w: ResolvedWorkload, roles: Roles, plan: dict[str, Any], gpu: dict[str, Any],
                 generation: Answer | None, trainers: dict[str, Answer], floor_s: float, switch_s: float,
-                load_rate: float) -> dict[str, float] | None:
+                load_rate: float, host_s: float) -> dict[str, float] | None:
     """Seconds per step of each phase on this plan, from the sub-answers' own estimates; None where a rule made
     no estimate (a GPU type without a published rate for the precision), as a training ask then has no speed."""
     assert w.prompt_len is not None and w.response_len is not None
@@ -373,7 +380,7 @@ def phase_times(w: ResolvedWorkload, roles: Roles, plan: dict[str, Any], gpu: di
     train_s = tokens / o_train.tokens_per_s
     if generation is not None:
         o = _option(generation, gpu["gpu"])
-        engine = _decoder(generation, o, floor_s) if o is not None else None
+        engine = _decoder(generation, o, floor_s, host_s) if o is not None else None
         if engine is None:
             return None
         times["generation"] = _generation_s(w, plan, engine[1], engine[0])
@@ -415,9 +422,10 @@ def _params(roles: Roles, role: str) -> float:
     return float(roles.answers[role].workload.params)
 
 
-def _decoder(generation: Answer, o: Option, floor_s: float) -> tuple[rl_lengths.Decoder, int] | None:
-    """An engine's token step from the decode rule's own terms in this option's trace, and the sequences it ran
-    at once there; None where the rule made no estimate."""
+def _decoder(generation: Answer, o: Option, floor_s: float, host_s: float) -> tuple[rl_lengths.Decoder, int] | None:
+    """An engine's token step from the decode rule's own terms in this option's trace, with the rollout engine's
+    serial host work per sequence (host_s), and the sequences it ran at once there; None where the rule made no
+    estimate."""
     v = next(({x["name"]: x["value"] for x in step.values} for step in o.trace
               if step.rule.split("@")[0] == "rec.throughput.decode"), None)
     if v is None or not o.tokens_per_s:
@@ -430,7 +438,7 @@ def _decoder(generation: Answer, o: Option, floor_s: float) -> tuple[rl_lengths.
     engine = rl_lengths.Decoder(
         weights_s=v["weight_bytes_read"] / v["read_rate"], flop_s=v["matmul_flops"] / conc / v["compute_rate"],
         kv_s=v["kv_read"] / v["read_rate"] / context, per_seq_s=v["elementwise_s"] + (v["tp_s"] - fixed) / conc,
-        fixed_s=fixed, floor_s=max(v["launch_s"], floor_s), prefill_s=v["batch_prefill_s"] / conc)
+        fixed_s=fixed, floor_s=max(v["launch_s"], floor_s), prefill_s=v["batch_prefill_s"] / conc, host_s=host_s)
     return engine, conc
 
 
@@ -470,6 +478,7 @@ _MODEL_FIELD = {"reference": "reference_model", "reward": "reward_model", "criti
 _DERIVED_FROM = {("*", "global_batch_size"): "rollout_batch", ("rollout", "batch_size"): "rollout_batch",
                  ("*", "batch_size"): "micro_batch_size", ("*", "seq_len"): "response_len",
                  ("rollout", "prompt_len"): "prompt_len", ("*", "prompt_len"): "response_len",
+                 ("rollout", "tensor_parallel"): "rollout_tensor_parallel",
                  ("*", "output_len"): "response_len"}
 
 
@@ -548,7 +557,7 @@ def ask_rl(kb: KnowledgeBase, w: Workload, sub: SubAsk) -> Answer:
                       for role in TRAINED if role in jobs}
                 for key, gs in layouts.items()}
     switch_s, load_rate = float(kb.policy(SWITCH)), float(kb.policy(LOAD_RATE))
-    floor_s = float(policy["decode_step_floor"])
+    floor_s, host_s = float(policy["decode_step_floor"]), float(kb.policy(HOST))
     c = Collector(kb, len(gpus))
     pfact = c.new_fact("policy", policy, 0)
     wfact = c.new_fact("workload", workload_fact(kb, resolved), 0)
@@ -560,7 +569,7 @@ def ask_rl(kb: KnowledgeBase, w: Workload, sub: SubAsk) -> Answer:
             gen = (answers.get("rollout") if p["placement"] == "split"
                    else engines.get((p["engine_batch"], p["rollout_tp"])) if "rollout" in answers else None)
             times = phase_times(resolved, roles, p, gpus[g], gen, trainers[_layout_key(p)], floor_s, switch_s,
-                                load_rate)
+                                load_rate, host_s)
             # the fewest GPU-seconds per step; a plan no rule could time after every timed one, by its GPUs
             cost = p["count"] * sum(times.values()) if times is not None else math.inf
             timed.append((cost, p["placement"] != "colocated", p, times))
@@ -636,6 +645,7 @@ def _resolved(kb: KnowledgeBase, w: Workload, answers: dict[str, Answer]) -> Res
         "task": w.task, "rollout_batch": w.rollout_batch,
         "samples_per_prompt": None if w.task == "dpo" else sequences(w) // (w.rollout_batch or 1),
         "prompt_len": w.prompt_len, "response_len": w.response_len, "rl_placement": w.rl_placement,
+        "rollout_tensor_parallel": w.rollout_tensor_parallel,
         "mean_response_len": w.mean_response_len,
         "reference_model": ref.workload.model if ref else "none",
         "reward_model": answers["reward"].workload.model if "reward" in answers else None,
@@ -706,7 +716,8 @@ _EXPRS = {
     "generation_s": "each engine's share of the responses, lengths a clipped exponential of mean mean_response_len and "
                     "cap response_len (the step's expected longest among them), decoded with continuous batching at "
                     "most engine_batch at once, a token step affine between the decode rule's step at batch 1 and at "
-                    "engine_batch (gpukb.estimate.rl_lengths)",
+                    "engine_batch, plus the engine's serial host work per running sequence (policy "
+                    "rl-rollout-host-per-sequence) (gpukb.estimate.rl_lengths)",
     "reference_s": "training time of the step's tokens x forward share (2/6, 2/8 with checkpointing) x reference "
                    "params / policy params: the log-prob pass on the training engine",
     "reward_s": "training time of the step's tokens x forward share (2/6, 2/8 with checkpointing) x reward params / "

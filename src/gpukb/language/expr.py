@@ -390,6 +390,36 @@ def _names_arith(op: Callable[[Any, Any], Any], head: str, tail: str, right_head
     return names_arith
 
 
+def _name_arith(op: Callable[[Any, Any], Any], head: str, tail: str, right: Evaluator, text: _Source) -> Evaluator:
+    def name_arith(env: Mapping[str, Any]) -> Any:  # `w.layers * (a + b)`: the name read inline, one call less
+        try:
+            a = env[head][tail] if tail else env[head]
+        except (KeyError, TypeError):
+            a = _missing(env, head, tail)
+        b = right(env)
+        if type(a) not in _NUMBER_TYPES or type(b) not in _NUMBER_TYPES:
+            raise ExpressionError(f"'{text}': arithmetic needs numbers")
+        result = op(a, b)
+        if result > MAX_MAGNITUDE or result < _LEAST:  # two comparisons, no call; NaN passes
+            raise ExpressionError(f"'{text}': a value beyond {MAX_MAGNITUDE:g} in size")
+        return result
+
+    return name_arith
+
+
+def _constant_arith(op: Callable[[Any, Any], Any], a: Any, right: Evaluator, text: _Source) -> Evaluator:
+    def constant_arith(env: Mapping[str, Any]) -> Any:  # `2 * (...)`: the constant was checked when compiled
+        b = right(env)
+        if type(b) not in _NUMBER_TYPES:
+            raise ExpressionError(f"'{text}': arithmetic needs numbers")
+        result = op(a, b)
+        if result > MAX_MAGNITUDE or result < _LEAST:  # two comparisons, no call; NaN passes
+            raise ExpressionError(f"'{text}': a value beyond {MAX_MAGNITUDE:g} in size")
+        return result
+
+    return constant_arith
+
+
 def _compare_name(op: Callable[[Any, Any], Any], head: str, tail: str, constant: Any) -> Evaluator:
     def compare_name(env: Mapping[str, Any]) -> bool:  # `zero_stage >= 3`, `g.flops > 0`: the name read inline
         try:
@@ -453,6 +483,10 @@ def _closure(node: ast.AST) -> Callable[[Mapping[str, Any]], Any]:
                 if left_name:
                     return _names_arith(fast, left_head, left_tail, head, tail, text)
                 return _arith_name(fast, left, head, tail, text)
+            if left_name:  # `w.layers * (...)`: the name read inline
+                return _name_arith(fast, left_head, left_tail, right, text)
+            if isinstance(node.left, ast.Constant) and type(node.left.value) in _NUMBER_TYPES:
+                return _constant_arith(fast, node.left.value, right, text)  # `2 * (...)`, `1 - x / y`
             return _arith(fast, left, right, text)
         op = _BINOPS[type(node.op)]
         if isinstance(node.right, ast.Constant) and type(node.right.value) in _NUMBER_TYPES:

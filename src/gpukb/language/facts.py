@@ -14,7 +14,7 @@ ENGINE_KINDS: dict[str, frozenset[str]] = {
         "mlp_matrices", "experts", "experts_per_token", "seq_len", "micro_batch_size", "batch_size",
         "lora_rank", "tokens", "weight_bytes", "grad_bytes", "master_bytes", "optimizer_state_bytes",
         "adapter_weight_bytes", "kv_bytes", "attention", "kv_lora_rank", "qk_rope_head_dim", "sliding_window",
-        "sliding_layers", "activation_checkpointing", "flash_attention", "gpu_count", "dp_hint",
+        "sliding_layers", "activation_checkpointing", "flash_attention", "flash_attention_version", "gpu_count", "dp_hint",
         "global_batch_size", "prompt_len", "output_len", "decode_context", "embedding_params", "embedding_weight_bytes",
         "expert_params", "moe_layers", "expert_parallel", "tp_comm_overlap", "master_weights", "virtual_pipeline_stages",
         "context_parallel",
@@ -36,7 +36,8 @@ ENGINE_KINDS: dict[str, frozenset[str]] = {
                          "interruption_gpu_seconds", "restart_time", "checkpoint_bandwidth",
                          "ring_step_latency_network", "ring_step_latency_nvlink", "ring_step_latency_pcie",
                          "published_mfu_8", "published_mfu_128",
-                         "published_mfu_512", "published_mfu_12288", "published_mfu_16384"}),
+                         "published_mfu_512", "published_mfu_12288", "published_mfu_16384",
+                         "flash_attention_1_rate", "flash_attention_2_rate"}),
     "gpu": frozenset({
         "gpu", "name", "vendor", "form_factor", "memory_bytes", "memory_bandwidth",
         "flops", "bf16_flops", "fp8_flops", "reference_flops", "has_bf16", "has_fp8", "architecture", "kv_cache_supported",

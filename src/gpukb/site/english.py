@@ -37,7 +37,7 @@ ALLOWED = frozenset("""
     b kb mb gb tb pb kib mib gib tib bytes s ms us ns h w kw kwh mwh x e t tokens token flop flops tflops pflops
     gbps gbit gt gbe bf fp int nf mxfp tp pp dp ep cp vllm sglang fsdp cuda cudnn nccl pytorch torch torchtune torchtitan npu
     deepspeed megatron unsloth llama cpp hf jieba gpukb pip kg co verl
-    roofline softmax goodput logit logits gco dropout torchao sha
+    roofline softmax goodput logit logits gco dropout torchao sha xformers
 """.split())  # noqa: SIM905 (a word list reads best as words)
 
 
