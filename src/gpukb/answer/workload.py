@@ -250,9 +250,8 @@ class Workload(BaseModel):
     placement: Placement = Field(default="fewest", description="'fewest' GPUs that fit, or 'all' gpu_count GPUs")
     framework: FrameworkId | None = Field(default=None, description=(
         "the stack it runs on: training hf, torchtune, fsdp, deepspeed, megatron, unsloth; serving vllm, sglang, "
-        "tensorrt-llm, llama.cpp, hf (also vllm-v0, vLLM's engine before 0.8, lmdeploy, mlc-llm, exllamav2, "
-        "gpt-fast); null = the task's default "
-        "(kb/frameworks), stated in the answer"))
+        "tensorrt-llm, llama.cpp, hf (also vllm-v0 for vLLM's V0 engine, the default before 0.8, lmdeploy, "
+        "mlc-llm, exllamav2, gpt-fast); null = the task's default (kb/frameworks), stated in the answer"))
     # RL post-training (tasks grpo, ppo, dpo): the policy is `model`, trained in `precision`
     rollout_batch: Count | None = Field(default=None, gt=0, le=1_000_000, description=(
         "RL: prompts per step (grpo, ppo), or preference pairs per step (dpo)"))

@@ -451,9 +451,7 @@ TERM_QUANTITY = {
     "checkpoint_layers_on_gpu": "count", "comm_buffer_bytes": "bytes", "zero3_live_params": "count",
     "kv_cache_memory_fraction": "fraction", "kv_cache_free_memory_fraction": "fraction",
     "decode_bandwidth_utilisation": "fraction", "layer_launch_s": "seconds", "step_host_s": "seconds",
-    "step_host_per_sequence_s": "seconds",
-    "int4_weight_bits": "bits",
-    "int8_weight_bits": "bits",
+    "step_host_per_sequence_s": "seconds", "int4_weight_bits": "bits", "int8_weight_bits": "bits",
 }
 
 
