@@ -64,6 +64,9 @@ BAD = [
     ({"model": "llama-2-7b", "task": "lora", "framework": "vllm"}, "framework",
      "vllm does not run task lora; frameworks for it: deepspeed, fsdp, hf, megatron, torchtune, unsloth"),
     ({"model": "hf:bad", "task": "lora"}, "model", "hf:bad: expected hf:ORG/NAME, e.g. hf:meta-llama/Llama-3.1-8B"),
+    ({"model": "llama-3-8b", "task": "grpo", "rollout_batch": 64, "samples_per_prompt": 8, "prompt_len": 128,
+      "response_len": 1024, "global_batch_size": 96}, "global_batch_size",
+     "96 sequences per optimizer step must divide the step's 512 sequences and be a multiple of micro_batch_size 1"),
 ]
 
 # Words the Chinese errors keep in English besides ENGLISH_IN_CHINESE: what the user types (workload and

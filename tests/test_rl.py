@@ -27,6 +27,9 @@ DPO = {"model": "llama-3-8b", "task": "dpo", "rollout_batch": 64, "prompt_len": 
     ({"batch_size": 4}, "batch_size"),
     ({"reward_precision": "bf16"}, "reward_precision"),
     ({"micro_batch_size": 3}, "micro_batch_size"),
+    ({"global_batch_size": 96}, "global_batch_size"),  # 512 sequences make no whole number of updates of 96
+    ({"global_batch_size": 1024}, "global_batch_size"),
+    ({"global_batch_size": 128, "micro_batch_size": 256}, "global_batch_size"),
     ({"objective": "cost"}, "objective"),
 ])
 def test_bad_rl_workloads_name_the_field(change: dict, field: str) -> None:
@@ -297,3 +300,49 @@ def test_a_stated_rollout_engine_wider_than_a_node_takes_whole_engines() -> None
     rejected = gpukb.ask({**w, "gpu_count": 24}).rejected[0]
     (finding,) = [f for f in rejected.findings if f.severity == "error"]
     assert finding.rule.startswith("bottleneck.rl.too-few-gpus") and "needs 32 GPUs, more than the 24" in finding.message
+
+
+# Llama 3.1 8B on 16 H100s in a pipeline of two stages, the NeMo RL recipe's shape: short responses pack into
+# 4,096-token micro-batches
+PACKED = {"model": "llama-3.1-8b", "task": "grpo", "framework": "megatron", "rollout_batch": 64,
+          "samples_per_prompt": 32, "prompt_len": 128, "response_len": 3968, "mean_response_len": 932,
+          "rl_placement": "colocated", "rollout_tensor_parallel": 1, "gpus": ["h100-sxm-80gb"], "gpu_count": 16,
+          "placement": "all", "tensor_parallel": 1, "pipeline_parallel": 2, "activation_checkpointing": True}
+
+
+
+def test_the_trainer_runs_the_packed_micro_batches_of_each_update() -> None:
+    from gpukb.estimate import rl
+    w = gpukb.Workload(**PACKED)
+    # 2,048 sequences of 1,060 tokens on average pack into about 2,048 x 1,060 / 4,096 = 530 micro-batches of
+    # 4,096 tokens, dealt to 8 data-parallel ranks: about 67 each in one update; 512 sequences an update: about
+    # 17 in each of four, every one padded to the capacity in a pipeline, holding its own tokens without one
+    assert rl.updates(w) == 1 and rl.updates(w.model_copy(update={"global_batch_size": 512})) == 4
+    per_rank, held = rl.packing(w, 8, 2)
+    assert 66 <= per_rank <= 70 and held == 4096
+    per_rank, held = rl.packing(w.model_copy(update={"global_batch_size": 512}), 8, 1)
+    assert 16 <= per_rank <= 18 and 4000 < held <= 4096
+    assert per_rank * 8 * held >= 512 * (128 + 932) * 0.999  # never fewer tokens than the update's
+    one = gpukb.ask(PACKED).best
+    four = gpukb.ask({**PACKED, "global_batch_size": 512}).best
+    assert one.rl.trainer_gpus == four.rl.trainer_gpus == 16 and one.strategy.data_parallel == 8
+    # four updates pay the two-stage pipeline's fill and drain (and the optimizer step) four times
+    assert four.rl.phases["training"] > one.rl.phases["training"] * 1.03
+    assert four.rl.phases["generation"] == pytest.approx(one.rl.phases["generation"])
+
+
+def test_training_time_is_the_training_rules_over_the_packed_micro_batches() -> None:
+    from gpukb.estimate import rl
+    flat = {**PACKED, "pipeline_parallel": 1, "global_batch_size": 512}
+    best = gpukb.ask(flat).best
+    dp = best.strategy.data_parallel
+    per_rank, held = rl.packing(gpukb.Workload(**flat), dp, 1)
+    pinned = gpukb.ask({"model": "llama-3.1-8b", "task": "full_finetune", "framework": "megatron", "seq_len": 4096,
+                        "global_batch_size": per_rank * dp, "gpu_count": 16, "placement": "all",
+                        "zero_stage": best.strategy.zero_stage, "tensor_parallel": 1, "pipeline_parallel": 1,
+                        "activation_checkpointing": True, "gpus": ["h100-sxm-80gb"]}).best
+    # four updates of the slowest rank's micro-batches on every rank, at the rate of that global batch, and the
+    # old log-probs' forward pass (2 of 8·N·D with checkpointing)
+    assert best.rl.phases["training"] == pytest.approx(4 * per_rank * dp * held / pinned.tokens_per_s * (1 + 2 / 8))
+    # a pipeline pads each micro-batch to 4,096 tokens and idles while it fills and drains: slower on the same GPUs
+    assert gpukb.ask({**flat, "pipeline_parallel": 2}).best.rl.phases["training"] > best.rl.phases["training"]

@@ -79,3 +79,19 @@ def test_the_hosts_serial_work_adds_once_per_token_of_every_running_sequence() -
     # a full batch of 256 pays 5.1 ms a step on top of its GPU time, one sequence 20 us
     assert hosted.step(256, 0) - FLAT.step(256, 0) == pytest.approx(256 * 2e-5)
     assert hosted.step(1, 0) - FLAT.step(1, 0) == pytest.approx(2e-5)
+
+
+def test_packing_puts_whole_sequences_into_bins_of_the_capacity() -> None:
+    # every response at the cap: 3,968 + 128 tokens fill a 4,096-token bin alone, and two never share one
+    assert rl_lengths.packed_bins(512, math.inf, 3968, 128, 4096) == 512
+    assert rl_lengths.packed_bins(512, math.inf, 3968, 128, 2 * 4096) == 256
+    # short responses share bins: first-fit decreasing needs at least the tokens over the capacity, and on a
+    # clipped exponential no more than one bin in twenty beyond that
+    mu = rl_lengths.scale(398, 3968)
+    lens = [128 + max(1, round(rl_lengths.quantile((i + 0.5) / 512, mu, 3968))) for i in range(512)]
+    least = math.ceil(sum(lens) / 4096)
+    bins = rl_lengths.packed_bins(512, mu, 3968, 128, 4096)
+    assert least <= bins <= least * 1.05
+    assert bins < 512 / 6  # a bin holds about seven of them
+    # a longer mean needs more bins for the same sequences
+    assert rl_lengths.packed_bins(512, rl_lengths.scale(1500, 3968), 3968, 128, 4096) > bins

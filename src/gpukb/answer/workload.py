@@ -46,9 +46,10 @@ RL_TASKS = ("grpo", "ppo", "dpo")
 RL_FIELDS = ("rollout_batch", "samples_per_prompt", "response_len", "mean_response_len", "rl_placement",
              "rollout_tensor_parallel", "reference_model", "reward_model", "critic_model", "reference_precision",
              "reward_precision", "critic_precision")
-# Fields of other tasks that an RL workload derives itself (seq_len = prompt_len + response_len; the optimizer
-# step is the rollout batch) or that its planner does not combine with several models on the same GPUs
-RL_EXCLUDED = ("seq_len", "batch_size", "output_len", "global_batch_size", "tokens", "deadline_days", "ttft_ms",
+# Fields of other tasks that an RL workload derives itself (seq_len = prompt_len + response_len) or that its
+# planner does not combine with several models on the same GPUs (global_batch_size, the trained roles' optimizer
+# batch, is the step's sequences unless given)
+RL_EXCLUDED = ("seq_len", "batch_size", "output_len", "tokens", "deadline_days", "ttft_ms",
                "tpot_ms", *LOAD_FIELDS, "lora_rank", "offload", "expert_parallel", "context_parallel", "virtual_pipeline_stages",
                 "optimizer_in_backward", "energy_scope", "pue")
 MAX_PARAMS = ranges.ARCHITECTURE["params"]  # 10 trillion: beyond any published dense or MoE model
@@ -166,7 +167,8 @@ class Workload(BaseModel):
     seq_len: Count = Field(default=4096, gt=0, le=ranges.ARCHITECTURE["context_length"])
     micro_batch_size: Count = Field(default=1, gt=0, le=65536)
     global_batch_size: Count | None = Field(default=None, gt=0, le=10_000_000,
-                                          description="training: sequences per optimizer step (sets gradient accumulation)")
+                                          description="training and RL: sequences per optimizer step (sets gradient "
+                                                      "accumulation; RL: the step's sequences unless given)")
     batch_size: Count = Field(default=1, gt=0, le=65536, description="inference concurrency")
     prompt_len: Count | None = Field(default=None, gt=0, le=10_000_000, description="inference: prompt tokens per request")
     output_len: Count | None = Field(default=None, gt=0, le=10_000_000, description="inference: output tokens per request")
@@ -417,6 +419,10 @@ def _check_rl(w: Workload, given: set[str]) -> None:
     if sequences % w.micro_batch_size:
         raise Invalid("micro_batch_size", "rl_micro_batch_divides", micro_batch_size=w.micro_batch_size,
                       sequences=sequences)
+    # the trained roles' optimizer batch: the step's sequences make whole updates of it
+    if w.global_batch_size is not None and (sequences % w.global_batch_size or w.global_batch_size % w.micro_batch_size):
+        raise Invalid("global_batch_size", "rl_global_batch_divides", global_batch_size=w.global_batch_size,
+                      sequences=sequences, micro_batch_size=w.micro_batch_size)
 
 
 def _le(name: str) -> int:

@@ -43,7 +43,8 @@ def ask(
     seq_len: Annotated[str | None, typer.Option(metavar="SIZE", help=(
         "tokens per sequence (default 4096); every SIZE reads 4k as 4,000, 4Ki as 4,096, also M, G, T (2T tokens)"))] = None,
     micro_batch_size: Annotated[str | None, typer.Option(metavar="SIZE", help="training sequences per GPU step")] = None,
-    global_batch_size: Annotated[str | None, typer.Option(metavar="SIZE", help="training sequences per optimizer step")] = None,
+    global_batch_size: Annotated[str | None, typer.Option(metavar="SIZE",
+                                                          help="training and RL sequences per optimizer step")] = None,
     batch_size: Annotated[str | None, typer.Option(metavar="SIZE", help="inference concurrency")] = None,
     prompt_len: Annotated[str | None, typer.Option(metavar="SIZE", help="inference: prompt tokens per request")] = None,
     output_len: Annotated[str | None, typer.Option(metavar="SIZE", help="inference: output tokens per request")] = None,

@@ -88,6 +88,10 @@ MESSAGES: dict[str, tuple[str, str]] = {
                            "分离部署需要分别给训练端和采样（rollout）引擎 GPU（至少 2 块）"),
     "rl_micro_batch_divides": ("{micro_batch_size} does not divide the step's {sequences} sequences",
                                "{micro_batch_size} 不能整除每步的 {sequences} 条序列"),
+    "rl_global_batch_divides": ("{global_batch_size} sequences per optimizer step must divide the step's {sequences} "
+                                "sequences and be a multiple of micro_batch_size {micro_batch_size}",
+                                "每次优化器更新的 {global_batch_size} 条序列必须能整除每步的 {sequences} 条序列，"
+                                "且是 micro_batch_size {micro_batch_size} 的整数倍"),
     "model_or_params": ("give either model (a catalog id) or params (with its architecture), not both or neither",
                         "model（目录中的模型 id）与 params（连同模型结构）必须给出其一，且只能给一个"),
     "not_for_inference": ("not used for inference; remove it", "推理不用这个字段；请删掉"),

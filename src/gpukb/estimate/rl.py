@@ -361,23 +361,45 @@ def _mean_response(w: Workload | ResolvedWorkload) -> int:
     return w.mean_response_len or w.response_len
 
 
+def updates(w: Workload | ResolvedWorkload) -> int:
+    """Optimizer steps a step's sequences make: the sequences over global_batch_size (NeMo RL's
+    train_global_batch_size, verl's ppo_mini_batch_size x rollout.n, OpenRLHF's train_batch_size), one without it."""
+    return sequences(w) // (w.global_batch_size or sequences(w))
+
+
+def packing(w: Workload | ResolvedWorkload, dp: int, pp: int) -> tuple[int, float]:
+    """(micro-batches each data-parallel rank runs per optimizer step, tokens each computes): the update's
+    sequences packed into bins of micro_batch_size x (prompt_len + response_len) tokens (rl_lengths.packed_bins),
+    the bins dealt to the ranks in turn (NeMo RL shard_by_batch_size), so the rank with the most sets the pace.
+    Past one pipeline stage every bin is padded to the longest, which is near the capacity (Megatron-Core's
+    pipeline schedule sends activations of one seq_length; NeMo RL's train() passes pad_full_seq_to); with one
+    stage a bin computes the tokens it holds."""
+    assert w.prompt_len is not None and w.response_len is not None
+    batch = sequences(w) // updates(w)
+    capacity = (w.prompt_len + w.response_len) * w.micro_batch_size
+    bins = rl_lengths.packed_bins(batch, rl_lengths.scale(_mean_response(w), w.response_len), w.response_len,
+                                  w.prompt_len, capacity)
+    held = batch * (w.prompt_len + _mean_response(w)) / bins
+    return math.ceil(bins / dp), float(capacity) if pp > 1 else held
+
+
 def phase_times(w: ResolvedWorkload, roles: Roles, plan: dict[str, Any], gpu: dict[str, Any],
                 generation: Answer | None, trainers: dict[str, Answer], floor_s: float, switch_s: float,
                 load_rate: float, host_s: float) -> dict[str, float] | None:
     """Seconds per step of each phase on this plan, from the sub-answers' own estimates; None where a rule made
     no estimate (a GPU type without a published rate for the precision), as a training ask then has no speed."""
-    assert w.prompt_len is not None and w.response_len is not None
-    s = sequences(w)
-    mean = _mean_response(w)
-    tokens = s * (w.prompt_len + mean)
     n = plan["trainer_gpus"]
     times: dict[str, float] = {}
     policy = trainers.get("policy")
     o_train = _option(policy, gpu["gpu"]) if policy is not None else None
     if o_train is None or not o_train.tokens_per_s or o_train.count != n:
         return None
-    # the trained roles on the trainer's GPUs in the plan's layout: the training rules' own throughput there
-    train_s = tokens / o_train.tokens_per_s
+    # the trained roles on the trainer's GPUs in the plan's layout: the training rules' own throughput there, over
+    # the micro-batches the update's sequences pack into (its sub-ask's global batch: the slowest rank's
+    # micro-batches on every rank, so its pipeline bubble and optimizer step are counted per update)
+    per_rank, held = packing(w, plan["dp"], plan["pp"])
+    computed = updates(w) * per_rank * plan["dp"] * held  # the step's tokens as the trainer's micro-batches hold them
+    train_s = computed / o_train.tokens_per_s
     if generation is not None:
         o = _option(generation, gpu["gpu"])
         engine = _decoder(generation, o, floor_s, host_s) if o is not None else None
@@ -394,8 +416,9 @@ def phase_times(w: ResolvedWorkload, roles: Roles, plan: dict[str, Any], gpu: di
         o = _option(answer, gpu["gpu"])
         if o is None or not o.tokens_per_s or o.count != n:
             return None
-        # the update, plus the old log-probs' (or the values') forward pass before it
-        times["training" if role == "policy" else "critic"] = tokens / o.tokens_per_s * (1 + _forward_share(plan))
+        # the updates, plus the old log-probs' (or the values') forward pass before them
+        times["training" if role == "policy" else "critic"] = \
+            computed / o.tokens_per_s * (1 + _forward_share(plan))
     if "rollout" in roles.replicas:
         weights = roles.replicas["rollout"][0]["weights"]
         # the new weights reach each engine GPU: gathered from the trainer's shards over the node's link
@@ -550,7 +573,11 @@ def ask_rl(kb: KnowledgeBase, w: Workload, sub: SubAsk) -> Answer:
         for p in options:
             if p["fits"]:
                 layouts.setdefault(_layout_key(p), []).append(g)
+    # each update's sequences as the micro-batches they pack into, the slowest rank's count on every rank
+    micro = {key: packing(resolved, key[0] // (key[3] * key[4]), key[4])[0] * key[0] // (key[3] * key[4])
+             * resolved.micro_batch_size for key in layouts}
     trainers = {key: {role: _asked(sub, role, {**jobs[role], "gpu_count": key[0], "placement": "all",
+                                               "global_batch_size": micro[key],
                                                "zero_stage": key[1], "activation_checkpointing": key[2],
                                                "tensor_parallel": key[3], "pipeline_parallel": key[4],
                                                "gpus": sorted(set(gs))})
@@ -650,7 +677,7 @@ def _resolved(kb: KnowledgeBase, w: Workload, answers: dict[str, Answer]) -> Res
         "reference_model": ref.workload.model if ref else "none",
         "reward_model": answers["reward"].workload.model if "reward" in answers else None,
         "critic_model": answers["critic"].workload.model if "critic" in answers else None,
-        "kv_cache_precision": w.kv_cache_precision, "global_batch_size": None, "placement": w.placement,
+        "kv_cache_precision": w.kv_cache_precision, "global_batch_size": w.global_batch_size, "placement": w.placement,
         "assumptions": tuple(en for en, _ in notes), "assumptions_zh": tuple(zh for _, zh in notes)})
 
 
@@ -718,14 +745,16 @@ _EXPRS = {
                     "most engine_batch at once, a token step affine between the decode rule's step at batch 1 and at "
                     "engine_batch, plus the engine's serial host work per running sequence (policy "
                     "rl-rollout-host-per-sequence) (gpukb.estimate.rl_lengths)",
-    "reference_s": "training time of the step's tokens x forward share (2/6, 2/8 with checkpointing) x reference "
+    "reference_s": "training time of the step's packed micro-batches x forward share (2/6, 2/8 with checkpointing) x reference "
                    "params / policy params: the log-prob pass on the training engine",
-    "reward_s": "training time of the step's tokens x forward share (2/6, 2/8 with checkpointing) x reward params / "
-                "policy params: the scoring pass on the training engine",
-    "training_s": "tokens / training tokens_per_s on the trainer GPUs in their layout x (1 + forward share: the old "
-                  "log-probs' pass)",
-    "critic_s": "tokens / training tokens_per_s on the trainer GPUs in their layout x (1 + forward share: the values' "
-                "pass)",
+    "reward_s": "training time of the step's packed micro-batches x forward share (2/6, 2/8 with checkpointing) x "
+                "reward params / policy params: the scoring pass on the training engine",
+    "training_s": "updates (sequences / global_batch_size) x micro-batches per rank (the update's sequences packed "
+                  "first-fit decreasing into bins of micro_batch_size x (prompt_len + response_len) tokens, dealt to "
+                  "the data-parallel ranks) x data-parallel ranks x tokens a micro-batch computes (the bin's capacity "
+                  "past one pipeline stage, its tokens with one) / training tokens_per_s on the trainer GPUs in their "
+                  "layout at that global batch x (1 + forward share: the old log-probs' pass)",
+    "critic_s": "as training_s, the critic's tokens_per_s, x (1 + forward share: the values' pass)",
     "sync_s": "rollout weights / rollout_tp / min(link: NVLink or PCIe inside a node, the network between nodes; "
               "policy rl-weight-load-rate)",
     "switch_s": "colocated: policy rl-engine-switch-time (the engine's sleep and wake, its KV cache re-allocated)",

@@ -71,6 +71,24 @@ def lengths(n: int, mu: float, cap: float, longest: float) -> list[int]:
     return [max(1, round(x)) for x in out]
 
 
+def packed_bins(n: int, mu: float, cap: float, prompt: int, capacity: int) -> int:
+    """Micro-batches a trainer packs n sequences into (NeMo RL's sequence packing, its default on Megatron-Core:
+    nemo_rl/distributed/batched_data_dict.py shard_by_batch_size, bins of train_mb_tokens = max_total_sequence_length
+    x train_micro_batch_size tokens): the sequences are prompts of `prompt` tokens and responses at the clipped
+    exponential's n mid-quantiles (a deterministic stand-in for n draws), packed first-fit decreasing, each into
+    the first bin it fits, a bin opened when none has room."""
+    sizes = sorted((prompt + max(1, round(quantile((i + 0.5) / n, mu, cap))) for i in range(n)), reverse=True)
+    room: list[int] = []  # what each open bin has left
+    for size in sizes:
+        size = min(size, capacity)
+        slot = next((j for j, r in enumerate(room) if r >= size), None)
+        if slot is None:
+            room.append(capacity - size)
+        else:
+            room[slot] -= size
+    return len(room)
+
+
 @dataclass(frozen=True)
 class Decoder:
     """One engine's token step, from the decode rule's own terms (rec.throughput.decode): the matrix multiplies
