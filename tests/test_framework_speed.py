@@ -128,3 +128,29 @@ def test_each_stated_share_is_the_least_squares_fit_of_its_engine_s_cells(kb: gp
     if launch is not None:
         assert best < sse(share, launch - 1e-5) and best < sse(share, launch + 1e-5)
     assert kb.frameworks[framework] is entry  # the fit puts the entry back
+
+
+def test_an_engine_whose_host_works_between_steps_adds_that_time_to_each(kb: gpukb.KnowledgeBase) -> None:
+    """vLLM's V0 engine schedules, prepares and post-processes each step while the GPU waits: every decode step and
+    every prefill takes its step_host_s on top of the GPU's time; the V1 engine, overlapping them, does not."""
+    entry = kb.frameworks["vllm-v0"]
+    host = entry.step_host_s.value + entry.step_host_per_sequence_s.value  # a step of one sequence
+    assert kb.frameworks["vllm"].step_host_s is None and 5e-3 <= host <= 13e-3  # RFC 6854's 5-13 ms bubble
+    workload = {"model": "llama-3.1-70b", "task": "inference", "prompt_len": 128, "output_len": 128,
+                "gpus": ["h100-sxm-80gb"], "gpu_count": 4, "tensor_parallel": 4, "placement": "all"}
+    v0, v0_text = _decode(kb.ask({**workload, "framework": "vllm-v0"}))
+    v1, _ = _decode(kb.ask({**workload, "framework": "vllm"}))
+    assert v0["gpu_step_s"] == pytest.approx(v1["gpu_step_s"])
+    assert v0["step_time_s"] == pytest.approx(v1["step_time_s"] + host)
+    assert v0["ttft_s"] == pytest.approx(v1["ttft_s"] + host)
+    assert v0["tokens_per_s"] < v1["tokens_per_s"]
+    assert f"plus the {entry.step_host_s.value * 1000:.2f} ms, and {entry.step_host_per_sequence_s.value * 1000:.2f} ms" \
+           " a sequence, that vllm-v0's host works between steps while the GPU waits" in v0_text
+    # RFC 6913's two batches, which the two terms were derived from: 19 and 25 ms a token
+    rfc = {**workload, "model": "llama-3-70b", "precision": "fp8", "framework": "vllm-v0"}
+    for batch, tpot in ((1, 19e-3), (32, 25e-3)):
+        assert _decode(kb.ask({**rfc, "batch_size": batch}))[0]["step_time_s"] == pytest.approx(tpot, rel=0.01)
+    training = kb.frameworks["torchtune"].model_dump(exclude_none=True)
+    term = {"value": 1e-3, "reason": "the host's loop between steps", "sources": ["vllm-rfc-6854-multi-step"]}
+    with pytest.raises(pydantic.ValidationError, match="serving terms"):
+        Framework.model_validate({**training, "step_host_s": term})

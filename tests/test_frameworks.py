@@ -107,6 +107,6 @@ def test_a_measurement_names_its_framework(kb: gpukb.KnowledgeBase, checkout: Pa
 
 def test_validate_reports_per_framework(kb: gpukb.KnowledgeBase) -> None:
     v = validate(kb)
-    assert {"megatron", "fsdp", "torchtune", "tensorrt-llm", "vllm"} <= set(v.by_framework)
+    assert {"megatron", "fsdp", "torchtune", "tensorrt-llm", "vllm-v0"} <= set(v.by_framework)
     assert sum(s.points for s in v.by_framework.values()) == v.overall.points
     assert v.to_json()["by_framework"]["megatron"]["points"] == v.by_framework["megatron"].points

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -16,7 +17,8 @@ from gpukb.estimate.loadsim import Limits, StepCost, figures, make_trace, simula
 # a Llama-3-8B-sized replica on an H100: 6.5 ms to read the weights, a token's matrices at 600 TFLOP/s
 COST = StepCost(weights_s=0.0065, prefill_weights_s=0.0065, linear_s=15e9 / 6e14, logits_s=2 * 128256 * 4096 / 6e14,
                 context_read_s=131072 / 2.3e12, context_flop_s=2 * 32 * 4096 / 6e14, elementwise_s=2.4e-6,
-                prefill_elementwise_s=2.4e-6, tp_fixed_s=0.0, tp_token_s=0.0, floor_s=0.0)
+                prefill_elementwise_s=2.4e-6, tp_fixed_s=0.0, tp_token_s=0.0, floor_s=0.0, host_s=0.0,
+                host_sequence_s=0.0)
 ROOMY = Limits(max_num_seqs=256, max_batched_tokens=2048, kv_tokens=450_000, block_tokens=16, reserve_full=False)
 BASE = {"model": "llama-3-8b", "task": "inference", "prompt_len": 512, "output_len": 256, "gpus": ["h100-sxm-80gb"]}
 NAMES = ["ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "e2e_p50_s", "e2e_p99_s", "max_rate", "utilisation"]
@@ -196,6 +198,18 @@ def test_validate_predicts_the_published_load_tests() -> None:
     assert points["request_throughput"].ratio == pytest.approx(1, abs=0.25)
 
 
+def test_the_load_tests_are_within_the_issue_s_bands() -> None:
+    """Over every published load test: the median error of P50 TPOT and of throughput within 20%, of each P99
+    within 30% (issue 46's bar); P50 TTFT, still short at 4 requests/s, within 25%."""
+    from gpukb.estimate.validation import validate
+    v = validate(gpukb.load_kb())
+    load = {q: v.by_quantity[q] for q in ("ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "request_throughput")}
+    assert all(s.points >= 2 for s in load.values())
+    assert load["tpot_p50_s"].median_error <= 0.20 and load["request_throughput"].median_error <= 0.20
+    assert load["ttft_p99_s"].median_error <= 0.30 and load["tpot_p99_s"].median_error <= 0.30
+    assert load["ttft_p50_s"].median_error <= 0.25
+
+
 def test_the_plot_fits_the_terminal_and_marks_the_knee(tmp_path: Path) -> None:
     from xml.dom.minidom import parse
 
@@ -279,3 +293,48 @@ def test_a_sweep_record_carries_the_load() -> None:
     workload = {**BASE, "request_rate": 10}
     row = record(0, workload, gpukb.ask(workload))
     assert list(row["best"]["load"]) == NAMES and row["best"]["load"]["utilisation"] < 1
+
+
+def test_the_load_step_shows_what_a_decode_step_spends_on_tensor_parallelism() -> None:
+    """Over tensor parallelism the all-reduces of each step are in the trace: two a layer, each the decode rule's
+    latency, the same figure the simulated steps pay."""
+    tp4 = {"model": "llama-3.1-70b", "task": "inference", "framework": "vllm", "prompt_len": 213, "output_len": 214,
+           "gpus": ["a100-pcie-80gb"], "gpu_count": 4, "tensor_parallel": 4, "placement": "all", "request_rate": 1}
+    option = gpukb.ask(tp4).options[0]
+    assert option.strategy.tensor_parallel == 4
+    load = next(s for s in option.trace if s.rule == "planner.load@1")
+    decode = next(s for s in option.trace if s.rule.startswith("rec.throughput.decode"))
+    terms = {v["name"]: v["value"] for v in load.values}
+    rule = {v["name"]: v["value"] for v in decode.values}
+    assert terms["step_tp_allreduce_s"] == pytest.approx(2 * 80 * rule["allreduce_s"])
+    assert terms["step_weights_s"] == pytest.approx(rule["weight_bytes_read"] / rule["read_rate"])
+    assert "all-reduces (two a layer) add" in load.sentence and "all-reduce（每层两次）" in load.sentence_zh
+    assert "while the GPU waits" not in load.sentence  # the V1 engine overlaps its host's work with the GPU's
+    v0 = next(s for s in gpukb.ask({**tp4, "framework": "vllm-v0"}).options[0].trace if s.rule == "planner.load@1")
+    v0_terms = {v["name"]: v["value"] for v in v0.values}
+    host = v0_terms["step_host_s"] + v0_terms["step_host_per_sequence_s"] * v0_terms["batch"]
+    assert v0_terms["step_host_s"] == pytest.approx(8.47e-3) and v0_terms["batch"] == 256
+    assert f"the engine's host works {host * 1000:,.1f} ms between steps while the GPU waits" in v0.sentence
+    assert f"两步之间主机还要工作 {host * 1000:,.1f} ms，GPU 空等" in v0.sentence_zh
+    single = next(s for s in gpukb.ask({**BASE, "request_rate": 1}).options[0].trace if s.rule == "planner.load@1")
+    assert {v["name"]: v["value"] for v in single.values}["step_tp_allreduce_s"] == 0.0
+    assert "all-reduce" not in single.sentence and "A decode step reads the weights in" in single.sentence
+
+
+def test_the_host_s_time_between_steps_adds_to_every_simulated_step() -> None:
+    """A lone request's tokens each take the GPU's step and the host's time after it; the closed-form decode runs
+    (between arrivals) and the stepwise prefill agree on it."""
+    host, per_sequence = 0.008, 2e-4
+    waiting = dataclasses.replace(COST, host_s=host, host_sequence_s=per_sequence)
+    trace = _trace(arrival="constant")
+    alone, slow = figures(simulate(COST, ROOMY, trace, 0.01)), figures(simulate(waiting, ROOMY, trace, 0.01))
+    assert slow.tpot_p50_s == pytest.approx(alone.tpot_p50_s + host + per_sequence, rel=1e-6)
+    assert slow.ttft_p50_s == pytest.approx(alone.ttft_p50_s + host + per_sequence, rel=1e-6)
+    # where the floor decides a step, the host's time still follows it
+    floored = dataclasses.replace(waiting, floor_s=0.02)
+    assert figures(simulate(floored, ROOMY, trace, 0.01)).tpot_p50_s == pytest.approx(0.02 + host + per_sequence,
+                                                                                        rel=1e-6)
+    # many sequences at once: each step pays the host's time for every one of them
+    busy = simulate(dataclasses.replace(waiting, host_s=0.0), ROOMY, _trace(), 50)
+    assert figures(busy).tpot_p50_s > figures(simulate(COST, ROOMY, _trace(), 50)).tpot_p50_s + 10 * per_sequence
+    assert loadsim.capacity(waiting, ROOMY, 512, 256)[0] < loadsim.capacity(COST, ROOMY, 512, 256)[0]

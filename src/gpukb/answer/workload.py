@@ -36,8 +36,8 @@ LengthShape = Literal["fixed", "exponential", "uniform"]
 LOAD_FIELDS = ("request_rate", "arrival", "prompt_shape", "output_shape", "ttft_p50_ms", "ttft_p99_ms", "tpot_p50_ms",
                "tpot_p99_ms")
 # The stacks a workload may name (kb/frameworks holds what each keeps in memory and which task defaults to it)
-FrameworkId = Literal["hf", "torchtune", "fsdp", "deepspeed", "megatron", "unsloth", "vllm", "sglang", "tensorrt-llm",
-                      "llama.cpp", "lmdeploy", "mlc-llm", "exllamav2", "gpt-fast"]
+FrameworkId = Literal["hf", "torchtune", "fsdp", "deepspeed", "megatron", "unsloth", "vllm", "vllm-v0", "sglang",
+                      "tensorrt-llm", "llama.cpp", "lmdeploy", "mlc-llm", "exllamav2", "gpt-fast"]
 TRAINING_TASKS = ("pretrain", "full_finetune", "lora", "qlora")
 # RL post-training: a trained policy beside a frozen reference (and a reward model, a critic for PPO); GRPO
 # and PPO generate their own samples (rollouts), DPO learns from fixed preference pairs (gpukb.estimate.rl)
@@ -252,8 +252,8 @@ class Workload(BaseModel):
     placement: Placement = Field(default="fewest", description="'fewest' GPUs that fit, or 'all' gpu_count GPUs")
     framework: FrameworkId | None = Field(default=None, description=(
         "the stack it runs on: training hf, torchtune, fsdp, deepspeed, megatron, unsloth; serving vllm, sglang, "
-        "tensorrt-llm, llama.cpp, hf (also lmdeploy, mlc-llm, exllamav2, gpt-fast); null = the task's default "
-        "(kb/frameworks), stated in the answer"))
+        "tensorrt-llm, llama.cpp, hf (also vllm-v0 for vLLM's V0 engine, the default before 0.8, lmdeploy, "
+        "mlc-llm, exllamav2, gpt-fast); null = the task's default (kb/frameworks), stated in the answer"))
     # RL post-training (tasks grpo, ppo, dpo): the policy is `model`, trained in `precision`
     rollout_batch: Count | None = Field(default=None, gt=0, le=1_000_000, description=(
         "RL: prompts per step (grpo, ppo), or preference pairs per step (dpo)"))

@@ -33,6 +33,10 @@ FIELDS = ("ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "e2e_p50_s", "
 TARGETS = {"ttft_p50_ms": "ttft_p50_s", "ttft_p99_ms": "ttft_p99_s", "tpot_p50_ms": "tpot_p50_s",
            "tpot_p99_ms": "tpot_p99_s"}
 SOURCES = ("vllm-v1-scheduler", "vllm-arg-utils-batch-defaults", "zhong-2024-distserve")
+# the step model's terms shown with each load step: (value name, StepCost field)
+STEP_TERMS = (("step_weights_s", "weights_s"), ("step_tp_allreduce_s", "tp_fixed_s"),
+              ("step_tp_token_s", "tp_token_s"), ("step_floor_s", "floor_s"), ("step_host_s", "host_s"),
+              ("step_host_per_sequence_s", "host_sequence_s"))
 
 
 @dataclass(frozen=True)
@@ -78,7 +82,8 @@ def step_cost(values: dict[str, Any], w: dict[str, Any], m: dict[str, Any], p: d
         prefill_elementwise_s=values["prefill_elementwise_s"],
         tp_fixed_s=2 * layers * values["allreduce_s"] if tp > 1 else 0.0,
         tp_token_s=2 * layers * hidden * 4 * (tp - 1) / tp / values["link"] if tp > 1 else 0.0,
-        floor_s=max(values["launch_s"], q["decode_step_floor"]))
+        floor_s=max(values["launch_s"], q["decode_step_floor"]), host_s=w["step_host_s"],
+        host_sequence_s=w["step_host_per_sequence_s"])
 
 
 def limits(kb: KnowledgeBase, w: ResolvedWorkload, wfact: dict[str, Any], m: dict[str, Any], p: dict[str, Any],
@@ -215,9 +220,32 @@ class _Text:
         lim = self.one.limits
         shown = [Value(name=n, value=self.f[n], expr=None)
                  for n in (*FIELDS, "replicas", "capacity", "batch", "preemptions", "request_throughput")]
+        cost = self.one.cost
+        # the step model's terms, so a latency can be traced to what each step spends (the decode rule's names)
+        terms = [Value(name=name, value=getattr(cost, field), expr=None) for name, field in STEP_TERMS]
         return shown + [Value(name="max_num_seqs", value=lim.max_num_seqs, expr=None),
                         Value(name="max_batched_tokens", value=lim.max_batched_tokens, expr=None),
-                        Value(name="kv_tokens", value=lim.kv_tokens, expr=None)]
+                        Value(name="kv_tokens", value=lim.kv_tokens, expr=None)] + terms
+
+    def _step(self, zh: bool = False) -> str:
+        """What one decode step of the run's batch spends: the weights' read, over tensor parallelism the all-reduces
+        (two a layer), and the time an engine's host works between steps while the GPU waits."""
+        cost, batch = self.one.cost, self.f["batch"]
+        tp = cost.tp_fixed_s + cost.tp_token_s * batch
+        host = cost.host_s + cost.host_sequence_s * batch
+        if zh:
+            text = f"每个解码步读取权重需 {_ms(cost.weights_s)}"
+            text += f"；批大小为 {batch} 时，" if tp or host else ""
+            text += f"张量并行的 all-reduce（每层两次）再加 {_ms(tp)}" if tp else ""
+            text += "，" if tp and host else ""
+            text += f"两步之间主机还要工作 {_ms(host)}，GPU 空等" if host else ""
+            return text + "。"
+        text = f" A decode step reads the weights in {_ms(cost.weights_s)}"
+        text += f"; at batch {batch}" if tp or host else ""
+        text += f" tensor parallelism's all-reduces (two a layer) add {_ms(tp)}" if tp else ""
+        text += "," if tp and host else ""
+        text += f" the engine's host works {_ms(host)} between steps while the GPU waits" if host else ""
+        return text + "."
 
     def _targets(self, zh: bool = False) -> str:
         return ("、" if zh else ", ").join(f"{ms} {getattr(self.w, ms):g}" for ms in TARGETS if getattr(self.w, ms))
@@ -243,7 +271,7 @@ class _Text:
             text += f"; {w.request_rate:g} requests/s are too many for {f['replicas']} replica(s): rejected."
         else:
             text += "."
-        return text
+        return text + self._step()
 
     def zh(self) -> str:
         w, f, lim = self.w, self.f, self.one.limits
@@ -257,13 +285,13 @@ class _Text:
                 f"P99 {_sec(f['e2e_p99_s'])}；利用率为副本可承载的每秒 {f['capacity']:,.2f} 个请求的 {f['utilisation']:.0%}"
                 f"（批大小 {f['batch']}）")
         text += f"，抢占 {f['preemptions']} 次。" if f["preemptions"] else "。"
-        goal = f"达到 {self._targets(zh=True)} " if self.targets else "队列不无限增长"
+        goal = f"达到 {self._targets(zh=True)} " if self.targets else "使队列不无限增长"
         if f["max_rate"] > 0:
             text += f"能{goal}的最高速率为每秒 {f['max_rate']:,.2f} 个请求"
         else:
             text += f"任何速率都不能{goal}：单个请求独占时也超出目标"
         text += f"；{f['replicas']} 个副本承载不了每秒 {w.request_rate:g} 个请求，排除。" if not f["meets"] else "。"
-        return text
+        return text + self._step(zh=True)
 
 
 def _ms(seconds: float) -> str:

@@ -48,7 +48,10 @@ class StepCost:
     tp_fixed_s: float  # tensor parallelism's per-step all-reduce latency
     tp_token_s: float  # and its traffic per token
     floor_s: float  # no step is shorter than the host takes to issue it
+    host_s: float  # the host's time between steps, the GPU idle (an engine that does not overlap them)
+    host_sequence_s: float  # and what it grows by for each sequence a step samples
     per_context: float = field(init=False, repr=False, compare=False)
+    shortest: float = field(init=False, repr=False, compare=False)  # the floor and the host's fixed time after it
 
     def step(self, decoding: int, context: float, prefill: int, prefill_context: float, sampled: int) -> float:
         """A step decoding `decoding` sequences of `context` tokens in all and prefilling `prefill` prompt tokens
@@ -61,17 +64,19 @@ class StepCost:
         attention = self.per_context * context + self.context_flop_s * prefill_context
         elementwise = self.elementwise_s * decoding + self.prefill_elementwise_s * prefill
         tp = (self.tp_fixed_s + self.tp_token_s * tokens) if self.tp_fixed_s else 0.0
-        return max(matmul + attention + elementwise + tp, self.floor_s)
+        return max(matmul + attention + elementwise + tp, self.floor_s) + self.host_s + self.host_sequence_s * sampled
 
     def __post_init__(self) -> None:
         # a decode step's attention per context token: the longer of its reads and its arithmetic (read per step)
         object.__setattr__(self, "per_context", max(self.context_read_s, self.context_flop_s))
+        object.__setattr__(self, "shortest", self.floor_s + self.host_s)
 
     def decode_fixed(self, decoding: int) -> float:
-        """A decode-only step's time bar its attention and the floor: the step is this + per_context x context."""
+        """A decode-only step's time bar its attention and the floor: the step is this + per_context x context, or
+        `shortest` where that is longer."""
         matmul = max(self.weights_s, (self.linear_s + self.logits_s) * decoding)
         tp = (self.tp_fixed_s + self.tp_token_s * decoding) if self.tp_fixed_s else 0.0
-        return matmul + self.elementwise_s * decoding + tp
+        return matmul + self.elementwise_s * decoding + tp + self.host_s + self.host_sequence_s * decoding
 
 
 class Limits(NamedTuple):
@@ -269,6 +274,7 @@ def _decode_run(cost: StepCost, limits: Limits, to_finish: int, arrive: list[flo
     """Decode-only steps up to the next event, in closed form: (the time after them, how many). A step takes
     fixed + slope x context (or the floor), the context growing by b a step, so k steps sum to a quadratic in k."""
     fixed, slope = cost.decode_fixed(b), cost.per_context
+    shortest = cost.shortest + cost.host_sequence_s * b  # a floored step, and the host's time after it
     k = max(1, to_finish)
     if not limits.reserve_full:
         k = max(1, min(k, int(room / b) + 1))  # the step whose tokens no longer fit ends the run
@@ -277,13 +283,13 @@ def _decode_run(cost: StepCost, limits: Limits, to_finish: int, arrive: list[flo
         qa, qb = slope * b / 2, fixed + slope * ctx - slope * b / 2
         root = (-qb + math.sqrt(qb * qb + 4 * qa * gap)) / (2 * qa) if qa > 0 else gap / max(qb, 1e-12)
         # steps are never shorter than the first: that many reach the arrival even where the floor holds
-        k = max(1, min(k, math.ceil(root), math.ceil(gap / max(cost.floor_s, fixed + slope * ctx))))
+        k = max(1, min(k, math.ceil(root), math.ceil(gap / max(shortest, fixed + slope * ctx))))
     floored = 0  # host-bound steps take the floor until the context outgrows it
-    if fixed + slope * ctx < cost.floor_s:
+    if fixed + slope * ctx < shortest:
         grow = slope * b
-        floored = k if grow <= 0 else min(k, math.ceil((cost.floor_s - fixed - slope * ctx) / grow))
+        floored = k if grow <= 0 else min(k, math.ceil((shortest - fixed - slope * ctx) / grow))
     rest, start = k - floored, ctx + b * floored
-    return now + floored * cost.floor_s + rest * fixed + slope * (rest * start + b * rest * (rest - 1) / 2), k
+    return now + floored * shortest + rest * fixed + slope * (rest * start + b * rest * (rest - 1) / 2), k
 
 
 class Figures(NamedTuple):

@@ -447,6 +447,8 @@ def workload_fact(kb: KnowledgeBase, w: ResolvedWorkload) -> dict[str, Any]:
     # per-layer launches only for an eager engine (unset: the step is replayed as one graph, not a default)
     bandwidth = term("decode_bandwidth_utilisation", serving)
     launch = term("layer_launch_s", serving, named=False)
+    host = term("step_host_s", serving, named=False)
+    per_sequence = term("step_host_per_sequence_s", serving, named=False)
     return {
         "framework": w.framework, "loss_logit_bytes": loss.value if loss else 0.0,
         "framework_defaults": ", ".join(defaults) or "none",
@@ -463,6 +465,8 @@ def workload_fact(kb: KnowledgeBase, w: ResolvedWorkload) -> dict[str, Any]:
         "decode_bandwidth_from_zh": (f"按 {w.framework} 自己发布的数据拟合，见 kb/frameworks" if bandwidth
                                      else f"策略 {BANDWIDTH}；{w.framework or '该框架'} 没有给出这个值"),
         "layer_launch_s": launch.value if launch else 0.0,
+        "step_host_s": host.value if host else 0.0,
+        "step_host_per_sequence_s": per_sequence.value if per_sequence else 0.0,
         "model": w.model, "task": w.task, "precision": w.precision, "optimizer": w.optimizer or "",
         "training": training, "params": w.params, "active_params": w.active_params, "layers": w.layers,
         "hidden_size": w.hidden_size, "heads": w.heads, "kv_heads": w.kv_heads, "head_dim": w.head_dim,

@@ -450,8 +450,8 @@ TERM_QUANTITY = {
     "layer_activation_bytes_fp32_residual": "bytes_per_value", "qlora_unquantized_param_bytes": "bytes_per_value",
     "checkpoint_layers_on_gpu": "count", "comm_buffer_bytes": "bytes", "zero3_live_params": "count",
     "kv_cache_memory_fraction": "fraction", "kv_cache_free_memory_fraction": "fraction",
-    "decode_bandwidth_utilisation": "fraction", "layer_launch_s": "seconds", "int4_weight_bits": "bits",
-    "int8_weight_bits": "bits",
+    "decode_bandwidth_utilisation": "fraction", "layer_launch_s": "seconds", "step_host_s": "seconds",
+    "step_host_per_sequence_s": "seconds", "int4_weight_bits": "bits", "int8_weight_bits": "bits",
 }
 
 
@@ -526,6 +526,13 @@ class Framework(Entry):
     layer_launch_s: FrameworkTerm | None = Field(default=None, description=(
         "serving: seconds the host spends issuing one layer's kernels in a forward step (eager execution, no CUDA "
         "graphs), added to every decode step and prefill; unset, 0 (the step is issued whole)"))
+    step_host_s: FrameworkTerm | None = Field(default=None, description=(
+        "serving: seconds the engine's host spends between two steps while the GPU waits (scheduling, preparing "
+        "the next step's inputs, turning the last step's sampled tokens into outputs, one after the other in the "
+        "same loop), added to every step; unset, 0 (the host works while the GPU runs the previous step)"))
+    step_host_per_sequence_s: FrameworkTerm | None = Field(default=None, description=(
+        "serving: what that host time grows by for each sequence a step runs (its scheduling, inputs and outputs); "
+        "unset, 0"))
     int4_weight_bits: FrameworkTerm | None = Field(default=None, description=(
         "serving: bits a weight takes in the engine's own 4-bit format, scales included (llama.cpp's Q4_0); unset, "
         "kb/dtypes' int4"))
@@ -559,7 +566,8 @@ class Framework(Entry):
         shares = ("kv_cache_memory_fraction", "kv_cache_free_memory_fraction", "decode_bandwidth_utilisation")
         if self.kv_cache_memory_fraction and self.kv_cache_free_memory_fraction:
             raise ValueError("kv_cache_memory_fraction, kv_cache_free_memory_fraction: an engine sizes its KV cache one way")
-        serving = (*shares, "layer_launch_s", "int4_weight_bits", "int8_weight_bits")
+        serving = (*shares, "layer_launch_s", "step_host_s", "step_host_per_sequence_s", "int4_weight_bits",
+                   "int8_weight_bits")
         if "inference" not in self.tasks and any(getattr(self, name) is not None for name in serving):
             raise ValueError(", ".join(serving) + ": serving terms, for a framework whose tasks include inference")
         return self

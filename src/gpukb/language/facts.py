@@ -23,6 +23,7 @@ ENGINE_KINDS: dict[str, frozenset[str]] = {
         "context_length", "framework", "framework_defaults", "loss_logit_bytes", "layer_activation_bytes",
         "checkpoint_layers_on_gpu", "comm_buffer_bytes", "kv_cache_memory_fraction", "kv_cache_free_memory_fraction",
         "decode_bandwidth_utilisation", "decode_bandwidth_from", "decode_bandwidth_from_zh", "layer_launch_s",
+        "step_host_s", "step_host_per_sequence_s",
         "gathered_layers", "region", "grid_policy", "grid_intensity", "energy_scope", "pue",
         "rollout_batch", "samples_per_prompt", "response_len",
     }),
