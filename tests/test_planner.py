@@ -278,6 +278,9 @@ def test_gpus_placement_all_gives_beyond_what_the_batch_feeds_stand_idle_and_are
     assert "512 块空闲" in _plan_step(answer).sentence_zh
     (cost,) = [st for st in answer.trace if st.rule.startswith("rec.cost.training")]
     assert "(1024 GPUs, 512 idle)" in cost.sentence
+    assert "512 x a100-sxm-80gb busy of the 1024 (the global batch of 64 sequences feeds 64" in answer.summary.headline
+    assert "gpu_count 给出的 1024 块中其余空闲" in answer.summary.headline_zh
+    assert "busy of the" not in kb.ask(workload).summary.headline
 
 
 def test_a_global_batch_bounds_the_search_at_every_layout():
