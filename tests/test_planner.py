@@ -255,6 +255,7 @@ def test_a_global_batch_caps_data_parallelism_and_tensor_parallelism_reaches_the
         in step.sentence
     assert "全局批次 1,024 条序列、微批次 1 最多供给 1,024 个数据并行进程" in step.sentence_zh
     assert "global batch" not in _plan_step(kb.ask(PRETRAIN_70B)).sentence
+    assert {v["name"]: v["value"] for v in step.values}["dp_max"] == 1024
 
 
 def test_a_global_batch_that_feeds_every_rank_changes_nothing(kb):

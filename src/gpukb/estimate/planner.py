@@ -634,6 +634,8 @@ class _PlanText:
         if s.offload != "none":
             listed.append(Value(name="host_bytes", value=self.host, expr=HOST.text))
             listed.append(Value(name="host_usable", value=host_usable, expr="g.host_memory_per_gpu"))
+        if self.fed.uncapped is not None:  # the most data-parallel ranks the global batch feeds, where it capped dp
+            listed.append(Value(name="dp_max", value=self.fed.ranks, expr="w.global_batch_size / w.micro_batch_size"))
         return listed + [Value(name=k, value=v, expr=None) for k, v in s.env(self.chosen.dp).items()]
 
     def offloaded(self, zh: bool = False) -> str:
