@@ -92,6 +92,20 @@ def test_a_full_cache_preempts_on_demand_and_reserving_engines_wait_instead() ->
     assert figures(reserving).ttft_p99_s > figures(simulate(COST, ROOMY, _trace(), 20)).ttft_p99_s
 
 
+def test_an_engine_that_prefills_alone_makes_the_decoding_requests_wait() -> None:
+    """SGLang runs a new prompt in a step of its own (prefill first): the running requests' next token waits for
+    it, so under load TPOT is longer and TTFT shorter than where the prompt shares the step; a lone request, which
+    never meets another, takes the same times either way."""
+    trace = _trace()
+    alone = ROOMY._replace(separate_prefill=True)
+    rate = 0.5 * loadsim.capacity(COST, ROOMY, 512, 256)[0]
+    mixed, separate = figures(simulate(COST, ROOMY, trace, rate)), figures(simulate(COST, alone, trace, rate))
+    assert separate.tpot_p50_s > 1.05 * mixed.tpot_p50_s
+    assert separate.ttft_p50_s < mixed.ttft_p50_s
+    apart = _trace(arrival="constant")  # a request every 100 s: each is done long before the next arrives
+    assert figures(simulate(COST, alone, apart, 0.01)) == figures(simulate(COST, ROOMY, apart, 0.01))
+
+
 def test_a_lone_request_takes_the_decode_rules_times() -> None:
     """At a rate so low that requests never meet, TTFT is the rule's prefill and TPOT its batch-1 step."""
     answer = gpukb.ask({**BASE, "request_rate": 0.001})

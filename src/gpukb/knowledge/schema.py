@@ -478,6 +478,10 @@ class Scheduler(Strict):
         "'on_demand': blocks are allocated as tokens are generated and the newest running request is preempted "
         "(its KV cache freed, recomputed later) when none is left; 'reserve_full': a request is admitted only when "
         "blocks for its prompt and its whole output are free, and nothing is preempted"))
+    prefill: Literal["mixed", "separate"] = Field(default="mixed", description=(
+        "'mixed': a step runs the decoding requests' tokens and, within the token budget, prompt chunks together; "
+        "'separate': a step that has prompt tokens to run runs them alone and the decoding requests wait for the "
+        "next step (prefill first, as SGLang's scheduler without --enable-mixed-chunk)"))
     tiers: list[SchedulerTier] = Field(default=[], description="larger defaults on GPUs with more memory, smallest first")
     reason: str = Field(min_length=10, description="where each default is set in the engine's code or documentation")
     sources: list[Slug] = Field(min_length=1)
