@@ -231,3 +231,101 @@ def test_a_plan_fits_exactly_at_usable_memory_and_not_a_byte_above(kb, checkout:
     (short,) = answer.rejected
     assert short.gpu == "edge-short" and not short.fits
     assert short.usable_bytes < need <= short.usable_bytes + 1  # under one byte short
+
+
+# Llama 2 70B pre-training on A100s, sized to the 30-day horizon; Llama 2's batch is 4M tokens: 1,024 sequences
+# of 4,096 (Touvron et al. 2023, Table 1), one per micro-batch
+PRETRAIN_70B = {"model": "llama-2-70b", "task": "pretrain", "tokens": "2T", "gpus": ["a100-sxm-80gb"]}
+
+
+def _plan_step(answer):
+    (step,) = [s for s in answer.trace if s.rule.startswith("planner.fewest-gpus")]
+    return step
+
+
+def test_a_global_batch_caps_data_parallelism_and_tensor_parallelism_reaches_the_count(kb):
+    (free,) = kb.ask(PRETRAIN_70B).options
+    assert free.strategy.data_parallel > 1024  # the horizon's cluster, as data parallelism alone
+    (option,) = kb.ask({**PRETRAIN_70B, "global_batch_size": 1024}).options
+    s = option.strategy
+    assert s.data_parallel <= 1024 < option.count and s.tensor_parallel > 1
+    assert option.count == s.data_parallel * s.tensor_parallel * s.pipeline_parallel
+    step = _plan_step(kb.ask({**PRETRAIN_70B, "global_batch_size": 1024}))
+    assert "The global batch of 1,024 sequences at micro-batch 1 feeds at most 1,024 data-parallel ranks" \
+        in step.sentence
+    assert "全局批次 1,024 条序列、微批次 1 最多供给 1,024 个数据并行进程" in step.sentence_zh
+    assert "global batch" not in _plan_step(kb.ask(PRETRAIN_70B)).sentence
+    assert {v["name"]: v["value"] for v in step.values}["dp_max"] == 1024
+
+
+def test_a_global_batch_that_feeds_every_rank_changes_nothing(kb):
+    """Without global_batch_size the plan is as before; a batch larger than the data parallelism leaves it so."""
+    (free,) = kb.ask(PRETRAIN_70B).options
+    (large,) = kb.ask({**PRETRAIN_70B, "global_batch_size": 8 * free.strategy.data_parallel}).options
+    assert (large.count, large.strategy) == (free.count, free.strategy)
+    assert "global batch" not in _plan_step(kb.ask({**PRETRAIN_70B, "global_batch_size": 4096})).sentence
+
+
+def test_gpus_placement_all_gives_beyond_what_the_batch_feeds_stand_idle_and_are_paid_for(kb):
+    """64 sequences feed 64 ranks; the widest group tried is tp 8 in one node: 512 of 1,024 GPUs work."""
+    workload = {**PRETRAIN_70B, "gpu_count": 1024, "placement": "all"}
+    (option,) = kb.ask({**workload, "global_batch_size": 64}).options
+    s = option.strategy
+    assert (option.count, s.data_parallel, s.tensor_parallel, s.pipeline_parallel) == (512, 64, 8, 1)
+    (whole,) = kb.ask(workload).options  # the same 1,024 GPUs, all working: the same nodes rented
+    assert whole.count == 1024 and option.usd_per_hour == whole.usd_per_hour
+    answer = kb.ask({**workload, "global_batch_size": 64})
+    assert "the batch keeps 512 of the 1024 GPUs gpu_count gives busy, and 512 stand idle" in _plan_step(answer).sentence
+    assert "512 块空闲" in _plan_step(answer).sentence_zh
+    (cost,) = [st for st in answer.trace if st.rule.startswith("rec.cost.training")]
+    assert "(1024 GPUs, 512 idle)" in cost.sentence
+    assert "512 x a100-sxm-80gb busy of the 1024 (the global batch of 64 sequences feeds 64" in answer.summary.headline
+    assert "gpu_count 给出的 1024 块中其余空闲" in answer.summary.headline_zh
+    assert "busy of the" not in kb.ask(workload).summary.headline
+
+
+def test_a_global_batch_bounds_the_search_at_every_layout():
+    """The menu's layouts, least intrusive first, at a count the batch cannot feed with tp 1."""
+    menu = planner._layouts(64, None, None, None, False, 3, 8, ("none",))
+    assert [layout.tp for layout in menu] == [1, 2, 4, 8]
+
+    def fewest(layout):  # a replica that needs 16 GPUs' worth of sharding
+        return -(-16 // layout.tp)
+
+    assert planner._least_intrusive_at(menu, fewest, 2048).layout.tp == 1
+    assert (planner._least_intrusive_at(menu, fewest, 2048, 512).layout.tp,
+            planner._least_intrusive_at(menu, fewest, 2048, 512).dp) == (4, 512)
+    assert planner._least_intrusive_at(menu, fewest, 2048, 100) is None
+    most = planner._most_fed(menu, fewest, 2048, 100)
+    assert (most.layout.tp, most.dp, most.count) == (8, 100, 800)
+    # the fewest GPUs: tp 1 needs 16 ranks, more than 8 sequences feed; tp 2 needs 8
+    assert planner._fewest_training(menu, fewest, planner.NO_LIMIT).layout.tp == 1
+    capped = planner._fewest_training(menu, fewest, planner.NO_LIMIT, dp_max=8)
+    assert (capped.layout.tp, capped.dp, capped.count) == (2, 8, 16)
+    assert planner._use_all(capped, 2048, 8).dp == 8 and planner._use_all(capped, 2048).dp == 1024
+
+
+def test_a_deadline_grows_a_cluster_no_further_than_the_batch_feeds():
+    """A run of 1,000 GPU-days at perfect scaling wants 1,000 GPUs for a one-day deadline; the batch feeds 64."""
+    from types import SimpleNamespace
+
+    from gpukb.estimate.deadline import sized_for_deadline
+
+    asked: list[int] = []
+
+    def run(sizes):
+        count = sizes["x"].count if "x" in sizes else 8
+        asked.append(count)
+        return SimpleNamespace(options=[SimpleNamespace(gpu="x", count=count, time_to_train_s=1000 * 86400 / count,
+                                                        efficiency=None)])
+
+    sized_for_deadline(1, 86400, 100_000, run, {"x": 8})
+    assert max(asked) == 1000
+    asked.clear()
+    sizes_seen = []
+    sized_for_deadline(1, 86400, 100_000, lambda sizes: (sizes_seen.append(dict(sizes)), run(sizes))[1], {"x": 8},
+                       fed={"x": 64})
+    assert max(asked) == 64
+    last = sizes_seen[-1]["x"]
+    assert last.count == 64 and "The global batch keeps at most 64 GPUs busy" in last.because()
+    assert "全局批次最多让 64 块 GPU 工作" in last.because(zh=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -346,3 +347,24 @@ def test_training_time_is_the_training_rules_over_the_packed_micro_batches() -> 
     assert best.rl.phases["training"] == pytest.approx(4 * per_rank * dp * held / pinned.tokens_per_s * (1 + 2 / 8))
     # a pipeline pads each micro-batch to 4,096 tokens and idles while it fills and drains: slower on the same GPUs
     assert gpukb.ask({**flat, "pipeline_parallel": 2}).best.rl.phases["training"] > best.rl.phases["training"]
+
+
+def test_rollout_engines_wait_for_their_host_each_decode_step() -> None:
+    kb = gpukb.load_kb()
+    step_host, per_seq = kb.policy("rl-rollout-host-per-step"), kb.policy("rl-rollout-host-per-sequence")
+    base = kb.ask(NODE).best
+    # without the fixed part, the same step's generation is shorter by that part at each of its token steps: at least
+    # one per token of the step's longest response (its expected length, near the 2,048-token cap), at most one per
+    # token its engine decodes (1,024 sequences over 8 one-GPU engines, 128 each, of 1,024 tokens on average)
+    policies = {**kb.policies, "rl-rollout-host-per-step": kb.policies["rl-rollout-host-per-step"].model_copy(
+        update={"value": 0.0})}
+    without = dataclasses.replace(kb, tables={**kb.tables, "policies": policies}).ask(NODE).best
+    paid = base.rl.phases["generation"] - without.rl.phases["generation"]
+    assert 1900 * step_host <= paid <= 128 * 1024 * step_host
+    assert base.rl.phases["training"] == without.rl.phases["training"]
+    # the trace says what each step waits for, in both languages, and names the policies the phase reads
+    step = next(s for s in base.trace if s.rule.startswith("planner.rl-placement"))
+    assert f"waits {step_host * 1e3:.2f} ms for its host, plus {per_seq * 1e6:.1f} µs a running sequence" in step.sentence
+    assert f"还要等主机 {step_host * 1e3:.2f} ms" in step.sentence_zh
+    expr = next(v["expr"] for v in step.values if v["name"] == "generation_s")
+    assert "rl-rollout-host-per-step" in expr and "rl-rollout-host-per-sequence" in expr

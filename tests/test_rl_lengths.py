@@ -95,3 +95,18 @@ def test_packing_puts_whole_sequences_into_bins_of_the_capacity() -> None:
     assert bins < 512 / 6  # a bin holds about seven of them
     # a longer mean needs more bins for the same sequences
     assert rl_lengths.packed_bins(512, rl_lengths.scale(1500, 3968), 3968, 128, 4096) > bins
+
+
+def test_the_hosts_fixed_work_adds_once_per_token_step_however_few_sequences_run() -> None:
+    # a synchronously scheduled engine pays step_host_s at every token step, whatever the batch: a thinning tail pays
+    # it on each of its steps, so the one long response below pays it 1000 times however many run beside it
+    stepped = rl_lengths.Decoder(weights_s=1e-3, flop_s=0.0, kv_s=0.0, per_seq_s=2.5e-4, fixed_s=0.0, floor_s=0.0,
+                                 prefill_s=0.0, step_host_s=4e-4)
+    lens = [10, 10, 10, 1000, 300, 40]
+    extra = {c: rl_lengths.decode_time(lens, c, 0, stepped) - rl_lengths.decode_time(lens, c, 0, FLAT) for c in (1, 6)}
+    assert extra[1] == pytest.approx(sum(lens) * 4e-4)  # one sequence at a time: a step per token
+    assert extra[6] == pytest.approx(max(lens) * 4e-4)  # all at once: a step per token of the longest
+    # the same at one sequence and at 256: unlike the per-sequence part, it does not grow with the batch
+    assert stepped.step(1, 0) - FLAT.step(1, 0) == pytest.approx(stepped.step(256, 0) - FLAT.step(256, 0))
+    # it adds to the GPU's time rather than hiding under it: a step of one sequence takes 1.25 + 0.4 ms
+    assert stepped.step(1, 0) == pytest.approx(1.65e-3)

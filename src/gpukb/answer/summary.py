@@ -252,6 +252,13 @@ def summarize(answer: Answer, misses: Sequence[Miss] = (), horizon: bool = False
     # the lines below give each named option's figure; the headline says which one ranks first, and why first
     headline = f"first option ({word}): {first.count} x {first.gpu}"
     headline_zh = f"首选方案（{word_zh}）：{first.count} × {first.gpu}"
+    if not sized and w.gpu_count and w.global_batch_size and first.count < w.gpu_count \
+            and first.strategy.data_parallel * w.micro_batch_size >= w.global_batch_size:
+        # the planner's ranks stop at the batch: the rest of the user's GPUs stand idle (still rented)
+        headline += (f" busy of the {w.gpu_count} (the global batch of {w.global_batch_size} sequences feeds "
+                     f"{first.strategy.data_parallel} data-parallel ranks; the rest stand idle)")
+        headline_zh += (f" 在工作，gpu_count 给出的 {w.gpu_count} 块中其余空闲（全局批次 {w.global_batch_size} 条序列只供给 "
+                        f"{first.strategy.data_parallel} 个数据并行进程）")
     if not reason:  # ranked first by a figure no line below names (e.g. the fewest GPUs among unpriced options)
         headline += f" — {speed_line(first).why}"
         headline_zh += f"——{speed_line(first).why_zh}"

@@ -10,6 +10,8 @@ many GPUs as placement 'all' does (the least intrusive layout that fits, the res
 A GPU type stops growing at gpu_count or the largest published cluster (policy largest-cluster), or when
 more GPUs shorten the run by less than GAIN; it keeps the fastest count tried and misses the deadline,
 ranked after the options that meet it. A type whose larger cluster the rules reject keeps the count before.
+Nor does it grow past the GPUs the workload's global batch keeps busy (global_batch_size / micro_batch_size
+data-parallel ranks of the widest model-parallel group the planner tries): more would stand idle.
 Nor does it grow into its communication wall: a larger cluster that still misses the deadline while its step
 computes less than the scaling efficiency floor (policy scaling-efficiency-floor, where the parallel layout
 must change rather than the GPU count grow) sends it back, halfway at a time, to the largest count tried above
@@ -50,11 +52,13 @@ def largest_size(most: int, node: int = NODE_SIZE) -> int:
 
 
 def sized_for_deadline(tokens: int, deadline_s: float, most: int, run: Run, node_of: dict[str, int] | None = None,
-                       floor: float = 0.0) -> Answer:
+                       floor: float = 0.0, fed: dict[str, int] | None = None) -> Answer:
     """Ask with the memory plan, then size each GPU type whose run misses the deadline; `most` caps a cluster,
     `node_of` gives each GPU type's node size (its system's GPUs per node; NODE_SIZE where not given), `floor`
-    the scaling efficiency below which a cluster is not grown further (0: grow while it shortens the run)."""
-    node_of = node_of or {}
+    the scaling efficiency below which a cluster is not grown further (0: grow while it shortens the run), `fed`
+    the most GPUs of each type the workload's global batch keeps busy (planner.batch_feeds; no limit where not
+    given): a cluster grows no further than that."""
+    node_of, fed = node_of or {}, fed or {}
     efficient: dict[str, list[int]] = {}  # per GPU type, the counts tried whose scaling efficiency held the floor
     wall: dict[str, int] = {}  # per GPU type, the fewest GPUs tried whose scaling efficiency fell below it
     sizes: dict[str, Sized] = {}
@@ -63,7 +67,10 @@ def sized_for_deadline(tokens: int, deadline_s: float, most: int, run: Run, node
     tightened: set[str] = set()
 
     def size(gpu: str, count: int) -> None:
-        sizes[gpu] = Sized(count, deadline_s, tokens, tried[gpu])
+        limit = fed.get(gpu, most)  # grown as far as the global batch feeds, the sentence says so
+        at_limit = limit < most and count >= largest_size(limit, node_of.get(gpu, NODE_SIZE))
+        sizes[gpu] = Sized(count, deadline_s, tokens, tried[gpu], largest_size(limit, node_of.get(gpu, NODE_SIZE))
+                           if at_limit else 0)
 
     answer = run(sizes)
     for _ in range(ROUNDS):
@@ -132,7 +139,7 @@ def sized_for_deadline(tokens: int, deadline_s: float, most: int, run: Run, node
                     changed = True
                 continue
             want = min(max(cluster_size(o.count * t / deadline_s, node), cluster_size(o.count + 1, node)),
-                       largest_size(most, node))
+                       largest_size(min(most, fed.get(o.gpu, most)), node))
             if o.gpu in wall:  # not into the wall again: halfway to it (geometrically)
                 want = min(want, cluster_size(math.sqrt(o.count * wall[o.gpu]), node))
                 if want >= wall[o.gpu]:

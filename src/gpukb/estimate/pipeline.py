@@ -18,7 +18,7 @@ from ..engine.engine import ENGINE
 from ..engine.trace import Collector, Value
 from .deadline import sized_for_deadline
 from .load import LoadCache, load_misses, raise_for_load, record_load
-from .planner import NO_LIMIT, Raise, Replicas, Sized, plan_gpu, replica_cache
+from .planner import NO_LIMIT, Raise, Replicas, Sized, batch_feeds, plan_gpu, replica_cache
 from .resolve import gpu_fact, policy_fact, resolve
 from .rl import ask_rl
 from .sla import fewest_meeting, has_targets
@@ -102,10 +102,12 @@ def _answer(kb: KnowledgeBase, w: Workload, bands: BandSource | None) -> Answer:
     # placement 'all' the user's gpu_count is the plan, and the deadline only says whether it is met
     if resolved.task != "inference" and resolved.deadline_days and resolved.tokens and resolved.placement != "all":
         most = min(resolved.gpu_count or NO_LIMIT, round(kb.policy(LARGEST_CLUSTER)))
-        node_of = {g: gpu_fact(kb, kb.gpus[g], resolved.precision, resolved.kv_cache_precision, resolved.systems)
-                   ["gpus_per_node"] for g in resolved.gpus}
+        facts = {g: gpu_fact(kb, kb.gpus[g], resolved.precision, resolved.kv_cache_precision, resolved.systems)
+                 for g in resolved.gpus}
+        node_of = {g: f["gpus_per_node"] for g, f in facts.items()}
+        fed = {g: batch_feeds(resolved, f) for g, f in facts.items()}  # a global batch feeds only so many GPUs
         return sized_for_deadline(resolved.tokens, resolved.deadline_days * 86400, most,
-                                  lambda sizes: run({}, None, sizes), node_of, kb.policy(EFFICIENCY_FLOOR))
+                                  lambda sizes: run({}, None, sizes), node_of, kb.policy(EFFICIENCY_FLOOR), fed)
     return run({}, None)
 
 

@@ -270,8 +270,9 @@ def _least_dp(split: tuple[float, float], usable: float, host: tuple[float, floa
 
 
 def _fewest_training(menu: tuple[Layout, ...], fewest_dp: LeastDp, limit: int,
-                     zero_pinned: bool = False, node: int = NODE_SIZE) -> Candidate | None:
-    """The layout needing the fewest GPUs (the first, least intrusive, among equals)."""
+                     zero_pinned: bool = False, node: int = NODE_SIZE, dp_max: int = 0) -> Candidate | None:
+    """The layout needing the fewest GPUs (the first, least intrusive, among equals); `dp_max` (0: none) the most
+    data-parallel ranks the global batch feeds."""
     best: tuple[int, Layout, int] | None = None
     for layout in menu:
         if best is not None and layout.group * layout.ep >= best[0]:
@@ -283,7 +284,7 @@ def _fewest_training(menu: tuple[Layout, ...], fewest_dp: LeastDp, limit: int,
         group = layout.group
         count = _round_count(dp * group, node)
         dp = count // group
-        if dp % layout.ep:
+        if dp % layout.ep or (dp_max and dp > dp_max):
             continue
         if layout.zero_stage > 0 and dp == 1 and layout.offload == "none" and not zero_pinned:
             continue  # ZeRO on one data-parallel rank shards nothing; the zero-stage-0 layout covers it
@@ -292,17 +293,33 @@ def _fewest_training(menu: tuple[Layout, ...], fewest_dp: LeastDp, limit: int,
     return None if best is None else Candidate(best[1], best[2], best[0], True)
 
 
-def _least_intrusive_at(menu: tuple[Layout, ...], fewest_dp: LeastDp, count: int) -> Candidate | None:
-    """placement 'all': the first (least intrusive) layout that fits on exactly `count` GPUs."""
+def _least_intrusive_at(menu: tuple[Layout, ...], fewest_dp: LeastDp, count: int, dp_max: int = 0) -> Candidate | None:
+    """placement 'all': the first (least intrusive) layout that fits on exactly `count` GPUs with no more
+    data-parallel ranks than `dp_max` (0: no limit), the most the global batch feeds."""
     for layout in menu:
         group = layout.group
         dp = count // group
-        if dp < 1 or dp % layout.ep:
+        if dp < 1 or dp % layout.ep or (dp_max and dp > dp_max):
             continue
         least = fewest_dp(layout)
         if least is not None and least <= dp:
             return Candidate(layout, dp, dp * group, True)
     return None
+
+
+def _most_fed(menu: tuple[Layout, ...], fewest_dp: LeastDp, count: int, dp_max: int) -> Candidate | None:
+    """`count` GPUs the global batch cannot feed with any layout of the menu: the layout that keeps the most of them
+    busy, dp_max ranks (whole expert-parallel groups) of its group (the first, least intrusive, among equals)."""
+    best: Candidate | None = None
+    for layout in menu:
+        group = layout.group
+        dp = min(count // group, dp_max) // layout.ep * layout.ep
+        if dp < 1 or (best is not None and dp * group <= best.count):
+            continue
+        least = fewest_dp(layout)
+        if least is not None and least <= dp:
+            best = Candidate(layout, dp, dp * group, True)
+    return best
 
 
 def _inference_candidate(w: ResolvedWorkload, a: float, b: float, usable: float, limit: int,
@@ -355,15 +372,19 @@ class Sized:
     deadline_s: float
     tokens: int
     tried: list[tuple[int, float]]
+    fed: int = 0  # where the count is the most GPUs the global batch keeps busy (batch_feeds), that number; else 0
 
     def because(self, zh: bool = False) -> str:
         days = f"{self.deadline_s / 86400:g}"
         before = [(n, t) for n, t in self.tried if n != self.count]
         if zh:
             shown = "；".join(f"{n} 块 GPU 需 {t / 86400:,.1f} 天" for n, t in before)
-            return f"为在 {days} 天内训练完 {self.tokens:,} 个 token，定为 {self.count} 块 GPU（{shown}）。"
+            text = f"为在 {days} 天内训练完 {self.tokens:,} 个 token，定为 {self.count} 块 GPU（{shown}）。"
+            return text + (f"全局批次最多让 {self.fed} 块 GPU 工作，集群不再扩大。" if self.fed else "")
         shown = "; ".join(f"{n} GPU(s) take {t / 86400:,.1f} days" for n, t in before)
-        return f"Sized to {self.count} GPUs to train {self.tokens:,} tokens within {days} days ({shown})."
+        text = f"Sized to {self.count} GPUs to train {self.tokens:,} tokens within {days} days ({shown})."
+        return text + (f" The global batch keeps at most {self.fed} GPUs busy: the cluster grows no further."
+                       if self.fed else "")
 
 
 @dataclass(frozen=True)
@@ -387,12 +408,14 @@ class Replicas:
 class _Box(NamedTuple):
     """What bounds a plan's GPU count: `box`, the GPUs of one node (a system with no network between nodes)
     or one box of consumer cards, 0 for none; `boxed` when that is tighter than gpu_count; `limit`, the most
-    GPUs a plan may use; `every`, the count a plan must use (placement 'all', or a deadline's count), or None."""
+    GPUs a plan may use; `every`, the count a plan must use (placement 'all', or a deadline's count), or None;
+    `dp_max`, the most data-parallel ranks a training step's global batch feeds (0: no global batch given)."""
 
     box: int
     boxed: bool
     limit: int
     every: int | None
+    dp_max: int = 0
 
 
 def _box(w: ResolvedWorkload, gpu: dict[str, Any], policy: dict[str, Any], size: Sized | Replicas | None) -> _Box:
@@ -411,7 +434,27 @@ def _box(w: ResolvedWorkload, gpu: dict[str, Any], policy: dict[str, Any], size:
         every = min(every, limit)
     if every and boxed:  # a deadline's cluster of consumer cards is still one box
         every = min(every, box)
-    return _Box(box, boxed, limit, every)
+    return _Box(box, boxed, limit, every, ranks_fed(w))
+
+
+def ranks_fed(w: ResolvedWorkload) -> int:
+    """The most data-parallel ranks a training step's global batch feeds: each rank takes micro_batch_size
+    sequences at a time, so global_batch_size / micro_batch_size of them (with expert parallelism, whole groups of
+    ep); 0 where no global batch is given, or for inference. A rank beyond it would run a step on sequences the
+    batch does not have (bottleneck.interconnect.step's accumulation max(1, gbs / (mbs * dp)) would stop at 1)."""
+    if w.task == "inference" or not w.global_batch_size:
+        return 0
+    ep = w.expert_parallel or 1  # at least one expert-parallel group, which every plan has
+    return max(1, w.global_batch_size // w.micro_batch_size // ep) * ep
+
+
+def batch_feeds(w: ResolvedWorkload, gpu: dict[str, Any]) -> int:
+    """The most GPUs of this type a training step's global batch keeps busy: ranks_fed data-parallel ranks of the
+    widest model-parallel group (tp * pp * cp) the planner's menu tries; NO_LIMIT without a global batch."""
+    ranks = ranks_fed(w)
+    if not ranks:
+        return NO_LIMIT
+    return ranks * max(layout.group for layout in _menu(w, gpu["scale_up_domain"], ("none",)))
 
 
 def _search(w: ResolvedWorkload, gpu: dict[str, Any], cache: PlanCache, base: dict[str, Any], usable: float,
@@ -421,7 +464,7 @@ def _search(w: ResolvedWorkload, gpu: dict[str, Any], cache: PlanCache, base: di
     inference = w.task == "inference"
     node = gpu["gpus_per_node"]
     host_usable = gpu["host_memory_per_gpu"]
-    limit, every = bounds.limit, bounds.every
+    limit, every, dp_max = bounds.limit, bounds.every, bounds.dp_max
     offload_sets = [(w.offload,)] if w.offload else [("none",), ("optimizer", "optimizer+params")]
     chosen: Candidate | None = None
     tried: list[Layout] = []
@@ -439,16 +482,19 @@ def _search(w: ResolvedWorkload, gpu: dict[str, Any], cache: PlanCache, base: di
                 host = cache.host_split(layout, base) if layout.offload != "none" else None
                 return _least_dp(cache.split(layout, base, False), usable, host, host_usable)
 
-            best = (_least_intrusive_at(menu, fewest_dp, every) if every else None) \
-                or _fewest_training(menu, fewest_dp, limit, zero_pinned=w.zero_stage is not None, node=node)
+            best = (_least_intrusive_at(menu, fewest_dp, every, dp_max) if every else None) \
+                or (_most_fed(menu, fewest_dp, every, dp_max) if every and dp_max else None) \
+                or _fewest_training(menu, fewest_dp, limit, zero_pinned=w.zero_stage is not None, node=node,
+                                    dp_max=dp_max)
         if best:
             chosen = best
             break
     if chosen is not None and every:
-        chosen = _use_all(chosen, every)
+        chosen = _use_all(chosen, every, dp_max)
     if chosen is None:  # the closest miss: the layout with the least memory per GPU at the limit
         # with no gpu_count limit only the unshardable part can fail to fit: show it at one node
-        chosen = _closest_miss(w, base, tried, limit if w.gpu_count or bounds.boxed else node, inference, cache, node)
+        chosen = _closest_miss(w, base, tried, limit if w.gpu_count or bounds.boxed else node, inference, cache, node,
+                               dp_max)
     return chosen, len(tried)
 
 
@@ -490,9 +536,25 @@ def _pooled(w: ResolvedWorkload, wfact: dict[str, Any], policy: dict[str, Any], 
     return _Pool(parts, per_gpu, concurrency, pool, fits, share, in_flight)
 
 
+class _Fed(NamedTuple):
+    """What a training step's global batch did to a plan: `ranks`, the most data-parallel ranks it feeds (ranks_fed;
+    0: no global batch); `uncapped`, the plan the search makes without that limit where it has more ranks (None where
+    the limit changed nothing); `idle`, the GPUs of placement 'all' (gpu_count) or of a deadline's count that the
+    batch leaves without work even at the widest model-parallel group the planner tries."""
+
+    ranks: int = 0
+    uncapped: Candidate | None = None
+    idle: int = 0
+
+
+_NOT_FED = _Fed()
+
+
 def _plan_fields(collector: Collector, w: ResolvedWorkload, gpu: dict[str, Any], chosen: Candidate, bounds: _Box,
-                 memory: _Pool, usable: float, host: float) -> dict[str, Any]:
-    """The plan fact's fields."""
+                 memory: _Pool, usable: float, host: float, fed: _Fed) -> dict[str, Any]:
+    """The plan fact's fields. The GPUs placement 'all' gives that the global batch cannot feed are rented beside
+    the plan's and stand idle (idle_gpus)."""
+    rented = chosen.count + (fed.idle if w.placement == "all" else 0)
     s, node, per_gpu, fits = chosen.layout, gpu["gpus_per_node"], memory.per_gpu, memory.fits
     return {
         "gpu": gpu["gpu"], "count": chosen.count, "dp": chosen.dp, "tp": s.tp, "pp": s.pp, "ep": s.ep, "cp": s.cp,
@@ -507,7 +569,7 @@ def _plan_fields(collector: Collector, w: ResolvedWorkload, gpu: dict[str, Any],
         # what a plan that does not fit is short of: GPU memory, or CPU memory for its offloaded state
         "short_of": "" if fits else ("host" if per_gpu <= usable and host > gpu["host_memory_per_gpu"] else "gpu"),
         "gpus_per_node": node, "host_memory_per_gpu": gpu["host_memory_per_gpu"],
-        **_rented(collector.kb, gpu, chosen.count, host, w.systems),
+        **_rented(collector.kb, gpu, chosen.count, host, w.systems, rented),
     }
 
 
@@ -528,6 +590,39 @@ class _PlanText:
     raised: Raise | None
     size: Sized | Replicas | None
     edge: float = 0.0  # the card's edge where the plan needs more than usable to fit there (EDGE); 0 otherwise
+    fed: _Fed = _NOT_FED
+
+    def batch(self, zh: bool = False) -> str:
+        """What the global batch did to the plan: the data parallelism it capped and the layout it took instead,
+        the GPUs it leaves idle; nothing where it changed nothing."""
+        w, fed, chosen = self.w, self.fed, self.chosen
+        free = fed.uncapped
+        if free is None:
+            return ""
+        s, u = chosen.layout, free.layout
+        gbs, mbs = w.global_batch_size or 0, w.micro_batch_size
+        asked = self.bounds.every or free.count
+        placed = "gpu_count" if w.placement == "all" and not isinstance(self.size, Sized) else "deadline"
+        if zh:
+            text = (f"全局批次 {gbs:,} 条序列、微批次 {mbs} 最多供给 {fed.ranks:,} 个数据并行进程，dp 以此为上限："
+                    f"不受此限时方案为 dp={free.dp}、tp={u.tp}、pp={u.pp}，共 {free.count} 块 GPU")
+            if chosen.fits and (s.tp, s.pp, s.cp) != (u.tp, u.pp, u.cp):
+                text += f"；改用每个副本 {s.group} 块 GPU 的模型并行（tp={s.tp}、pp={s.pp}）"
+            if fed.idle:
+                who = "gpu_count 给出的" if placed == "gpu_count" else "期限要求的"
+                text += (f"；即使用所试最宽的模型并行组，批次也只能让{who} {asked} 块 GPU 中的 {chosen.count} 块工作，"
+                         f"{fed.idle} 块空闲" + ("（仍计入租用）" if placed == "gpu_count" else ""))
+            return text + "。"
+        text = (f" The global batch of {gbs:,} sequences at micro-batch {mbs} feeds at most {fed.ranks:,} data-parallel "
+                f"ranks, so dp is capped there: without that cap the plan would be dp={free.dp}, tp={u.tp}, pp={u.pp} "
+                f"on {free.count} GPUs")
+        if chosen.fits and (s.tp, s.pp, s.cp) != (u.tp, u.pp, u.cp):
+            text += f"; each replica takes a larger model-parallel group instead, {s.group} GPUs (tp={s.tp}, pp={s.pp})"
+        if fed.idle:
+            who = "gpu_count gives" if placed == "gpu_count" else "the deadline asked for"
+            text += (f"; even at the widest model-parallel group tried the batch keeps {chosen.count} of the {asked} GPUs "
+                     f"{who} busy, and {fed.idle} stand idle" + (" (still rented)" if placed == "gpu_count" else ""))
+        return text + "."
 
     def values(self) -> list[Value]:
         s, host_usable = self.chosen.layout, self.gpu["host_memory_per_gpu"]
@@ -539,6 +634,8 @@ class _PlanText:
         if s.offload != "none":
             listed.append(Value(name="host_bytes", value=self.host, expr=HOST.text))
             listed.append(Value(name="host_usable", value=host_usable, expr="g.host_memory_per_gpu"))
+        if self.fed.uncapped is not None:  # the most data-parallel ranks the global batch feeds, where it capped dp
+            listed.append(Value(name="dp_max", value=self.fed.ranks, expr="w.global_batch_size / w.micro_batch_size"))
         return listed + [Value(name=k, value=v, expr=None) for k, v in s.env(self.chosen.dp).items()]
 
     def offloaded(self, zh: bool = False) -> str:
@@ -585,6 +682,7 @@ class _PlanText:
                      f"devices of {gpu['memory_bytes'] / 1e9:,.1f} GB, {gpu['devices']} per package.")
         if self.raised is not None and inference:
             text += f" {self.raised.because}"
+        text += self.batch()
         if self.size is not None:
             text += f" {self.size.because()}"
         return text
@@ -611,6 +709,7 @@ class _PlanText:
                      f"{share} 条序列中同时容纳 {memory.concurrency} 条，其余排队等待。")
         if self.raised is not None and inference:
             text += self.raised.because_zh
+        text += self.batch(zh=True)
         if self.size is not None:
             text += self.size.because(zh=True)
         if not fits:
@@ -649,6 +748,7 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
         if nearer.fits:
             chosen, strategies, at_edge = nearer, strategies + more, True
     limit = edge if at_edge else usable
+    fed = _fed(w, gpu, cache, base, limit, bounds, raised, chosen)
     parts = cache.parts_of(chosen.layout, chosen.dp, base)
     per_gpu = float(PER_GPU.evaluate(parts))
     host = float(HOST.evaluate({**base, **chosen.layout.env(chosen.dp)}))
@@ -656,10 +756,10 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
     pooled = _pooled(w, wfact, policy, gpu, chosen, parts, per_gpu, fits, limit, host)
     at_edge = at_edge and pooled.fits and pooled.per_gpu > usable
     # at the edge, what the plan may use is the edge: usable_bytes stays the bound the plan was held to
-    fields = {**_plan_fields(collector, w, gpu, chosen, bounds, pooled, edge if at_edge else usable, host),
+    fields = {**_plan_fields(collector, w, gpu, chosen, bounds, pooled, edge if at_edge else usable, host, fed),
               "edge_bytes": edge, "at_edge": at_edge}
     text = _PlanText(w, gpu, policy, chosen, fields["zero_stage"], bounds, pooled, usable, host, strategies, raised, size,
-                     edge if at_edge else 0.0)
+                     edge if at_edge else 0.0, fed)
     (plan,) = collector.record(
         rule="planner.fewest-gpus@1", stage="requirements",
         title="Fewest GPUs that hold one replica, least intrusive strategy first",
@@ -682,6 +782,17 @@ def _searched(w: ResolvedWorkload, gpu: dict[str, Any], cache: PlanCache, base: 
     return found
 
 
+def _fed(w: ResolvedWorkload, gpu: dict[str, Any], cache: PlanCache, base: dict[str, Any], usable: float,
+         bounds: _Box, raised: Raise | None, chosen: Candidate) -> _Fed:
+    """The global batch's limit on data parallelism, and what it changed: the same search without it says."""
+    if not bounds.dp_max:
+        return _NOT_FED
+    free, _ = _searched(w, gpu, cache, base, usable, bounds._replace(dp_max=0), raised)
+    if not free.fits or free.dp <= bounds.dp_max:
+        return _Fed(bounds.dp_max)
+    return _Fed(bounds.dp_max, free, max(0, free.count - chosen.count) if bounds.every and chosen.fits else 0)
+
+
 def _short_of_host(chosen: Candidate, cache: PlanCache, base: dict[str, Any], usable: float,
                    gpu: dict[str, Any]) -> bool:
     """Whether a plan that does not fit holds the GPU memory and lacks only the CPU memory its offload needs."""
@@ -689,14 +800,17 @@ def _short_of_host(chosen: Candidate, cache: PlanCache, base: dict[str, Any], us
     return per_gpu <= usable and float(HOST.evaluate({**base, **chosen.layout.env(chosen.dp)})) > gpu["host_memory_per_gpu"]
 
 
-def _rented(kb: Any, gpu: dict[str, Any], count: int, host_per_gpu: float, allowed: tuple[str, ...]) -> dict[str, Any]:
-    """The plan fields of the nodes it rents (gpukb.estimate.systems). A GPU no system holds rents its GPUs one by
-    one at the lowest dated per-GPU price of its catalog entry, as the instance it was quoted for."""
+def _rented(kb: Any, gpu: dict[str, Any], count: int, host_per_gpu: float, allowed: tuple[str, ...],
+            wanted: int | None = None) -> dict[str, Any]:
+    """The plan fields of the nodes it rents (gpukb.estimate.systems) for `wanted` GPUs (the plan's `count`, or more
+    where the plan leaves some of the user's idle). A GPU no system holds rents its GPUs one by one at the lowest
+    dated per-GPU price of its catalog entry, as the instance it was quoted for."""
+    wanted = max(count, wanted or count)
     if not gpu["system"]:
-        return {"system": "", "system_name": gpu["price_instance"], "gpus_rented": count, "nodes_rented": count,
-                "idle_gpus": 0, "usd_per_node_hour": gpu["usd_per_gpu_hour"], "price_source": gpu["price_source"],
-                "price_as_of": gpu["price_as_of"], "price_region": ""}
-    rent = rental(kb, kb.systems[gpu["system"]], math.ceil(count / gpu["devices"]), host_per_gpu * gpu["devices"],
+        return {"system": "", "system_name": gpu["price_instance"], "gpus_rented": wanted, "nodes_rented": wanted,
+                "idle_gpus": wanted - count, "usd_per_node_hour": gpu["usd_per_gpu_hour"],
+                "price_source": gpu["price_source"], "price_as_of": gpu["price_as_of"], "price_region": ""}
+    rent = rental(kb, kb.systems[gpu["system"]], math.ceil(wanted / gpu["devices"]), host_per_gpu * gpu["devices"],
                   allowed)
     price = rent.system.price
     rented = rent.gpus * gpu["devices"]
@@ -739,15 +853,16 @@ def _within(limit: int, boxed: bool, gpu: dict[str, Any], zh: bool = False) -> s
     return f" gpu_count {limit} " if zh else f"gpu_count {limit}"
 
 
-def _use_all(chosen: Candidate, gpu_count: int) -> Candidate:
-    """placement 'all': the extra GPUs of gpu_count become data-parallel replicas of the plan."""
+def _use_all(chosen: Candidate, gpu_count: int, dp_max: int = 0) -> Candidate:
+    """placement 'all': the extra GPUs of gpu_count become data-parallel replicas of the plan, as many as the global
+    batch feeds (`dp_max`, 0: no limit)."""
     group, ep = chosen.layout.group, chosen.layout.ep
-    dp = max(chosen.dp, gpu_count // group // ep * ep)
+    dp = max(chosen.dp, min(gpu_count // group, dp_max or NO_LIMIT) // ep * ep)
     return Candidate(chosen.layout, dp, dp * group, chosen.fits)
 
 
 def _closest_miss(w: ResolvedWorkload, base: dict[str, Any], tried: list[Layout], limit: int,
-                  inference: bool, cache: PlanCache, node: int = NODE_SIZE) -> Candidate:
+                  inference: bool, cache: PlanCache, node: int = NODE_SIZE, dp_max: int = 0) -> Candidate:
     best: tuple[float, Layout, int] | None = None  # the Candidate is made for the best alone
     for layout in tried:
         if inference:
@@ -755,8 +870,9 @@ def _closest_miss(w: ResolvedWorkload, base: dict[str, Any], tried: list[Layout]
             pp = w.pipeline_parallel or max(1, limit // tp)
             layout = Layout(tp, pp, 0, False, "none")
             dp = 1
-        else:  # whole expert-parallel groups; without a gpu_count, as many GPUs as one group needs
-            dp = max(limit // layout.group // layout.ep, 1) * layout.ep
+        else:  # whole expert-parallel groups; without a gpu_count, as many GPUs as one group needs; no more ranks
+            # than the global batch feeds
+            dp = max(min(limit // layout.group, dp_max or NO_LIMIT) // layout.ep, 1) * layout.ep
         if dp * layout.group > limit and (w.gpu_count or layout.ep == 1):
             continue
         per_gpu = cache.total(layout, dp, base)

@@ -57,6 +57,7 @@ MAX_SEQS = "rl-rollout-max-seqs"  # the policy: the sequences a rollout engine's
 LOAD_RATE = "rl-weight-load-rate"  # the policy: bytes a second a refit loads into each engine GPU
 SWITCH = "rl-engine-switch-time"  # the policy: a colocated engine's sleep and wake each step, besides its weights
 HOST = "rl-rollout-host-per-sequence"  # the policy: a rollout engine's serial host work per running sequence a step
+HOST_STEP = "rl-rollout-host-per-step"  # the policy: a rollout engine's fixed serial host work each step
 # The fields of a workload that describe the policy's model (copied to its sub-asks)
 _MODEL_FIELDS = ("model", "params", "layers", "hidden_size", "heads", "kv_heads", "vocab_size", "intermediate_size", "mlp")
 SOURCES = ["sheng-2024-hybridflow", "hu-2024-openrlhf", "shao-2024-deepseekmath-grpo", "rajbhandari-2020-zero"]
@@ -385,7 +386,7 @@ def packing(w: Workload | ResolvedWorkload, dp: int, pp: int) -> tuple[int, floa
 
 def phase_times(w: ResolvedWorkload, roles: Roles, plan: dict[str, Any], gpu: dict[str, Any],
                 generation: Answer | None, trainers: dict[str, Answer], floor_s: float, switch_s: float,
-                load_rate: float, host_s: float) -> dict[str, float] | None:
+                load_rate: float, host_s: float, step_host_s: float) -> dict[str, float] | None:
     """Seconds per step of each phase on this plan, from the sub-answers' own estimates; None where a rule made
     no estimate (a GPU type without a published rate for the precision), as a training ask then has no speed."""
     n = plan["trainer_gpus"]
@@ -402,7 +403,7 @@ def phase_times(w: ResolvedWorkload, roles: Roles, plan: dict[str, Any], gpu: di
     train_s = computed / o_train.tokens_per_s
     if generation is not None:
         o = _option(generation, gpu["gpu"])
-        engine = _decoder(generation, o, floor_s, host_s) if o is not None else None
+        engine = _decoder(generation, o, floor_s, host_s, step_host_s) if o is not None else None
         if engine is None:
             return None
         times["generation"] = _generation_s(w, plan, engine[1], engine[0])
@@ -445,10 +446,11 @@ def _params(roles: Roles, role: str) -> float:
     return float(roles.answers[role].workload.params)
 
 
-def _decoder(generation: Answer, o: Option, floor_s: float, host_s: float) -> tuple[rl_lengths.Decoder, int] | None:
+def _decoder(generation: Answer, o: Option, floor_s: float, host_s: float,
+             step_host_s: float) -> tuple[rl_lengths.Decoder, int] | None:
     """An engine's token step from the decode rule's own terms in this option's trace, with the rollout engine's
-    serial host work per sequence (host_s), and the sequences it ran at once there; None where the rule made no
-    estimate."""
+    serial host work each step (step_host_s) and per running sequence (host_s), and the sequences it ran at once
+    there; None where the rule made no estimate."""
     v = next(({x["name"]: x["value"] for x in step.values} for step in o.trace
               if step.rule.split("@")[0] == "rec.throughput.decode"), None)
     if v is None or not o.tokens_per_s:
@@ -461,7 +463,8 @@ def _decoder(generation: Answer, o: Option, floor_s: float, host_s: float) -> tu
     engine = rl_lengths.Decoder(
         weights_s=v["weight_bytes_read"] / v["read_rate"], flop_s=v["matmul_flops"] / conc / v["compute_rate"],
         kv_s=v["kv_read"] / v["read_rate"] / context, per_seq_s=v["elementwise_s"] + (v["tp_s"] - fixed) / conc,
-        fixed_s=fixed, floor_s=max(v["launch_s"], floor_s), prefill_s=v["batch_prefill_s"] / conc, host_s=host_s)
+        fixed_s=fixed, floor_s=max(v["launch_s"], floor_s), prefill_s=v["batch_prefill_s"] / conc, host_s=host_s,
+        step_host_s=step_host_s)
     return engine, conc
 
 
@@ -584,7 +587,7 @@ def ask_rl(kb: KnowledgeBase, w: Workload, sub: SubAsk) -> Answer:
                       for role in TRAINED if role in jobs}
                 for key, gs in layouts.items()}
     switch_s, load_rate = float(kb.policy(SWITCH)), float(kb.policy(LOAD_RATE))
-    floor_s, host_s = float(policy["decode_step_floor"]), float(kb.policy(HOST))
+    floor_s, host_s, step_host_s = float(policy["decode_step_floor"]), float(kb.policy(HOST)), float(kb.policy(HOST_STEP))
     c = Collector(kb, len(gpus))
     pfact = c.new_fact("policy", policy, 0)
     wfact = c.new_fact("workload", workload_fact(kb, resolved), 0)
@@ -596,7 +599,7 @@ def ask_rl(kb: KnowledgeBase, w: Workload, sub: SubAsk) -> Answer:
             gen = (answers.get("rollout") if p["placement"] == "split"
                    else engines.get((p["engine_batch"], p["rollout_tp"])) if "rollout" in answers else None)
             times = phase_times(resolved, roles, p, gpus[g], gen, trainers[_layout_key(p)], floor_s, switch_s,
-                                load_rate, host_s)
+                                load_rate, host_s, step_host_s)
             # the fewest GPU-seconds per step; a plan no rule could time after every timed one, by its GPUs
             cost = p["count"] * sum(times.values()) if times is not None else math.inf
             timed.append((cost, p["placement"] != "colocated", p, times))
@@ -708,17 +711,23 @@ def _record_plan(c: Collector, w: ResolvedWorkload, wfact: dict[str, Any], pfact
              if plan["placement"] == "colocated" else
              f"trained and frozen models on {plan['trainer_gpus']} GPUs, the rollout engine on {plan['rollout_gpus']} "
              "of its own")
+    # the rollout engine's serial host time between two decode steps, which its generation phase counts
+    step_host, per_seq = float(c.kb.policy(HOST_STEP)), float(c.kb.policy(HOST))
+    host = (f" Each decode step of a rollout engine also waits {step_host * 1e3:.2f} ms for its host, plus "
+            f"{per_seq * 1e6:.1f} µs a running sequence (synchronous scheduling)." if times and "generation" in times else "")
+    host_zh = (f"生成引擎每个解码步还要等主机 {step_host * 1e3:.2f} ms，每条正在生成的序列另加 {per_seq * 1e6:.1f} µs"
+               "（同步调度）。" if times and "generation" in times else "")
     sentence = (f"{plan['gpu']}: {plan['placement']}, {where}; trainer layout dp={plan['dp']}, tp={plan['tp']}, "
                 f"pp={plan['pp']}, ZeRO-{plan['zero_stage']}, checkpointing {'on' if plan['checkpointing'] else 'off'}. "
                 f"Per GPU: {roles}; the peak phase needs {plan['per_gpu_bytes'] / 1e9:,.1f} GB of "
-                f"{plan['usable_bytes'] / 1e9:,.1f} GB usable. Phases per step: {phases}.{why}")
+                f"{plan['usable_bytes'] / 1e9:,.1f} GB usable. Phases per step: {phases}.{host}{why}")
     where_zh = ("所有模型与生成引擎共用同一组 GPU，优化器运行前释放 KV 缓存" if plan["placement"] == "colocated"
                 else f"训练与冻结模型用 {plan['trainer_gpus']} 块 GPU，生成引擎独占 {plan['rollout_gpus']} 块")
     roles_zh = "，".join(f"{ROLE_ZH.get(r, r)} {v / 1e9:,.1f} GB" for r, v in plan["memory_by_role"].items())
     phases_zh = "，".join(f"{rl_word('zh', ph)} {t:,.1f} s" for ph, t in times.items()) if times else "未估算"
     sentence_zh = (f"{plan['gpu']}：{rl_word('zh', plan['placement'])}，共 {plan['count']} 块 GPU，{where_zh}；"
                    f"每块 GPU：{roles_zh}；峰值阶段需要 {plan['per_gpu_bytes'] / 1e9:,.1f} GB，可用 "
-                   f"{plan['usable_bytes'] / 1e9:,.1f} GB。每步各阶段：{phases_zh}。")
+                   f"{plan['usable_bytes'] / 1e9:,.1f} GB。每步各阶段：{phases_zh}。{host_zh}")
     values = [Value(name=k, value=v, expr=_EXPRS.get(k)) for k, v in fields.items()]
     (fact,) = c.record(
         rule="planner.rl-placement@1", stage="requirements",
@@ -743,8 +752,9 @@ _EXPRS = {
     "generation_s": "each engine's share of the responses, lengths a clipped exponential of mean mean_response_len and "
                     "cap response_len (the step's expected longest among them), decoded with continuous batching at "
                     "most engine_batch at once, a token step affine between the decode rule's step at batch 1 and at "
-                    "engine_batch, plus the engine's serial host work per running sequence (policy "
-                    "rl-rollout-host-per-sequence) (gpukb.estimate.rl_lengths)",
+                    "engine_batch, plus the engine's serial host work between two steps, a fixed part (policy "
+                    "rl-rollout-host-per-step) and a part per running sequence (policy rl-rollout-host-per-sequence) "
+                    "(gpukb.estimate.rl_lengths)",
     "reference_s": "training time of the step's packed micro-batches x forward share (2/6, 2/8 with checkpointing) x reference "
                    "params / policy params: the log-prob pass on the training engine",
     "reward_s": "training time of the step's packed micro-batches x forward share (2/6, 2/8 with checkpointing) x "

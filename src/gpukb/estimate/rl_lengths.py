@@ -13,7 +13,8 @@ SGLang) admits a queued sequence as soon as one finishes, so its batch stays ful
 thins as the last responses run on. Each engine's share is timed token step by token step from the decode
 rule's own terms (a Decoder): the weights read once a step, each running sequence's KV cache read to its own
 context (the long responses of the tail read the longest caches), per-sequence work on top, and the engine's
-host work for each running sequence between two steps, which a synchronously scheduled engine does not overlap.
+host work between two steps, a fixed part and a part for each running sequence, which a synchronously scheduled
+engine does not overlap with the GPU's.
 """
 
 from __future__ import annotations
@@ -94,9 +95,10 @@ class Decoder:
     """One engine's token step, from the decode rule's own terms (rec.throughput.decode): the matrix multiplies
     (the longer of reading the weights and their arithmetic for b sequences), the attention reading each running
     sequence's KV cache to its own context, per-sequence element-wise work and tensor-parallel traffic, a fixed
-    part (the all-reduces' latency), the host's floor under a step, and the host's work per running sequence
-    (scheduling it, preparing its inputs, taking its sampled token) that a synchronously scheduled engine does
-    between steps while the GPU waits."""
+    part (the all-reduces' latency), the host's floor under a step, and the host's work between steps that a
+    synchronously scheduled engine does while the GPU waits: a fixed part each step (scheduling the batch, updating
+    its state, preparing its inputs) and a part per running sequence (scheduling it, preparing its inputs, taking
+    its sampled token)."""
 
     weights_s: float  # reading the weights once
     flop_s: float  # the multiplies' arithmetic for one sequence
@@ -106,10 +108,12 @@ class Decoder:
     floor_s: float  # the shortest step the host issues
     prefill_s: float  # prefilling one sequence's prompt
     host_s: float = 0.0  # the host's work per running sequence between two steps, not overlapped with the GPU's
+    step_host_s: float = 0.0  # the host's fixed work between two steps, whatever the batch, not overlapped either
 
     def base(self, b: int) -> float:
         """A step of b sequences, their KV cache reads aside: the GPU's time and the host's serial work."""
-        return max(self.weights_s, b * self.flop_s) + self.fixed_s + b * (self.per_seq_s + self.host_s)
+        return (max(self.weights_s, b * self.flop_s) + self.fixed_s + self.step_host_s
+                + b * (self.per_seq_s + self.host_s))
 
     def step(self, b: int, context: float) -> float:
         """A token step with b sequences running whose contexts sum to `context` tokens."""
