@@ -102,7 +102,7 @@ def limits(kb: KnowledgeBase, w: ResolvedWorkload, wfact: dict[str, Any], m: dic
     per_token = m["kv_cache"] / (wfact["batch_size"] * wfact["seq_len"]) / (p["tp"] * p["pp"])  # bytes per GPU
     blocks = int(pool / (per_token * sched.kv_block_tokens)) if per_token > 0 else 10**9
     return loadsim.Limits(seqs, budget, blocks * sched.kv_block_tokens, sched.kv_block_tokens,
-                          sched.admission == "reserve_full")
+                          sched.admission == "reserve_full", sched.prefill == "separate")
 
 
 def replica(cache: LoadCache, w: ResolvedWorkload, key: tuple[str, int, int], cost: loadsim.StepCost,

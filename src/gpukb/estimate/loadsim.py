@@ -2,10 +2,12 @@
 
 Requests arrive (Poisson or evenly spaced) with prompt and output lengths drawn about their means. Each engine step
 runs every decoding request's next token and, within the step's token budget (chunked prefill), the next chunk of
-the oldest prompts, admitting waiting requests while the running ones are fewer than the engine's maximum and the
-KV cache has room: blocks allocated as tokens are generated, the newest running request preempted and recomputed
-when none is left ('on_demand', vLLM and SGLang), or a request's whole length reserved when it is admitted
-('reserve_full', TensorRT-LLM's GUARANTEED_NO_EVICT). A step's time is the roofline of what it runs (StepCost).
+the oldest prompts ('mixed', vLLM and TensorRT-LLM), or a step that has prompt tokens to run runs them alone, the
+decoding requests waiting for the next step ('separate', SGLang: prefill first). Waiting requests are admitted while
+the running ones are fewer than the engine's maximum and the KV cache has room: blocks allocated as tokens are
+generated, the newest running request preempted and recomputed when none is left ('on_demand', vLLM and SGLang),
+or a request's whole length reserved when it is admitted ('reserve_full', TensorRT-LLM's GUARANTEED_NO_EVICT).
+A step's time is the roofline of what it runs (StepCost).
 
 Between events (an arrival that can be admitted, a completion, the KV cache filling) a run of decode-only steps is
 advanced in closed form: their times grow linearly with the context read, so k of them sum to a quadratic in k.
@@ -87,6 +89,7 @@ class Limits(NamedTuple):
     kv_tokens: int  # the KV cache's capacity in tokens (whole blocks)
     block_tokens: int
     reserve_full: bool
+    separate_prefill: bool = False  # a step with prompt tokens runs no decode tokens (SGLang's prefill-first loop)
 
 
 class Trace(NamedTuple):
@@ -169,6 +172,7 @@ def simulate(cost: StepCost, limits: Limits, trace: Trace, rate: float) -> Run:
     nxt = finished = events = preempted = 0
     half_block = (limits.block_tokens - 1) / 2  # a sequence's last block is on average half empty
     reserve_full, kv, block, max_seqs = limits.reserve_full, limits.kv_tokens, limits.block_tokens, limits.max_num_seqs
+    alone = limits.separate_prefill
 
     while finished < n and events < MAX_EVENTS:
         events += 1
@@ -179,7 +183,8 @@ def simulate(cost: StepCost, limits: Limits, trace: Trace, rate: float) -> Run:
             now = arrive[nxt]
             continue
         # the step's prompt tokens: running prefills first, then newly admitted requests, within the token budget
-        budget = limits.max_batched_tokens - b
+        start = limits.max_batched_tokens if alone else limits.max_batched_tokens - b
+        budget = start
         chunks: list[tuple[int, int]] = []
         for r in prefilling:
             if budget <= 0:
@@ -213,15 +218,18 @@ def simulate(cost: StepCost, limits: Limits, trace: Trace, rate: float) -> Run:
             steps += k
             ctx += b * k
         else:
-            prefill = limits.max_batched_tokens - b - budget
+            prefill = start - budget
             # query x key pairs, as the decode rule counts a prompt's attention (every token against the whole prompt)
             pairs, completing = 0.0, 0
             for r, take in chunks:
                 pairs += take * (target[r] - todo[r] + take)
                 completing += take == todo[r]
-            now += cost.step(b, ctx, prefill, pairs, b + completing)
-            steps += 1
-            ctx += b
+            if alone:  # the running requests wait: no decode step is taken
+                now += cost.step(0, 0.0, prefill, pairs, completing)
+            else:
+                now += cost.step(b, ctx, prefill, pairs, b + completing)
+                steps += 1
+                ctx += b
             for r, take in chunks:
                 todo[r] -= take
                 if todo[r]:
@@ -312,11 +320,17 @@ def figures(run: Run) -> Figures:
 def capacity(cost: StepCost, limits: Limits, prompt: int, output: int) -> tuple[float, int]:
     """The replica's steady-state throughput in requests/s and the batch it runs at: as many sequences as the
     engine and its KV cache hold (their average context prompt + output/2 on demand, the whole length reserved),
-    each step prefilling the prompt tokens that keep that batch full. Past this rate the queue grows without bound."""
+    each step prefilling the prompt tokens that keep that batch full (in a step of their own where the engine runs
+    prefills alone). Past this rate the queue grows without bound."""
     held = prompt + output if limits.reserve_full else prompt + output / 2 + (limits.block_tokens - 1) / 2
     batch = max(1, min(limits.max_num_seqs, int(limits.kv_tokens // held)))
     per_step = batch * prompt / output  # prompt tokens a step must prefill to keep the batch full
-    step = cost.step(batch, batch * (prompt + output / 2), round(per_step), per_step * prompt, batch)
+    context = batch * (prompt + output / 2)
+    if limits.separate_prefill:
+        step = (cost.step(batch, context, 0, 0.0, batch)
+                + cost.step(0, 0.0, round(per_step), per_step * prompt, round(batch / output)))
+    else:
+        step = cost.step(batch, context, round(per_step), per_step * prompt, batch)
     return batch / (output * step), batch
 
 

@@ -46,7 +46,7 @@ VALUES_BEHIND = {
            "offload_s", "waves"),
     # not gpu_hours: the point takes the source's own GPU-hours, so the rules that time the run do not move it
     "energy": ("gpu_kwh", "it_kwh", "energy_kwh", "co2_kg"),
-    "load": ("ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "request_throughput", "utilisation"),
+    "load": ("ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "e2e_p50_s", "request_throughput", "utilisation"),
 }
 # a phase quantity -> the RL phases (RlEstimate.phases) that make it up: a framework's "training" timer counts the
 # update, its "logprobs" timer the policy's old log-probs and the reference's; gpukb's training phase holds the update

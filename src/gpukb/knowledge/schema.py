@@ -478,6 +478,10 @@ class Scheduler(Strict):
         "'on_demand': blocks are allocated as tokens are generated and the newest running request is preempted "
         "(its KV cache freed, recomputed later) when none is left; 'reserve_full': a request is admitted only when "
         "blocks for its prompt and its whole output are free, and nothing is preempted"))
+    prefill: Literal["mixed", "separate"] = Field(default="mixed", description=(
+        "'mixed': a step runs the decoding requests' tokens and, within the token budget, prompt chunks together; "
+        "'separate': a step that has prompt tokens to run runs them alone and the decoding requests wait for the "
+        "next step (prefill first, as SGLang's scheduler without --enable-mixed-chunk)"))
     tiers: list[SchedulerTier] = Field(default=[], description="larger defaults on GPUs with more memory, smallest first")
     reason: str = Field(min_length=10, description="where each default is set in the engine's code or documentation")
     sources: list[Slug] = Field(min_length=1)
@@ -595,11 +599,12 @@ Quantity = Literal[
     "rl_training_time_s",             # its trainer's phases: the update and every log-prob (or value) pass
     "training_energy_kwh",            # electricity of a whole training run, in the source's scope
     "training_co2_kg",                # its emissions (location-based), in the source's scope
-    # serving under load (a benchmark sending requests at a rate): percentiles over its requests, and the requests
-    # it completed per second
-    "ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "request_throughput",
+    # serving under load (a benchmark sending requests at a rate): percentiles over its requests (the median end-to-end
+    # latency too), and the requests it completed per second
+    "ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "e2e_p50_s", "request_throughput",
 ]
-LOAD_QUANTITIES = ("ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "request_throughput")
+LOAD_QUANTITIES = ("ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "e2e_p50_s", "request_throughput")
+LOAD_LATENCIES = LOAD_QUANTITIES[:-1]  # the load quantities measured in seconds
 # unit as published -> (quantities it may measure, factor to the canonical unit, inverted):
 # canonical units are tokens/s, FLOP/s, fraction, hours, seconds, bytes, GPUs.
 UNITS: dict[str, tuple[frozenset[str], float, bool]] = {
@@ -611,9 +616,9 @@ UNITS: dict[str, tuple[frozenset[str], float, bool]] = {
     "fraction": (frozenset({"mfu"}), 1, False),
     "GPU hours": (frozenset({"gpu_hours"}), 1, False),
     "million GPU hours": (frozenset({"gpu_hours"}), 1e6, False),
-    "s": (frozenset({"ttft_s", "rl_step_time_s", "rl_generation_time_s", "rl_training_time_s", *LOAD_QUANTITIES[:4]}),
+    "s": (frozenset({"ttft_s", "rl_step_time_s", "rl_generation_time_s", "rl_training_time_s", *LOAD_LATENCIES}),
           1, False),
-    "ms": (frozenset({"ttft_s", *LOAD_QUANTITIES[:4]}), 1e-3, False),
+    "ms": (frozenset({"ttft_s", *LOAD_LATENCIES}), 1e-3, False),
     "requests/s": (frozenset({"request_throughput"}), 1, False),
     "GB": (frozenset({"peak_memory_per_gpu"}), 1e9, False),
     "GiB": (frozenset({"peak_memory_per_gpu"}), 2**30, False),
@@ -631,7 +636,7 @@ MEASURED_RANGE: dict[str, str] = {
     "decode_tokens_per_s_total": "tokens_per_s", "ttft_s": "seconds", "peak_memory_per_gpu": "bytes",
     "fewest_gpus": "gpus", "rl_step_time_s": "seconds", "rl_generation_time_s": "seconds",
     "rl_training_time_s": "seconds", "training_energy_kwh": "kwh", "training_co2_kg": "kg_co2",
-    **{q: "seconds" for q in LOAD_QUANTITIES[:4]}, "request_throughput": "request_rate",
+    **{q: "seconds" for q in LOAD_LATENCIES}, "request_throughput": "request_rate",
 }
 _CANONICAL_UNIT = {"tokens_per_s": "tokens/s", "flops": "FLOP/s", "fraction": "fraction", "hours": "GPU hours",
                    "seconds": "s", "bytes": "bytes", "gpus": "GPUs", "kwh": "kWh", "kg_co2": "kg CO2eq",
