@@ -163,7 +163,7 @@ def record_load(c: Collector, kb: KnowledgeBase, w: ResolvedWorkload, policy: di
         m, p = facts["m"], facts["p"]
         bounds = limits(kb, w, wfact, m, p, policy)
         if bounds is None:
-            _record_unmodelled(c, w, p, estimate)
+            _record_unmodelled(c, w, p, estimate, sorted(f.id for f in kb.frameworks.values() if f.scheduler))
             continue
         values = {v["name"]: v["value"] for v in step.values}
         key = (p["gpu"], p["tp"], p["pp"])
@@ -197,15 +197,17 @@ def _record(c: Collector, w: ResolvedWorkload, p: dict[str, Any], estimate: dict
              sentence=text.en(), sentence_zh=text.zh(), outputs=outputs)
 
 
-def _record_unmodelled(c: Collector, w: ResolvedWorkload, p: dict[str, Any], estimate: dict[str, Any]) -> None:
+def _record_unmodelled(c: Collector, w: ResolvedWorkload, p: dict[str, Any], estimate: dict[str, Any],
+                       modelled: list[str]) -> None:
+    """A plan whose engine has no scheduler in kb/frameworks: rejected, naming the engines that have one."""
     c.record(rule=RULE, stage="recommendations", title="Latency under load: no scheduler model for this engine",
              title_zh="负载下的延迟：该推理引擎没有调度器模型", inputs={"e": estimate, "p": p}, values=[], claims=(),
              sources=SOURCES, outputs=[("finding", {"finding": "compute", "severity": "error", "gpu": p["gpu"],
                                                      "rejects": True, "value": w.request_rate or 0.0, "limit": 0.0})],
              sentence=f"{w.framework} has no continuous-batching scheduler in kb/frameworks, so its latency at "
-                      f"{w.request_rate:g} requests/s is not simulated; choose framework vllm, sglang or tensorrt-llm.",
+                      f"{w.request_rate:g} requests/s is not simulated; choose framework {', '.join(modelled)}.",
              sentence_zh=f"kb/frameworks 中没有 {w.framework} 的连续批处理调度器，"
-                         f"无法模拟每秒 {w.request_rate:g} 个请求下的延迟；请选用 vllm、sglang 或 tensorrt-llm。")
+                         f"无法模拟每秒 {w.request_rate:g} 个请求下的延迟；请选用 {'、'.join(modelled)}。")
 
 
 @dataclass(frozen=True)
