@@ -68,9 +68,8 @@ def sized_for_deadline(tokens: int, deadline_s: float, most: int, run: Run, node
 
     def size(gpu: str, count: int) -> None:
         limit = fed.get(gpu, most)  # grown as far as the global batch feeds, the sentence says so
-        at_limit = limit < most and count >= largest_size(limit, node_of.get(gpu, NODE_SIZE))
-        sizes[gpu] = Sized(count, deadline_s, tokens, tried[gpu], largest_size(limit, node_of.get(gpu, NODE_SIZE))
-                           if at_limit else 0)
+        largest = largest_size(limit, node_of.get(gpu, NODE_SIZE))
+        sizes[gpu] = Sized(count, deadline_s, tokens, tried[gpu], largest if limit < most and count >= largest else 0)
 
     answer = run(sizes)
     for _ in range(ROUNDS):
