@@ -225,6 +225,19 @@ def test_a_table_titled_by_a_deadline_holds_only_the_options_that_meet_it():
     assert f"{late.count} x l40-48gb {late.time_to_train_s / 86400:,.1f} days" in " ".join(rest.split())
 
 
+def test_a_pinned_cluster_that_meets_the_horizon_is_not_titled_as_missing_it():
+    # placement all ranks by speed whatever the horizon; the table's title said "none within 30 days" under a
+    # headline that the same option met it with days to spare
+    args = ["--model", "llama-2-7b", "--task", "pretrain", "--tokens", "100B", "--gpu", "h100-sxm-80gb",
+            "--gpu-count", "64", "--placement", "all"]
+    met = ask(*args)
+    assert met.exit_code == 0, met.output
+    assert "days to spare" in " ".join(met.stdout.split())
+    assert "Options, fastest first" in met.stdout and "none within" not in met.stdout
+    late = ask(*args[:5], "10T", *args[6:])  # 10T tokens on the same 64 GPUs: far past 30 days
+    assert "Options, none within 30 days: fastest first" in late.stdout, late.output
+
+
 def test_a_cost_ranked_table_shows_the_cost_it_ranks_by():
     from gpukb.answer.summary import per_million_tokens
 

@@ -136,7 +136,8 @@ def print_answer(answer: Any, lang: Lang, kb: Any = None) -> None:
                          "latency": "fewest GPUs that meet the latency targets first",
                          "load": "fewest GPUs that carry the request rate first",
                          "deadline": "within {days} days, fewest GPU-hours first"}[ranking], days=days)
-    if ranking == "speed" and w.deadline_days and w.task != "inference":
+    if (ranking == "speed" and w.deadline_days and w.task != "inference"
+            and not any(o.meets_deadline for o in options)):  # a pinned cluster (placement all) may meet it
         order = label(lang, "none within {days} days: fastest first", days=days)
     table = Table(title=label(lang, "Options, {order}", order=order), box=box.SIMPLE_HEAD, padding=(0, 1))
     shown = {header: _header(label(lang, header), cells) for header, _, cells in columns}
