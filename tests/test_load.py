@@ -143,6 +143,29 @@ def test_a_rate_gets_the_replicas_it_needs_and_its_cost() -> None:
     assert "3 replicas for" in plan.sentence and "需要 3 个副本" in plan.sentence_zh
 
 
+def test_replicas_for_a_rate_span_nodes_that_have_no_network_and_rent_them_by_the_replica() -> None:
+    # replicas share no traffic: a one-GPU pod with no network between pods still serves a rate with many pods,
+    # where the replicas were held to one pod and the A40 rejected; one-GPU 4090 replicas rent small pods, as no
+    # priced node of the reference's size (the unpriced 8-GPU server) exists
+    kb = gpukb.load_kb()
+    work = {"model": "llama-3.1-8b", "task": "inference", "request_rate": 10, "prompt_len": 1000, "output_len": 200,
+            "ttft_p99_ms": 1000, "tpot_p99_ms": 50}
+    (a40,) = gpukb.ask({**work, "gpus": ["a40-48gb"]}).options
+    pod = kb.systems["runpod-1x-a40"]
+    assert a40.system == pod.id and pod.network_bandwidth is None and pod.gpus_per_node == 1
+    assert a40.count == a40.strategy.data_parallel > 1 and a40.load and a40.load.max_rate >= 10
+    assert pod.price and a40.usd_per_hour == pytest.approx(a40.count * pod.price.usd_per_node_hour)
+    (rtx,) = gpukb.ask({**work, "gpus": ["rtx-4090-24gb"]}).options
+    pod = kb.systems[rtx.system or ""]
+    assert rtx.strategy.tensor_parallel == 1 and rtx.count > 4 and pod.provider == "runpod" and pod.price
+    assert rtx.usd_per_hour == pytest.approx(math.ceil(rtx.count / pod.gpus_per_node) * pod.price.usd_per_node_hour)
+    one = kb.systems["runpod-1x-rtx-4090"]
+    # a training plan of the same card still rents one node of the reference's fabric, never loose pods
+    train = gpukb.ask({"model": "llama-2-7b", "task": "lora", "gpus": ["rtx-4090-24gb"], "gpu_count": 6,
+                       "placement": "all"}).options[0]
+    assert train.system != one.id
+
+
 def test_a_rate_no_option_meets_is_nothing_fits_with_the_nearest_miss() -> None:
     answer = gpukb.ask({**BASE, "gpus": ["h100-sxm-80gb", "l4-24gb"], "request_rate": 5, "tpot_p99_ms": 2})
     assert not answer.options

@@ -430,9 +430,12 @@ def _box(w: ResolvedWorkload, gpu: dict[str, Any], policy: dict[str, Any], size:
     boxed = bool(box) and box < (w.gpu_count or NO_LIMIT)
     limit = box if boxed else (w.gpu_count or NO_LIMIT)
     every = size.count if size is not None else (limit if w.placement == "all" else None)
-    if every and size is not None and w.task == "inference":  # replicas for a request rate: never past the limit
-        every = min(every, limit)
-    if every and boxed:  # a deadline's cluster of consumer cards is still one box
+    if every and isinstance(size, Replicas):
+        # replicas for a request rate: never past gpu_count. Replicas share no traffic (a load balancer splits the
+        # requests), so on a system they may span nodes that have no network between them: the box bounds each
+        # replica's own GPUs (limit), not how many replicas there are. A consumer card no system holds stays in its box
+        every = min(every, w.gpu_count or NO_LIMIT, NO_LIMIT if gpu["system"] else limit)
+    elif every and boxed:  # a deadline's cluster of consumer cards is still one box
         every = min(every, box)
     return _Box(box, boxed, limit, every, ranks_fed(w))
 
@@ -569,7 +572,8 @@ def _plan_fields(collector: Collector, w: ResolvedWorkload, gpu: dict[str, Any],
         # what a plan that does not fit is short of: GPU memory, or CPU memory for its offloaded state
         "short_of": "" if fits else ("host" if per_gpu <= usable and host > gpu["host_memory_per_gpu"] else "gpu"),
         "gpus_per_node": node, "host_memory_per_gpu": gpu["host_memory_per_gpu"],
-        **_rented(collector.kb, gpu, chosen.count, host, w.systems, rented),
+        **_rented(collector.kb, gpu, chosen.count, host, w.systems, rented,
+                  s.group if w.task == "inference" and chosen.dp > 1 else 0),
     }
 
 
@@ -801,9 +805,10 @@ def _short_of_host(chosen: Candidate, cache: PlanCache, base: dict[str, Any], us
 
 
 def _rented(kb: Any, gpu: dict[str, Any], count: int, host_per_gpu: float, allowed: tuple[str, ...],
-            wanted: int | None = None) -> dict[str, Any]:
+            wanted: int | None = None, replica: int = 0) -> dict[str, Any]:
     """The plan fields of the nodes it rents (gpukb.estimate.systems) for `wanted` GPUs (the plan's `count`, or more
-    where the plan leaves some of the user's idle). A GPU no system holds rents its GPUs one by one at the lowest
+    where the plan leaves some of the user's idle); `replica`, the GPUs of one serving replica where the plan is
+    several (they may rent separate instances). A GPU no system holds rents its GPUs one by one at the lowest
     dated per-GPU price of its catalog entry, as the instance it was quoted for."""
     wanted = max(count, wanted or count)
     if not gpu["system"]:
@@ -811,7 +816,7 @@ def _rented(kb: Any, gpu: dict[str, Any], count: int, host_per_gpu: float, allow
                 "idle_gpus": wanted - count, "usd_per_node_hour": gpu["usd_per_gpu_hour"],
                 "price_source": gpu["price_source"], "price_as_of": gpu["price_as_of"], "price_region": ""}
     rent = rental(kb, kb.systems[gpu["system"]], math.ceil(wanted / gpu["devices"]), host_per_gpu * gpu["devices"],
-                  allowed)
+                  allowed, math.ceil(replica / gpu["devices"]) if wanted == count else 0)
     price = rent.system.price
     rented = rent.gpus * gpu["devices"]
     return {"system": rent.system.id, "system_name": rent.system.name, "gpus_rented": rented, "nodes_rented": rent.nodes,
