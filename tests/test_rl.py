@@ -40,6 +40,19 @@ def test_bad_rl_workloads_name_the_field(change: dict, field: str) -> None:
     assert err.value.field == field
 
 
+def test_an_rl_ask_missing_several_fields_names_them_all_at_once() -> None:
+    with pytest.raises(WorkloadError) as err:
+        gpukb.ask({"model": "qwen2.5-7b", "task": "grpo"})
+    assert err.value.field == "rollout_batch"
+    assert "as are prompt_len, response_len, samples_per_prompt" in str(err.value)
+    with pytest.raises(WorkloadError) as err:  # one missing: named alone
+        gpukb.ask({k: v for k, v in PPO.items() if k != "response_len"})
+    assert err.value.field == "response_len" and "as are" not in str(err.value)
+    with pytest.raises(WorkloadError) as err:  # a price per step is shown, never ranked by
+        gpukb.ask({**GRPO, "objective": "cost"})
+    assert "usd_per_step" in str(err.value)
+
+
 def test_rl_fields_belong_to_rl_tasks() -> None:
     with pytest.raises(WorkloadError) as err:
         gpukb.ask({"model": "llama-3-8b", "task": "full_finetune", "rollout_batch": 8})

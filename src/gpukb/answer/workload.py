@@ -376,9 +376,13 @@ def _check_rl(w: Workload, given: set[str]) -> None:
             raise Invalid(name, "rl_excluded", task=w.task)
     if w.objective == "cost":  # RL options carry no price: ranking them by one would be ranking by nothing
         raise Invalid("objective", "rl_no_cost")
-    for name in ("rollout_batch", "prompt_len", "response_len"):
-        if getattr(w, name) is None:
-            raise Invalid(name, "rl_needed", task=w.task)
+    missing = [name for name in ("rollout_batch", "prompt_len", "response_len") if getattr(w, name) is None]
+    if missing:  # all of them at once: a command line that lacks three fields is not sent back three times
+        group = ["samples_per_prompt"] if w.task == "grpo" and w.samples_per_prompt is None else []
+        if others := [*missing[1:], *group]:
+            raise Invalid(missing[0], "rl_needed_also", task=w.task, others=", ".join(others),
+                          others_zh="、".join(others))
+        raise Invalid(missing[0], "rl_needed", task=w.task)
     if w.task == "grpo" and w.samples_per_prompt is None:
         raise Invalid("samples_per_prompt", "rl_group_size")
     if w.task == "dpo":

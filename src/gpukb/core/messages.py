@@ -62,9 +62,11 @@ MESSAGES: dict[str, tuple[str, str]] = {
                     "is rollout_batch x samples_per_prompt); remove it",
                     "task {task} 不用这个字段（强化学习每步的序列长为 prompt_len + response_len，批量为 rollout_batch × "
                     "samples_per_prompt）；请删掉"),
-    "rl_no_cost": ("RL runs are ranked by speed or gpus; their cost per step is not estimated",
-                   "强化学习任务只按速度或 GPU 数排序；每步的费用没有估算"),
+    "rl_no_cost": ("RL runs are ranked by speed or gpus; each option states what a step costs (usd_per_step), "
+                   "but they are not ranked by it",
+                   "强化学习任务只按速度或 GPU 数排序；每个方案给出每步的费用（usd_per_step），但不按它排序"),
     "rl_needed": ("needed for task {task}", "task {task} 需要这个字段"),
+    "rl_needed_also": ("needed for task {task}, as are {others}", "task {task} 需要这个字段，还需要 {others_zh}"),
     "rl_group_size": ("needed for grpo (the group size: responses per prompt)",
                       "grpo 需要这个字段（组大小：每个提示词生成的回答数）"),
     "rl_dpo_generates_nothing": ("dpo learns from fixed preference pairs and generates nothing; remove it",
