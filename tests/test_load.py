@@ -204,6 +204,9 @@ def test_the_json_carries_exactly_the_contracts_load_fields() -> None:
     ({"request_rate": 1, "ttft_ms": 100}, "ttft_ms", "ttft_p50_ms"),
     ({"request_rate": 1, "tpot_p50_ms": 20, "tpot_p99_ms": 10}, "tpot_p99_ms", "below the P50"),
     ({"request_rate": 1, "prompt_shape": "normal"}, "prompt_shape", "exponential"),
+    ({"num_prompts": 1000}, "num_prompts", "only with request_rate"),
+    ({"request_rate": 1, "num_prompts": 0}, "num_prompts", "greater than 0"),
+    ({"request_rate": 1, "num_prompts": 20_000}, "num_prompts", "10000"),
 ])
 def test_bad_load_fields_are_named(fields: dict[str, object], field: str, words: str) -> None:
     with pytest.raises(WorkloadError) as err:
@@ -340,6 +343,24 @@ def test_long_prompts_simulate_fewer_requests_and_stay_bounded() -> None:
     # a prompt past the whole cache never runs: the run ends instead of waiting for ever
     stuck = simulate(COST, ROOMY._replace(kv_tokens=50_000), trace, 0.5)
     assert not stuck.finished and not stuck.ttft
+
+
+def test_a_benchmark_run_of_more_prompts_is_simulated_whole() -> None:
+    """num_prompts is the run's length, as a benchmark's --num-prompts: that many requests are simulated (fewer only
+    past LONG_PROMPT, as for the default), and a longer run from an idle server lets the queue build further."""
+    assert loadsim.requests_for(512, 1200) == 1200 and loadsim.requests_for(65_536, 1200) == 300
+    assert loadsim.requests_for(65_536, 20) == 20  # never more than the benchmark sent
+    assert len(make_trace(512, 256, "fixed", "fixed", "poisson", wanted=1200).arrivals) == 1200
+    near = 0.9 * loadsim.capacity(COST, ROOMY, 512, 256)[0]
+    short, long = (figures(simulate(COST, ROOMY, _trace(wanted=n), near)) for n in (200, 2000))
+    assert long.ttft_p99_s > short.ttft_p99_s
+    workload = {**BASE, "request_rate": 10, "prompt_shape": "exponential", "output_shape": "exponential"}
+    default, asked = gpukb.ask(workload), gpukb.ask({**workload, "num_prompts": 1200})
+    step = next(s for s in asked.options[0].trace if s.rule == "planner.load@1")
+    assert "Simulated over 1200 requests" in step.sentence and "模拟 1200 个请求" in step.sentence_zh
+    assert asked.workload.num_prompts == 1200 and default.workload.num_prompts is None
+    assert "num_prompts" not in json.loads(default.model_dump_json())["workload"]
+    assert asked.options[0].load != default.options[0].load
 
 
 def test_a_sweep_record_carries_the_load() -> None:

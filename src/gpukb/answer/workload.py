@@ -33,8 +33,8 @@ Arrival = Literal["poisson", "constant"]  # how requests arrive under load (gpuk
 # a long tail), or uniform from 1 to twice the mean
 LengthShape = Literal["fixed", "exponential", "uniform"]
 # the fields that describe serving under load; all but request_rate need it
-LOAD_FIELDS = ("request_rate", "arrival", "prompt_shape", "output_shape", "ttft_p50_ms", "ttft_p99_ms", "tpot_p50_ms",
-               "tpot_p99_ms")
+LOAD_FIELDS = ("request_rate", "arrival", "prompt_shape", "output_shape", "num_prompts", "ttft_p50_ms", "ttft_p99_ms",
+               "tpot_p50_ms", "tpot_p99_ms")
 # The stacks a workload may name (kb/frameworks holds what each keeps in memory and which task defaults to it)
 FrameworkId = Literal["hf", "torchtune", "fsdp", "deepspeed", "megatron", "unsloth", "vllm", "vllm-v0", "sglang",
                       "tensorrt-llm", "llama.cpp", "lmdeploy", "mlc-llm", "exllamav2", "gpt-fast"]
@@ -186,6 +186,10 @@ class Workload(BaseModel):
         "with request_rate: prompt_len is every prompt's length ('fixed') or the mean of an 'exponential' or "
         "'uniform' distribution"))
     output_shape: LengthShape = Field(default="fixed", description="with request_rate: output_len's shape, as prompt_shape")
+    # bounded: a simulated run's events grow with its requests (gpukb.estimate.loadsim)
+    num_prompts: Count | None = Field(default=None, gt=0, le=10_000, description=(
+        "with request_rate: how many requests the simulated run sends from an idle server, as a serving benchmark's "
+        "--num-prompts (a short run's queue has less time to build); default 200, as vLLM's nightly benchmark"))
     ttft_p50_ms: Milliseconds | None = Field(default=None, gt=0, allow_inf_nan=False,
                                              description="with request_rate: median time-to-first-token target, in ms")
     ttft_p99_ms: Milliseconds | None = Field(default=None, gt=0, allow_inf_nan=False,
@@ -501,6 +505,7 @@ class ResolvedWorkload(BaseModel):
     arrival: Arrival = Field(default="poisson", exclude_if=lambda v: v == "poisson")
     prompt_shape: LengthShape = Field(default="fixed", exclude_if=lambda v: v == "fixed")
     output_shape: LengthShape = Field(default="fixed", exclude_if=lambda v: v == "fixed")
+    num_prompts: int | None = Field(default=None, exclude_if=lambda v: v is None)
     ttft_p50_ms: float | None = Field(default=None, exclude_if=lambda v: v is None)
     ttft_p99_ms: float | None = Field(default=None, exclude_if=lambda v: v is None)
     tpot_p50_ms: float | None = Field(default=None, exclude_if=lambda v: v is None)

@@ -58,6 +58,8 @@ def ask(
         help="with --request-rate: fixed (default), exponential or uniform about --prompt-len")] = None,
     output_shape: Annotated[str | None, typer.Option(
         help="with --request-rate: fixed (default), exponential or uniform about --output-len")] = None,
+    num_prompts: Annotated[int | None, typer.Option(
+        help="with --request-rate: requests the simulated run sends, as a benchmark's --num-prompts (default 200)")] = None,
     ttft_p50_ms: Annotated[float | None, typer.Option(help="with --request-rate: median TTFT target in ms")] = None,
     ttft_p99_ms: Annotated[float | None, typer.Option(help="with --request-rate: P99 TTFT target in ms")] = None,
     tpot_p50_ms: Annotated[float | None, typer.Option(help="with --request-rate: median TPOT target in ms")] = None,
@@ -157,6 +159,7 @@ def ask(
         "mlp": mlp, "global_batch_size": global_batch_size, "prompt_len": prompt_len, "output_len": output_len,
         "kv_cache_precision": kv_cache_precision, "placement": placement, "ttft_ms": ttft_ms, "tpot_ms": tpot_ms,
         "request_rate": request_rate, "arrival": arrival, "prompt_shape": prompt_shape, "output_shape": output_shape,
+        "num_prompts": num_prompts,
         "ttft_p50_ms": ttft_p50_ms, "ttft_p99_ms": ttft_p99_ms, "tpot_p50_ms": tpot_p50_ms, "tpot_p99_ms": tpot_p99_ms,
         "objective": objective, "framework": framework, "deadline_days": deadline_days, "region": region,
         "energy_scope": energy_scope, "pue": pue,

@@ -121,7 +121,8 @@ def replica(cache: LoadCache, w: ResolvedWorkload, key: tuple[str, int, int], co
 
 def _trace(cache: LoadCache, w: ResolvedWorkload) -> loadsim.Trace:
     if cache.trace is None:
-        cache.trace = loadsim.make_trace(w.prompt_len or 1, w.output_len or 1, w.prompt_shape, w.output_shape, w.arrival)
+        cache.trace = loadsim.make_trace(w.prompt_len or 1, w.output_len or 1, w.prompt_shape, w.output_shape, w.arrival,
+                                         wanted=w.num_prompts)
     return cache.trace
 
 

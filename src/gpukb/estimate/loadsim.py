@@ -11,7 +11,8 @@ A step's time is the roofline of what it runs (StepCost).
 
 Between events (an arrival that can be admitted, a completion, the KV cache filling) a run of decode-only steps is
 advanced in closed form: their times grow linearly with the context read, so k of them sum to a quadratic in k.
-The run is bounded (REQUESTS requests, MAX_EVENTS events) and deterministic for a seed: arrivals are drawn once at
+The run is bounded (the benchmark's number of prompts, REQUESTS unless the workload gives num_prompts; MAX_EVENTS
+events) and deterministic for a seed: arrivals are drawn once at
 unit rate and scaled, so the same requests arrive in the same order at every rate compared.
 """
 
@@ -24,7 +25,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-REQUESTS = 200  # requests simulated per rate: vLLM's serving benchmarks send 200 prompts (nightly suite)
+REQUESTS = 200  # requests simulated per rate unless num_prompts says: vLLM's nightly serving benchmarks send 200
 # A prompt is prefilled in chunks of the step's token budget, a scheduler iteration each: past LONG_PROMPT tokens
 # fewer requests are simulated (never under MIN_REQUESTS), so a run's iterations stay about as many as at LONG_PROMPT
 LONG_PROMPT, MIN_REQUESTS = 16_384, 50
@@ -109,14 +110,19 @@ def _lengths(rng: random.Random, mean: int, shape: str, n: int) -> tuple[int, ..
     return tuple(min(cap, max(1, round(rng.expovariate(1 / mean)))) for _ in range(n))
 
 
-def requests_for(prompt: int) -> int:
-    """How many requests a run simulates for prompts of this mean length."""
-    return REQUESTS if prompt <= LONG_PROMPT else max(MIN_REQUESTS, round(REQUESTS * LONG_PROMPT / prompt))
+def requests_for(prompt: int, wanted: int = REQUESTS) -> int:
+    """How many requests a run simulates for prompts of this mean length, of the `wanted` a benchmark sends: all of
+    them up to LONG_PROMPT tokens, fewer past it (never under MIN_REQUESTS, nor more than wanted)."""
+    if prompt <= LONG_PROMPT:
+        return wanted
+    return min(wanted, max(MIN_REQUESTS, round(wanted * LONG_PROMPT / prompt)))
 
 
 def make_trace(prompt: int, output: int, prompt_shape: str, output_shape: str, arrival: str,
-               requests: int | None = None, seed: int = SEED) -> Trace:
-    requests = requests_for(prompt) if requests is None else requests
+               requests: int | None = None, seed: int = SEED, wanted: int | None = None) -> Trace:
+    """The run's requests: `requests` of them where given, else those requests_for() keeps of `wanted` (a
+    benchmark's number of prompts; REQUESTS where the workload names none)."""
+    requests = requests_for(prompt, wanted or REQUESTS) if requests is None else requests
     rng = random.Random(seed)
     if arrival == "constant":
         arrivals = tuple(float(i) for i in range(requests))
