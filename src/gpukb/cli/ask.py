@@ -58,7 +58,7 @@ def ask(
         help="with --request-rate: fixed (default), exponential or uniform about --prompt-len")] = None,
     output_shape: Annotated[str | None, typer.Option(
         help="with --request-rate: fixed (default), exponential or uniform about --output-len")] = None,
-    num_prompts: Annotated[int | None, typer.Option(
+    num_prompts: Annotated[str | None, typer.Option(metavar="SIZE",
         help="with --request-rate: requests the simulated run sends, as a benchmark's --num-prompts (default 200)")] = None,
     ttft_p50_ms: Annotated[float | None, typer.Option(help="with --request-rate: median TTFT target in ms")] = None,
     ttft_p99_ms: Annotated[float | None, typer.Option(help="with --request-rate: P99 TTFT target in ms")] = None,
