@@ -386,8 +386,7 @@ def _check_rl(w: Workload, given: set[str]) -> None:
     if missing:  # all of them at once: a command line that lacks three fields is not sent back three times
         group = ["samples_per_prompt"] if w.task == "grpo" and w.samples_per_prompt is None else []
         if others := [*missing[1:], *group]:
-            raise Invalid(missing[0], "rl_needed_also", task=w.task, others=", ".join(others),
-                          others_zh="、".join(others))
+            raise Invalid(missing[0], "rl_needed_also", task=w.task, others=others)  # joined as each language lists
         raise Invalid(missing[0], "rl_needed", task=w.task)
     if w.task == "grpo" and w.samples_per_prompt is None:
         raise Invalid("samples_per_prompt", "rl_group_size")

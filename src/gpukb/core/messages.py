@@ -66,7 +66,7 @@ MESSAGES: dict[str, tuple[str, str]] = {
                    "but they are not ranked by it",
                    "强化学习任务只按速度或 GPU 数排序；每个方案给出每步的费用（usd_per_step），但不按它排序"),
     "rl_needed": ("needed for task {task}", "task {task} 需要这个字段"),
-    "rl_needed_also": ("needed for task {task}, as are {others}", "task {task} 需要这个字段，还需要 {others_zh}"),
+    "rl_needed_also": ("needed for task {task}, as are {others}", "task {task} 需要这个字段，还需要 {others}"),
     "rl_group_size": ("needed for grpo (the group size: responses per prompt)",
                       "grpo 需要这个字段（组大小：每个提示词生成的回答数）"),
     "rl_dpo_generates_nothing": ("dpo learns from fixed preference pairs and generates nothing; remove it",
