@@ -445,6 +445,9 @@ def test_a_megatron_trainer_moves_its_states_to_the_host_every_step() -> None:
     # FSDP (verl) offloads only the frozen reference's shard, in and out: far less
     fsdp = gpukb.ask({k: v for k, v in PACKED.items() if k not in ("framework", "pipeline_parallel")}).best
     assert fsdp.rl.phases["offload"] < best.rl.phases["offload"] / 10
+    assert any("NeMo RL's Megatron backend" in a for a in gpukb.ask(PACKED).workload.assumptions)
+    fsdp_ask = {k: v for k, v in PACKED.items() if k not in ("framework", "pipeline_parallel")}
+    assert not any("NeMo RL's Megatron backend" in a for a in gpukb.ask(fsdp_ask).workload.assumptions)
     step = next(s for s in best.trace if s.rule.startswith("rec.rl.step-time"))
     assert "weights and optimizer states to host memory and back" in step.sentence
     assert "权重与优化器状态换出到主机内存再换回" in step.sentence_zh

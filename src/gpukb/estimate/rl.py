@@ -705,6 +705,17 @@ def _resolved(kb: KnowledgeBase, w: Workload, answers: dict[str, Answer]) -> Res
                       f"（{w.response_len:,}）截断，长度服从在上限处截断的指数分布：训练和打分按平均长度计；"
                       "每个推理引擎以连续批处理解码自己那一份，随着回复陆续结束批量变小，直到这一步最长的回复"
                       "（其期望长度）生成完"))
+    if base.framework == MEGATRON:
+        notes.append(("framework megatron: each step moves the trainer's states as NeMo RL's Megatron backend does: its "
+                      "weights to host memory while a colocated engine generates and back for the log-probs, the "
+                      "reference's weights swapped into the policy's model for its log-probs, the optimizer states out "
+                      "and back, a colocated engine sleeping at level 1 (its weights to host memory); past one pipeline "
+                      "stage the layers are split evenly and every micro-batch waits for the last stage, which also "
+                      "holds the output layer",
+                      "框架为 megatron：按 NeMo RL 的 Megatron 后端计每一步的数据搬运：共置引擎生成期间训练端权重换出到"
+                      "主机内存，算对数概率前再换回；参考模型的对数概率通过把其权重换入策略模型来计算；优化器状态先换出、"
+                      "训练前再换回；共置的生成引擎以 1 级休眠（权重换出到主机内存）。流水线并行时各级均分层数，输出层"
+                      "落在最后一级，每个微批次都要等这一级算完"))
     if w.reference_model is None:
         notes.append(("reference_model not given: a frozen copy of the policy's initial weights (the KL term's reference)",
                       "未指定 reference_model：用策略模型初始权重的冻结副本（KL 项的参考）"))
@@ -779,7 +790,7 @@ def _record_plan(c: Collector, w: ResolvedWorkload, wfact: dict[str, Any], pfact
                    f"{plan['usable_bytes'] / 1e9:,.1f} GB。每步各阶段：{phases_zh}。{host_zh}")
     values = [Value(name=k, value=v, expr=_EXPRS.get(k)) for k, v in fields.items()]
     (fact,) = c.record(
-        rule="planner.rl-placement@1", stage="requirements",
+        rule="planner.rl-placement@2", stage="requirements",
         title="RL run: the models of one step placed on the same or separate GPUs, memory per role and phase times",
         inputs={"w": wfact, "p": pfact, "g": c.new_fact("gpu", gpu, 0)}, values=values, claims=cited(c.kb, CLAIMS),
         sources=SOURCES, sentence=sentence, outputs=[("rl", fields)],
