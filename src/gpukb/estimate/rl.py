@@ -636,7 +636,8 @@ def ask_rl(kb: KnowledgeBase, w: Workload, sub: SubAsk) -> Answer:
                 for key, gs in layouts.items()}
     switch_s, load_rate = float(kb.policy(SWITCH)), float(kb.policy(LOAD_RATE))
     floor_s, host_s, step_host_s = float(policy["decode_step_floor"]), float(kb.policy(HOST)), float(kb.policy(HOST_STEP))
-    moves = {m: float(kb.policy(m)) for m in MOVES}
+    # a knowledge base from before these policies (validate --base reads one with this code) moved nothing: its model
+    moves = {m: float(kb.policy(m)) if m in kb.policies else 0.0 for m in MOVES}
     c = Collector(kb, len(gpus))
     pfact = c.new_fact("policy", policy, 0)
     wfact = c.new_fact("workload", workload_fact(kb, resolved), 0)
