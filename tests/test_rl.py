@@ -9,6 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 import gpukb
+from gpukb.answer.workload import ResolvedWorkload
 from gpukb.cli import app
 from gpukb.core.errors import WorkloadError
 
@@ -381,3 +382,72 @@ def test_rollout_engines_wait_for_their_host_each_decode_step() -> None:
     assert f"还要等主机 {step_host * 1e3:.2f} ms" in step.sentence_zh
     expr = next(v["expr"] for v in step.values if v["name"] == "generation_s")
     assert "rl-rollout-host-per-step" in expr and "rl-rollout-host-per-sequence" in expr
+
+
+def _resolved(model: str) -> ResolvedWorkload:
+    return gpukb.ask({"model": model, "task": "full_finetune", "gpus": ["h100-sxm-80gb"]}).workload
+
+
+def test_the_last_pipeline_stage_carries_the_output_layer() -> None:
+    from gpukb.estimate import rl
+    llama = _resolved("llama-3.1-8b")  # 8,030,261,248 parameters, 32 layers of width 4,096, 128,256 tokens, untied
+    assert rl.last_stage(llama, 1, 4096) == 1.0
+    out = 2 * 128_256 * 4096  # the output layer's FLOP per token; the untied input embedding's parameters compute none
+    layers = 2 * 8_030_261_248 - 2 * out + 2 * 32 * 4096 * 4096
+    assert rl.last_stage(llama, 2, 4096) == pytest.approx((layers + 2 * out) / (layers + out))
+    assert rl.last_stage(llama, 4, 4096) > rl.last_stage(llama, 2, 4096) > 1.06
+    # longer sequences put more attention into every layer, so the output layer weighs less
+    assert rl.last_stage(llama, 2, 32_768) < rl.last_stage(llama, 2, 4096)
+    # a tied output layer is the embedding's parameters, counted once
+    tied = _resolved("llama-3.2-1b")
+    assert tied.tied_embeddings
+    tied_out = 2 * tied.vocab_size * tied.hidden_size
+    tied_layers = 2 * tied.active_params - tied_out + 2 * tied.layers * 4096 * tied.hidden_size
+    assert rl.last_stage(tied, 2, 4096) == pytest.approx((tied_layers + 2 * tied_out) / (tied_layers + tied_out))
+
+
+def test_a_megatron_pipeline_waits_for_its_last_stage() -> None:
+    from gpukb.estimate import rl
+    best = gpukb.ask({**PACKED, "global_batch_size": 512}).best
+    dp = best.strategy.data_parallel
+    per_rank, held = rl.packing(gpukb.Workload(**PACKED, global_batch_size=512), dp, 2)
+    pinned = gpukb.ask({"model": "llama-3.1-8b", "task": "full_finetune", "framework": "megatron", "seq_len": 4096,
+                        "global_batch_size": per_rank * dp, "gpu_count": 16, "placement": "all",
+                        "zero_stage": best.strategy.zero_stage, "tensor_parallel": 1, "pipeline_parallel": 2,
+                        "activation_checkpointing": True, "gpus": ["h100-sxm-80gb"]}).best
+    stage = rl.last_stage(_resolved("llama-3.1-8b"), 2, 4096)
+    update = 4 * per_rank * dp * held / pinned.tokens_per_s
+    # the updates and the old log-probs' pass, then the reference's, each at the pace of the stage with the output layer
+    assert best.rl.phases["training"] == pytest.approx(update * (1 + 2 / 8) * stage)
+    assert best.rl.phases["reference"] == pytest.approx(update * 2 / 8 * stage)
+
+
+def test_a_megatron_trainer_moves_its_states_to_the_host_every_step() -> None:
+    from gpukb.estimate.resolve import gpu_fact
+    kb = gpukb.load_kb()
+    link = gpu_fact(kb, kb.gpus["h100-sxm-80gb"], "bf16")["pcie_bandwidth"]
+    best = gpukb.ask(PACKED).best
+    weights = 2 * 8_030_261_248  # the 16-bit weights; each GPU holds its pipeline stage's half, whole over dp
+    shard, engine, optimizer = weights / 2, weights / 1, best.memory.optimizer
+    moves = {m: kb.policy(m) for m in ("rl-trainer-weight-moves", "rl-reference-swap-moves", "rl-optimizer-moves",
+                                       "rl-engine-weight-moves")}
+    assert moves == {"rl-trainer-weight-moves": 2, "rl-reference-swap-moves": 3, "rl-optimizer-moves": 2,
+                     "rl-engine-weight-moves": 2}
+    # the weights out during generation and back, the reference swapped in and the policy back, the optimizer states
+    # out and back, the engine's weights out at its level-1 sleep and back at its wake: over PCIe, pinned copies
+    moved = 2 * shard + (2 * shard + shard) + 2 * optimizer + 2 * engine
+    assert best.rl.phases["offload"] == pytest.approx(moved / link, rel=1e-3)
+    # a split engine does not sleep, and the trainer keeps its weights: the reference swap and the optimizer remain
+    split = gpukb.ask({k: v for k, v in {**PACKED, "rl_placement": "split"}.items()
+                       if k not in ("gpu_count", "placement")}).best
+    assert split.rl.placement == "split"
+    assert split.rl.phases["offload"] == pytest.approx((3 * shard + 2 * split.memory.optimizer) / link, rel=1e-3)
+    # FSDP (verl) offloads only the frozen reference's shard, in and out: far less
+    fsdp = gpukb.ask({k: v for k, v in PACKED.items() if k not in ("framework", "pipeline_parallel")}).best
+    assert fsdp.rl.phases["offload"] < best.rl.phases["offload"] / 10
+    assert any("NeMo RL's Megatron backend" in a for a in gpukb.ask(PACKED).workload.assumptions)
+    fsdp_ask = {k: v for k, v in PACKED.items() if k not in ("framework", "pipeline_parallel")}
+    assert not any("NeMo RL's Megatron backend" in a for a in gpukb.ask(fsdp_ask).workload.assumptions)
+    step = next(s for s in best.trace if s.rule.startswith("rec.rl.step-time"))
+    assert "weights and optimizer states to host memory and back" in step.sentence
+    assert "权重与优化器状态换出到主机内存再换回" in step.sentence_zh

@@ -174,9 +174,10 @@ _OFFLOAD: dict[Lang, dict[str, str]] = {
 
 _RL: dict[Lang, dict[str, str]] = {
     "en": {"colocated": "colocated", "split": "split", "switch": "engine sleep and wake",
-           "offload": "frozen models on and off the GPUs"},
+           "offload": "weights and optimizer states to host memory and back"},
     "zh": {"generation": "生成", "reference": "参考模型前向", "reward": "奖励模型打分", "critic": "价值模型",
-           "training": "训练", "sync": "权重同步", "switch": "生成引擎休眠与唤醒", "offload": "冻结模型换入换出",
+           "training": "训练", "sync": "权重同步", "switch": "生成引擎休眠与唤醒",
+           "offload": "权重与优化器状态换出到主机内存再换回",
            "colocated": "共置", "split": "分离部署"},
 }
 

@@ -58,6 +58,12 @@ LOAD_RATE = "rl-weight-load-rate"  # the policy: bytes a second a refit loads in
 SWITCH = "rl-engine-switch-time"  # the policy: a colocated engine's sleep and wake each step, besides its weights
 HOST = "rl-rollout-host-per-sequence"  # the policy: a rollout engine's serial host work per running sequence a step
 HOST_STEP = "rl-rollout-host-per-step"  # the policy: a rollout engine's fixed serial host work each step
+# the policies: how many times a step moves each kind of state between GPU and host memory (NeMo RL's Megatron backend)
+WEIGHT_MOVES, SWAP_MOVES = "rl-trainer-weight-moves", "rl-reference-swap-moves"
+OPTIMIZER_MOVES, ENGINE_MOVES = "rl-optimizer-moves", "rl-engine-weight-moves"
+MOVES = (WEIGHT_MOVES, SWAP_MOVES, OPTIMIZER_MOVES, ENGINE_MOVES)
+# the trainer whose RL step moves its states to the host and splits its pipeline stages evenly (NeMo RL's backend)
+MEGATRON = "megatron"
 # The fields of a workload that describe the policy's model (copied to its sub-asks)
 _MODEL_FIELDS = ("model", "params", "layers", "hidden_size", "heads", "kv_heads", "vocab_size", "intermediate_size", "mlp")
 SOURCES = ["sheng-2024-hybridflow", "hu-2024-openrlhf", "shao-2024-deepseekmath-grpo", "rajbhandari-2020-zero"]
@@ -386,7 +392,8 @@ def packing(w: Workload | ResolvedWorkload, dp: int, pp: int) -> tuple[int, floa
 
 def phase_times(w: ResolvedWorkload, roles: Roles, plan: dict[str, Any], gpu: dict[str, Any],
                 generation: Answer | None, trainers: dict[str, Answer], floor_s: float, switch_s: float,
-                load_rate: float, host_s: float, step_host_s: float) -> dict[str, float] | None:
+                load_rate: float, host_s: float, step_host_s: float,
+                moves: dict[str, float]) -> dict[str, float] | None:
     """Seconds per step of each phase on this plan, from the sub-answers' own estimates; None where a rule made
     no estimate (a GPU type without a published rate for the precision), as a training ask then has no speed."""
     n = plan["trainer_gpus"]
@@ -420,6 +427,13 @@ def phase_times(w: ResolvedWorkload, roles: Roles, plan: dict[str, Any], gpu: di
         # the updates, plus the old log-probs' (or the values') forward pass before them
         times["training" if role == "policy" else "critic"] = \
             computed / o.tokens_per_s * (1 + _forward_share(plan))
+    if w.framework == MEGATRON and plan["pp"] > 1:
+        # the trainer's sub-answers split its work evenly over the pipeline's stages; Megatron-Core splits the layers
+        # evenly and leaves the output layer on the last stage, which every micro-batch waits for
+        seq = w.prompt_len + w.response_len
+        for role, phase in (("policy", "training"), ("critic", "critic"), ("reference", "reference"), ("reward", "reward")):
+            if phase in times:
+                times[phase] *= last_stage(roles.answers[role].workload, plan["pp"], seq)
     if "rollout" in roles.replicas:
         weights = roles.replicas["rollout"][0]["weights"]
         # the new weights reach each engine GPU: gathered from the trainer's shards over the node's link
@@ -428,12 +442,46 @@ def phase_times(w: ResolvedWorkload, roles: Roles, plan: dict[str, Any], gpu: di
         times["sync"] = weights / plan["rollout_tp"] / min(_sync_link(plan, gpu), load_rate)
         if plan["placement"] == "colocated":
             times["switch"] = switch_s
-    # frozen models offloaded between their passes (verl's ref param_offload, OpenRLHF's --ref_reward_offload):
-    # each GPU's shard of their weights comes in from the host and goes back, over PCIe, every step
-    moved = sum(plan["parts"][r]["weights"] for r in FROZEN if r in plan["parts"])
+    moved = _host_bytes(w, roles, plan, moves)
     if moved:
-        times["offload"] = 2 * moved / gpu["pcie_bandwidth"]
+        times["offload"] = moved / gpu["pcie_bandwidth"]
     return times
+
+
+def last_stage(w: ResolvedWorkload, pp: int, seq: int) -> float:
+    """The last pipeline stage's work over an even share of the model's: Megatron-Core puts the same number of layers
+    on every stage (num_layers_in_last_pipeline_stage unset) and the output layer on the last; the input embedding
+    is a lookup, no multiply. FLOP per token: a layer's 2·(its parameters) + 2·seq·d_model of attention, the output
+    layer's 2·vocab·d_model."""
+    if pp <= 1:
+        return 1.0
+    out = 2 * w.vocab_size * w.hidden_size
+    embedding = 0 if w.tied_embeddings else out  # an untied input embedding's parameters, counted in params
+    layers = 2 * w.active_params - out - embedding + 2 * w.layers * seq * w.hidden_size
+    return (layers + pp * out) / (layers + out)
+
+
+def _host_bytes(w: ResolvedWorkload, roles: Roles, plan: dict[str, Any], moves: dict[str, float]) -> float:
+    """Bytes each GPU moves between its memory and the host's every step. Frozen models offloaded between their
+    passes (verl's ref param_offload, OpenRLHF's --ref_reward_offload): each GPU's shard of their weights in and
+    out. Framework megatron, as NeMo RL's Megatron backend runs it: a GPU's tensor- and pipeline-parallel shard of
+    the trained weights (whole over data parallelism: the distributed optimizer shards only the optimizer states)
+    out to the host while a colocated engine generates and back for the log-probs, the reference's log-probs
+    computed by swapping its weights into the policy's model and back, the optimizer states out and back, and a
+    colocated engine's weights out at its level-1 sleep and back at its wake."""
+    parts = plan["parts"]
+    frozen = {r: 2 * parts[r]["weights"] for r in FROZEN if r in parts}
+    if w.framework != MEGATRON:
+        return sum(frozen.values())
+    shard = {r: roles.replicas[r][0]["weights"] / (plan["tp"] * plan["pp"]) for r in (*TRAINED, "reference")
+             if r in roles.replicas}
+    moved = moves[OPTIMIZER_MOVES] * sum(parts[r]["optimizer"] for r in TRAINED if r in parts)
+    if "reference" in shard:  # the policy's shard out, the reference's in, the policy's back
+        frozen["reference"] = (moves[SWAP_MOVES] - 1) * shard["policy"] + shard["reference"]
+    if plan["placement"] == "colocated" and "rollout" in roles.replicas:
+        moved += moves[WEIGHT_MOVES] * sum(shard[r] for r in TRAINED if r in shard)
+        moved += moves[ENGINE_MOVES] * roles.replicas["rollout"][0]["weights"] / plan["rollout_tp"]
+    return moved + sum(frozen.values())
 
 
 def _forward_share(plan: dict[str, Any]) -> float:
@@ -588,6 +636,8 @@ def ask_rl(kb: KnowledgeBase, w: Workload, sub: SubAsk) -> Answer:
                 for key, gs in layouts.items()}
     switch_s, load_rate = float(kb.policy(SWITCH)), float(kb.policy(LOAD_RATE))
     floor_s, host_s, step_host_s = float(policy["decode_step_floor"]), float(kb.policy(HOST)), float(kb.policy(HOST_STEP))
+    # a knowledge base from before these policies (validate --base reads one with this code) moved nothing: its model
+    moves = {m: float(kb.policy(m)) if m in kb.policies else 0.0 for m in MOVES}
     c = Collector(kb, len(gpus))
     pfact = c.new_fact("policy", policy, 0)
     wfact = c.new_fact("workload", workload_fact(kb, resolved), 0)
@@ -599,7 +649,7 @@ def ask_rl(kb: KnowledgeBase, w: Workload, sub: SubAsk) -> Answer:
             gen = (answers.get("rollout") if p["placement"] == "split"
                    else engines.get((p["engine_batch"], p["rollout_tp"])) if "rollout" in answers else None)
             times = phase_times(resolved, roles, p, gpus[g], gen, trainers[_layout_key(p)], floor_s, switch_s,
-                                load_rate, host_s, step_host_s)
+                                load_rate, host_s, step_host_s, moves)
             # the fewest GPU-seconds per step; a plan no rule could time after every timed one, by its GPUs
             cost = p["count"] * sum(times.values()) if times is not None else math.inf
             timed.append((cost, p["placement"] != "colocated", p, times))
@@ -656,6 +706,17 @@ def _resolved(kb: KnowledgeBase, w: Workload, answers: dict[str, Answer]) -> Res
                       f"（{w.response_len:,}）截断，长度服从在上限处截断的指数分布：训练和打分按平均长度计；"
                       "每个推理引擎以连续批处理解码自己那一份，随着回复陆续结束批量变小，直到这一步最长的回复"
                       "（其期望长度）生成完"))
+    if base.framework == MEGATRON:
+        notes.append(("framework megatron: each step moves the trainer's states as NeMo RL's Megatron backend does: its "
+                      "weights to host memory while a colocated engine generates and back for the log-probs, the "
+                      "reference's weights swapped into the policy's model for its log-probs, the optimizer states out "
+                      "and back, a colocated engine sleeping at level 1 (its weights to host memory); past one pipeline "
+                      "stage the layers are split evenly and every micro-batch waits for the last stage, which also "
+                      "holds the output layer",
+                      "框架为 megatron：按 NeMo RL 的 Megatron 后端计每一步的数据搬运：共置引擎生成期间训练端权重换出到"
+                      "主机内存，算对数概率前再换回；参考模型的对数概率通过把其权重换入策略模型来计算；优化器状态先换出、"
+                      "训练前再换回；共置的生成引擎以 1 级休眠（权重换出到主机内存）。流水线并行时各级均分层数，输出层"
+                      "落在最后一级，每个微批次都要等这一级算完"))
     if w.reference_model is None:
         notes.append(("reference_model not given: a frozen copy of the policy's initial weights (the KL term's reference)",
                       "未指定 reference_model：用策略模型初始权重的冻结副本（KL 项的参考）"))
@@ -730,7 +791,7 @@ def _record_plan(c: Collector, w: ResolvedWorkload, wfact: dict[str, Any], pfact
                    f"{plan['usable_bytes'] / 1e9:,.1f} GB。每步各阶段：{phases_zh}。{host_zh}")
     values = [Value(name=k, value=v, expr=_EXPRS.get(k)) for k, v in fields.items()]
     (fact,) = c.record(
-        rule="planner.rl-placement@1", stage="requirements",
+        rule="planner.rl-placement@2", stage="requirements",
         title="RL run: the models of one step placed on the same or separate GPUs, memory per role and phase times",
         inputs={"w": wfact, "p": pfact, "g": c.new_fact("gpu", gpu, 0)}, values=values, claims=cited(c.kb, CLAIMS),
         sources=SOURCES, sentence=sentence, outputs=[("rl", fields)],
@@ -763,12 +824,18 @@ _EXPRS = {
                   "first-fit decreasing into bins of micro_batch_size x (prompt_len + response_len) tokens, dealt to "
                   "the data-parallel ranks) x data-parallel ranks x tokens a micro-batch computes (the bin's capacity "
                   "past one pipeline stage, its tokens with one) / training tokens_per_s on the trainer GPUs in their "
-                  "layout at that global batch x (1 + forward share: the old log-probs' pass)",
+                  "layout at that global batch x (1 + forward share: the old log-probs' pass); framework megatron past one "
+                  "pipeline stage x the last stage's work over an even share (its even share of the layers and the output "
+                  "layer: rl.last_stage), as for the reference, reward and critic passes",
     "critic_s": "as training_s, the critic's tokens_per_s, x (1 + forward share: the values' pass)",
     "sync_s": "rollout weights / rollout_tp / min(link: NVLink or PCIe inside a node, the network between nodes; "
               "policy rl-weight-load-rate)",
     "switch_s": "colocated: policy rl-engine-switch-time (the engine's sleep and wake, its KV cache re-allocated)",
-    "offload_s": "2 x the frozen models' weights per GPU / PCIe bandwidth (brought in for their pass, sent back)",
+    "offload_s": "bytes a GPU moves to and from host memory a step / PCIe bandwidth: 2 x the frozen models' weights per "
+                 "GPU (brought in for their pass, sent back); framework megatron (NeMo RL's backend): the trained weights' "
+                 "tp x pp shard x policy rl-trainer-weight-moves (colocated), the reference swapped in and out (policy "
+                 "rl-reference-swap-moves), the optimizer states x policy rl-optimizer-moves, a colocated engine's "
+                 "weights / rollout_tp x policy rl-engine-weight-moves (its level-1 sleep and wake)",
 }
 
 
@@ -797,7 +864,7 @@ def _answer(kb: KnowledgeBase, c: Collector, w: ResolvedWorkload, answers: dict[
         usd_per_hour = (rent.usd_per_hour or None) if rent else (fact["count"] * gfact["usd_per_gpu_hour"] or None)
         step_s = step["step_time_s"] if step else 0.0
         rl = RlEstimate(step_time_s=step["step_time_s"] if step else 0.0,  # a plan that does not fit is not timed
-                        phases={p: fact[f"{p}_s"] for p in PHASES if step and _has_phase(p, answers, fact["placement"])},
+                        phases={p: fact[f"{p}_s"] for p in PHASES if step and _has_phase(p, answers, fact)},
                         memory_by_role={r: round(fact[f"{r}_bytes"]) for r in ROLES if r in answers},
                         placement=fact["placement"], trainer_gpus=fact["trainer_gpus"], rollout_gpus=fact["rollout_gpus"],
                         bound=step["bound"] if step else None)
@@ -830,11 +897,11 @@ def _answer(kb: KnowledgeBase, c: Collector, w: ResolvedWorkload, answers: dict[
                                     "trace": (*sub_trace, *c.steps)})
 
 
-def _has_phase(phase: str, answers: dict[str, Answer], placement: str) -> bool:
+def _has_phase(phase: str, answers: dict[str, Answer], fact: dict[str, Any]) -> bool:
     if phase == "switch":  # only an engine that shares its GPUs with the trainer sleeps and wakes
-        return "rollout" in answers and placement == "colocated"
-    if phase == "offload":
-        return any(r in answers for r in FROZEN)
+        return "rollout" in answers and fact["placement"] == "colocated"
+    if phase == "offload":  # frozen models, or a Megatron trainer's states, moved to the host and back
+        return any(r in answers for r in FROZEN) or fact["offload_s"] > 0
     return {"generation": "rollout", "sync": "rollout", "training": "policy"}.get(phase, phase) in answers
 
 
