@@ -259,16 +259,22 @@ def test_a_global_batch_caps_data_parallelism_and_tensor_parallelism_reaches_the
 
 
 def test_a_global_batch_that_feeds_every_rank_changes_nothing(kb):
-    """Without global_batch_size the plan is as before; a batch larger than the data parallelism leaves it so."""
-    (free,) = kb.ask(PRETRAIN_70B).options
-    (large,) = kb.ask({**PRETRAIN_70B, "global_batch_size": 8 * free.strategy.data_parallel}).options
+    """Without global_batch_size the plan is as before; a batch larger than the data parallelism leaves it so. (On a
+    sharded framework: with megatron a batch also sets the accumulation, which may make its model-parallel layout
+    the faster one, a change the batch makes by its size, not by a cap.)"""
+    sharded = {**PRETRAIN_70B, "framework": "fsdp"}
+    (free,) = kb.ask(sharded).options
+    (large,) = kb.ask({**sharded, "global_batch_size": 8 * free.strategy.data_parallel}).options
     assert (large.count, large.strategy) == (free.count, free.strategy)
     assert "global batch" not in _plan_step(kb.ask({**PRETRAIN_70B, "global_batch_size": 4096})).sentence
 
 
 def test_gpus_placement_all_gives_beyond_what_the_batch_feeds_stand_idle_and_are_paid_for(kb):
-    """64 sequences feed 64 ranks; the widest group tried is tp 8 in one node: 512 of 1,024 GPUs work."""
-    workload = {**PRETRAIN_70B, "gpu_count": 1024, "placement": "all"}
+    """64 sequences feed 64 ranks; the widest group a sharded framework tries is tp 8 in one node: 512 of 1,024 GPUs
+    work. Megatron's pipeline stages keep all of them busy (tp 8, pp 2), which the rules find faster."""
+    (piped,) = kb.ask({**PRETRAIN_70B, "gpu_count": 1024, "placement": "all", "global_batch_size": 64}).options
+    assert (piped.count, piped.strategy.tensor_parallel, piped.strategy.pipeline_parallel) == (1024, 8, 2)
+    workload = {**PRETRAIN_70B, "gpu_count": 1024, "placement": "all", "framework": "fsdp"}
     (option,) = kb.ask({**workload, "global_batch_size": 64}).options
     s = option.strategy
     assert (option.count, s.data_parallel, s.tensor_parallel, s.pipeline_parallel) == (512, 64, 8, 1)

@@ -92,11 +92,12 @@ def test_a_published_runs_gpu_hours_lie_in_the_band(kb: gpukb.KnowledgeBase, poi
 
 
 def test_a_horizon_does_not_grow_a_cluster_into_its_communication_wall(kb: gpukb.KnowledgeBase) -> None:
-    # 15T tokens of a 70B model on H100s cannot train in the 30-day horizon with the layout the planner picks
-    # (ZeRO-3 data parallelism, its collectives' latency growing with the ranks): the cluster stops where its step
-    # still computes 80% of the time (policy scaling-efficiency-floor) and says it misses the horizon
+    # 15T tokens of a 70B model on H100s cannot train in the 30-day horizon with the layout a sharded framework
+    # (FSDP) gets (ZeRO-3 data parallelism, its collectives' latency growing with the ranks): the cluster stops where
+    # its step still computes 80% of the time (policy scaling-efficiency-floor) and says it misses the horizon
     floor = kb.policy("scaling-efficiency-floor")
-    workload = {"model": "llama-3-70b", "task": "pretrain", "tokens": "15T", "gpus": ["h100-sxm-80gb"]}
+    workload = {"model": "llama-3-70b", "task": "pretrain", "tokens": "15T", "gpus": ["h100-sxm-80gb"],
+                "framework": "fsdp"}
     (o,) = kb.ask(workload).options
     assert o.efficiency is not None and o.efficiency >= floor
     assert o.meets_deadline is False
@@ -113,3 +114,40 @@ def test_a_gpu_type_below_the_floor_at_its_smallest_cluster_still_grows_toward_t
     smallest = kb.ask({"model": "llama-3.1-405b", "task": "pretrain", "gpus": ["b200-sxm-180gb"]}).options[0]
     assert smallest.efficiency < kb.policy("scaling-efficiency-floor")
     assert option.count > 100 * smallest.count and option.time_to_train_s < 365 * 86400
+
+
+def test_a_megatron_run_is_laid_out_model_parallel_where_that_trains_sooner(kb: gpukb.KnowledgeBase) -> None:
+    """Megatron lays runs out tensor-parallel in the node and pipelined across nodes (kb/frameworks training_layout):
+    both layouts are sized and the rules' estimate decides. Llama 3.1 405B on 15T tokens took 108 days on 16,384
+    B200s as a flat ZeRO-3 over 16,384 ranks, slower per GPU than H100s; Meta ran it at tp 8 and pp 16. A 70B on 2T
+    tokens keeps ZeRO's layout, which needs fewer GPU-hours there; a pinned layout is planned as pinned."""
+    big = {"model": "llama-3.1-405b", "task": "pretrain", "tokens": "15T", "gpus": ["b200-sxm-180gb", "h100-sxm-80gb"]}
+    answer = kb.ask(big)
+    b200, h100 = (next(o for o in answer.options if o.gpu == g) for g in ("b200-sxm-180gb", "h100-sxm-80gb"))
+    for o in (b200, h100):
+        s = o.strategy
+        assert s.tensor_parallel == 8 and s.pipeline_parallel > 1 and s.zero_stage == 1, s
+        step = next(t for t in o.trace if t.rule.startswith("planner.fewest-gpus@"))
+        assert "Laid out model-parallel" in step.sentence and "按模型并行布局" in step.sentence_zh
+    (flat,) = kb.ask({**big, "gpus": ["b200-sxm-180gb"], "framework": "fsdp"}).options
+    assert flat.strategy.zero_stage == 3 and flat.time_to_train_s and b200.time_to_train_s
+    assert b200.time_to_train_s < flat.time_to_train_s / 2
+    assert b200.tokens_per_s / b200.count > h100.tokens_per_s / h100.count  # per GPU, the faster card is faster
+    (mid,) = kb.ask({"model": "llama-2-70b", "task": "pretrain", "tokens": "2T", "gpus": ["b200-sxm-180gb"]}).options
+    step = next(t for t in mid.trace if t.rule.startswith("planner.fewest-gpus@"))
+    assert mid.strategy.zero_stage == 3 and "it beats the model-parallel layout" in step.sentence
+    (pinned,) = kb.ask({**big, "gpus": ["h100-sxm-80gb"], "tensor_parallel": 8, "pipeline_parallel": 16}).options
+    step = next(t for t in pinned.trace if t.rule.startswith("planner.fewest-gpus@"))
+    assert "Laid out" not in step.sentence
+
+
+def test_the_users_cluster_is_laid_out_the_faster_way(kb: gpukb.KnowledgeBase) -> None:
+    """placement 'all' keeps gpu_count; on a model-parallel framework the rules pick its layout, as for a deadline."""
+    work = {"model": "llama-3.1-405b", "task": "pretrain", "tokens": "15T", "gpus": ["b200-sxm-180gb"],
+            "gpu_count": 16384, "placement": "all"}
+    (o,) = kb.ask(work).options
+    (flat,) = kb.ask({**work, "framework": "fsdp"}).options
+    assert o.count == flat.count == 16384 and o.strategy.pipeline_parallel > 1 and flat.strategy.zero_stage == 3
+    assert o.tokens_per_s and flat.tokens_per_s and o.tokens_per_s > 2 * flat.tokens_per_s
+    step = next(t for t in o.trace if t.rule.startswith("planner.fewest-gpus@"))
+    assert "tokens/s)." in step.sentence and "每秒" in step.sentence_zh

@@ -52,12 +52,13 @@ def largest_size(most: int, node: int = NODE_SIZE) -> int:
 
 
 def sized_for_deadline(tokens: int, deadline_s: float, most: int, run: Run, node_of: dict[str, int] | None = None,
-                       floor: float = 0.0, fed: dict[str, int] | None = None) -> Answer:
+                       floor: float = 0.0, fed: dict[str, int] | None = None,
+                       keep: dict[str, Sized] | None = None) -> Answer:
     """Ask with the memory plan, then size each GPU type whose run misses the deadline; `most` caps a cluster,
     `node_of` gives each GPU type's node size (its system's GPUs per node; NODE_SIZE where not given), `floor`
     the scaling efficiency below which a cluster is not grown further (0: grow while it shortens the run), `fed`
     the most GPUs of each type the workload's global batch keeps busy (planner.batch_feeds; no limit where not
-    given): a cluster grows no further than that."""
+    given): a cluster grows no further than that. `keep`, where given, receives the final sizes."""
     node_of, fed = node_of or {}, fed or {}
     efficient: dict[str, list[int]] = {}  # per GPU type, the counts tried whose scaling efficiency held the floor
     wall: dict[str, int] = {}  # per GPU type, the fewest GPUs tried whose scaling efficiency fell below it
@@ -157,4 +158,6 @@ def sized_for_deadline(tokens: int, deadline_s: float, most: int, run: Run, node
             and (o.time_to_train_s or 0) > deadline_s and any(n < o.count for n in efficient.get(o.gpu, ()))}
     for gpu, count in back.items():
         size(gpu, count)
+    if keep is not None:
+        keep.update(sizes)
     return run(sizes) if back else answer

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from ..answer.answer import Answer, BandSource, build_answer
+from ..answer.answer import Answer, BandSource, Option, build_answer
 from ..answer.launch import launch_commands, model_reference
 from ..answer.misses import nearest_misses
 from ..answer.summary import Miss, summarize
@@ -18,7 +18,7 @@ from ..engine.engine import ENGINE
 from ..engine.trace import Collector, Value
 from .deadline import sized_for_deadline
 from .load import LoadCache, load_misses, raise_for_load, record_load
-from .planner import NO_LIMIT, Raise, Replicas, Sized, batch_feeds, plan_gpu, replica_cache
+from .planner import NO_LIMIT, SHARDED, Laid, Raise, Replicas, Sized, batch_feeds, plan_gpu, replica_cache
 from .resolve import gpu_fact, policy_fact, resolve
 from .rl import ask_rl
 from .sla import fewest_meeting, has_targets
@@ -85,8 +85,8 @@ def _answer(kb: KnowledgeBase, w: Workload, bands: BandSource | None) -> Answer:
     load = LoadCache() if resolved.request_rate else None
 
     def run(raised: dict[str, Raise], finish: Callable[[Collector], None] | None,
-            sizes: dict[str, Sized | Replicas] | None = None) -> Answer:
-        return _ask_once(kb, resolved, wfields, raised, finish, sizes or {}, bands, load)
+            sizes: dict[str, Sized | Replicas] | None = None, laid: dict[str, Laid] | None = None) -> Answer:
+        return _ask_once(kb, resolved, wfields, raised, finish, sizes or {}, bands, load, laid or {})
 
     # a request rate: each GPU type gets the tensor parallelism whose replica meets the targets at some rate, then
     # the replicas that carry the rate (gpukb.estimate.load)
@@ -101,14 +101,85 @@ def _answer(kb: KnowledgeBase, w: Workload, bands: BandSource | None) -> Answer:
     # a deadline (or the pre-training horizon): per GPU type, the cluster that trains the tokens in time; with
     # placement 'all' the user's gpu_count is the plan, and the deadline only says whether it is met
     if resolved.task != "inference" and resolved.deadline_days and resolved.tokens and resolved.placement != "all":
-        most = min(resolved.gpu_count or NO_LIMIT, round(kb.policy(LARGEST_CLUSTER)))
-        facts = {g: gpu_fact(kb, kb.gpus[g], resolved.precision, resolved.kv_cache_precision, resolved.systems)
-                 for g in resolved.gpus}
-        node_of = {g: f["gpus_per_node"] for g, f in facts.items()}
-        fed = {g: batch_feeds(resolved, f) for g, f in facts.items()}  # a global batch feeds only so many GPUs
-        return sized_for_deadline(resolved.tokens, resolved.deadline_days * 86400, most,
-                                  lambda sizes: run({}, None, sizes), node_of, kb.policy(EFFICIENCY_FLOOR), fed)
+        return _sized(kb, resolved, run)
+    if resolved.task != "inference" and resolved.placement == "all" and _compares_layouts(kb, resolved):
+        return _pinned(resolved, run)
     return run({}, None)
+
+
+def _compares_layouts(kb: KnowledgeBase, w: ResolvedWorkload) -> bool:
+    """Whether both layout orders are planned: the framework lays runs out model-parallel (kb/frameworks
+    training_layout) and the workload pins neither tensor nor pipeline parallelism nor ZeRO-2/3."""
+    framework = kb.frameworks.get(w.framework or "")
+    layout = framework.training_layout if framework else None
+    return (layout is not None and layout.order == "model_parallel" and not w.tensor_parallel
+            and not w.pipeline_parallel and (w.zero_stage or 0) <= 1)
+
+
+def _pinned(w: ResolvedWorkload, run: Callable[..., Answer]) -> Answer:
+    """The user's cluster (placement 'all') laid out both ways: each GPU type keeps the layout the rules estimate
+    runs more tokens/s on it."""
+    model_parallel = Laid("model_parallel")
+    ours = {o.gpu: o for o in run({}, None).options}
+    theirs = {o.gpu: o for o in run({}, None, None, dict.fromkeys(w.gpus, model_parallel)).options}
+    laid: dict[str, Laid] = {}
+    for gpu in w.gpus:
+        a, b = ours.get(gpu), theirs.get(gpu)
+        if b is not None and (a is None or (b.tokens_per_s or 0.0) > (a.tokens_per_s or 0.0)):
+            laid[gpu] = Laid("model_parallel", other_rate=(a.tokens_per_s or 0.0) if a else 0.0)
+        elif a is not None and b is not None:
+            laid[gpu] = Laid(other_rate=b.tokens_per_s or 0.0)
+    return run({}, None, None, laid)
+
+
+def _sized(kb: KnowledgeBase, w: ResolvedWorkload, run: Callable[..., Answer]) -> Answer:
+    """Each GPU type sized to the deadline (gpukb.estimate.deadline). Where the framework lays runs out model-parallel
+    (_compares_layouts), both orders are sized, and each GPU type keeps the cluster that meets the deadline in fewer
+    GPU-hours, or misses it by less: the rules, not the order, decide."""
+    most = min(w.gpu_count or NO_LIMIT, round(kb.policy(LARGEST_CLUSTER)))
+    facts = {g: gpu_fact(kb, kb.gpus[g], w.precision, w.kv_cache_precision, w.systems) for g in w.gpus}
+    node_of = {g: f["gpus_per_node"] for g, f in facts.items()}
+
+    def sized(laid: Laid, keep: dict[str, Sized]) -> Answer:
+        fed = {g: batch_feeds(w, f, laid.order) for g, f in facts.items()}  # a global batch feeds only so many GPUs
+        # the scaling-efficiency floor stops a sharded cluster at its communication wall (ZeRO's collectives grow
+        # with the ranks); a model-parallel one, whose data-parallel traffic per GPU does not, grows while it gains
+        floor = kb.policy(EFFICIENCY_FLOOR) if laid.order == "sharded" else 0.0
+        every = dict.fromkeys(w.gpus, laid)
+        return sized_for_deadline(w.tokens or 0, (w.deadline_days or 0) * 86400, most,
+                                  lambda sizes: run({}, None, sizes, every), node_of, floor, fed, keep)
+
+    sharded: dict[str, Sized] = {}
+    first = sized(SHARDED, sharded)
+    if not _compares_layouts(kb, w):
+        return first
+    parallel: dict[str, Sized] = {}
+    second = sized(Laid("model_parallel"), parallel)
+    ours, theirs = {o.gpu: o for o in first.options}, {o.gpu: o for o in second.options}
+    chosen: dict[str, Sized | Replicas] = {}
+    laid: dict[str, Laid] = {}
+    for gpu in w.gpus:
+        a, b = ours.get(gpu), theirs.get(gpu)
+        # a model-parallel plan that needed more GPUs than its size (no group held the replica there) is no cluster
+        if gpu in parallel and b is not None and b.count <= parallel[gpu].count \
+                and (a is None or _sooner(b, a, (w.deadline_days or 0) * 86400)):
+            chosen[gpu] = parallel[gpu]
+            laid[gpu] = Laid("model_parallel", other_s=(a.time_to_train_s or 0.0) if a else 0.0)
+        elif gpu in sharded:
+            chosen[gpu] = sharded[gpu]
+            laid[gpu] = Laid(other_s=(b.time_to_train_s or 0.0) if b and gpu in parallel else 0.0)
+    return run({}, None, chosen, laid)
+
+
+def _sooner(b: Option, a: Option, deadline_s: float) -> bool:
+    """Whether cluster b beats cluster a of the same GPU type: one that meets the deadline beats one that misses
+    it; of two that meet it, the fewer GPU-hours; of two that miss it, the shorter run."""
+    tb, ta = b.time_to_train_s or math.inf, a.time_to_train_s or math.inf
+    if (tb <= deadline_s) != (ta <= deadline_s):
+        return tb <= deadline_s
+    if tb <= deadline_s:
+        return b.count * tb < a.count * ta
+    return tb < ta
 
 
 def _widest(kb: KnowledgeBase, resolved: ResolvedWorkload) -> dict[str, int]:
@@ -140,9 +211,10 @@ def _replicas_for(w: ResolvedWorkload, answer: Answer, load: LoadCache) -> dict[
 
 def _ask_once(kb: KnowledgeBase, resolved: ResolvedWorkload, wfields: dict[str, Any], raised: dict[str, Raise],
               finish: Callable[[Collector], None] | None, sizes: dict[str, Sized | Replicas], bands: BandSource | None,
-              load: LoadCache | None = None) -> Answer:
+              load: LoadCache | None = None, laid: dict[str, Laid] | None = None) -> Answer:
     """One rules-engine session; `raised` sets tensor-parallel sizes per GPU type (latency targets), `sizes`
-    training GPU counts (a deadline), `finish` adds steps that look at the whole answer (gpukb.estimate.sla)."""
+    training GPU counts (a deadline), `laid` the order each GPU type's training layouts are tried in (planner.Laid),
+    `finish` adds steps that look at the whole answer (gpukb.estimate.sla)."""
     c = Collector(kb, len(resolved.gpus))
     policy = c.new_fact("policy", policy_fact(kb), 0)
     wfact = c.new_fact("workload", wfields, 0)
@@ -160,8 +232,9 @@ def _ask_once(kb: KnowledgeBase, resolved: ResolvedWorkload, wfields: dict[str, 
         # Stage 2: the planner places the replica on each candidate GPU type; later rules diagnose
         # the plans, propose remedies and estimate throughput.
         plan_cache = replica_cache(memory, wfact)
-        plans = [plan_gpu(c, resolved, wfact, policy, memory, g, plan_cache, raised.get(g["gpu"]), sizes.get(g["gpu"]))
-                 for g in gpus]
+        laid = laid or {}
+        plans = [plan_gpu(c, resolved, wfact, policy, memory, g, plan_cache, raised.get(g["gpu"]), sizes.get(g["gpu"]),
+                          laid.get(g["gpu"], SHARDED)) for g in gpus]
         fleet = _fleet(c, plans)
         session.assert_facts([*plans, fleet])
     if load is not None:

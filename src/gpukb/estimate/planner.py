@@ -213,28 +213,49 @@ def _replica_cache(_key: str) -> PlanCache:
     return PlanCache()
 
 
-def _menu(w: ResolvedWorkload, scale_up_domain: int, offloads: tuple[str, ...]) -> tuple[Layout, ...]:
-    """The training strategies for GPUs with this scale-up domain, least intrusive first. Their
-    (A, B) are computed when a search reaches them (PlanCache.split): most searches stop or prune early."""
+def _menu(w: ResolvedWorkload, scale_up_domain: int, offloads: tuple[str, ...], order: str = "sharded") -> tuple[Layout, ...]:
+    """The training strategies for GPUs with this scale-up domain, least intrusive first, in the framework's order
+    (kb/frameworks training_layout: 'sharded' or 'model_parallel'). Their (A, B) are computed when a search reaches
+    them (PlanCache.split): most searches stop or prune early."""
+    # a pinned ZeRO-2 or 3 is a sharded run, whatever the framework
+    model_parallel = order == "model_parallel" and (w.zero_stage or 0) <= 1
     return _layouts(w.heads, w.tensor_parallel, w.pipeline_parallel, w.expert_parallel, w.activation_checkpointing,
-                    w.zero_stage, scale_up_domain, offloads, w.context_parallel)
+                    w.zero_stage, scale_up_domain, offloads, w.context_parallel, w.layers if model_parallel else 0)
+
+
+PIPELINE_SIZES = (1, 2, 4, 8, 16, 32, 64, 128)  # pipeline stages the model-parallel order tries, never more than layers
 
 
 # The same for every ask with these pins, so made once: the 32 named tuples of a menu were 1.3% of an ask.
 @lru_cache(maxsize=256)
 def _layouts(heads: int, tensor_parallel: int | None, pipeline_parallel: int | None, expert_parallel: int | None,
              activation_checkpointing: bool | None, zero_stage: int | None, scale_up_domain: int,
-             offloads: tuple[str, ...], context_parallel: int | None = None) -> tuple[Layout, ...]:
+             offloads: tuple[str, ...], context_parallel: int | None = None, layers: int = 0) -> tuple[Layout, ...]:
+    """`layers` > 0: the model-parallel order (Narayanan et al. 2021, takeaways 1 and 2): tensor parallelism inside
+    the node up to its size, then pipeline stages across nodes, the smallest group that holds the replica, with
+    the optimizer states sharded over the data-parallel ranks (ZeRO-1, Megatron's distributed optimizer) and
+    never ZeRO-2 or 3; every group without full activation recomputation before any with it, which costs a
+    forward pass more per step (Korthikanti et al. 2022), more than a deeper pipeline's bubble. 0: the sharded
+    order, ZeRO's stages over data parallelism and tensor parallelism in a node, recomputation before a wider
+    tensor-parallel group."""
     max_tp = scale_up_domain if tensor_parallel is None else tensor_parallel
     tps = [tensor_parallel] if tensor_parallel else [t for t in (1, 2, 4, 8) if t <= max_tp and heads % t == 0]
     ckpts = [activation_checkpointing] if activation_checkpointing is not None else [False, True]
-    zeros = [zero_stage] if zero_stage is not None else [0, 1, 2, 3]
+    if layers:
+        zeros = [zero_stage] if zero_stage is not None else [0, 1]
+        pps = [pipeline_parallel] if pipeline_parallel else [p for p in PIPELINE_SIZES if p <= layers]
+        # pipeline stages only once tensor parallelism fills the node (or where the workload pins either)
+        groups = [(tp, pp) for pp in pps for tp in tps if pp == 1 or tp == tps[-1] or pipeline_parallel]
+    else:
+        zeros = [zero_stage] if zero_stage is not None else [0, 1, 2, 3]
+        groups = [(tp, pipeline_parallel or 1) for tp in tps]
     # expert parallelism only where the workload pins it: it shards nothing ZeRO-3 does not, so the search
     # for the fewest GPUs never needs it, and it takes a framework with MoE layers (Megatron-Core, DeepSpeed)
     # context parallelism, too, only as a pin: it is how long sequences are trained, not a way to need fewer GPUs
     ep, cp = expert_parallel or 1, context_parallel or 1
-    return tuple(Layout(tp, pipeline_parallel or 1, zero, ckpt, off, ep, cp)
-                 for off in offloads for tp in tps for ckpt in ckpts for zero in zeros
+    order = ((off, tp, pp, ckpt) for off in offloads for ckpt in ckpts for tp, pp in groups) if layers else \
+        ((off, tp, pp, ckpt) for off in offloads for tp, pp in groups for ckpt in ckpts)
+    return tuple(Layout(tp, pp, zero, ckpt, off, ep, cp) for off, tp, pp, ckpt in order for zero in zeros
                  if not (off == "optimizer+params" and zero != 3) and not ((ep > 1 or cp > 1) and off != "none"))
 
 
@@ -373,7 +394,6 @@ class Sized:
     tokens: int
     tried: list[tuple[int, float]]
     fed: int = 0  # where the count is the most GPUs the global batch keeps busy (batch_feeds), that number; else 0
-
     def because(self, zh: bool = False) -> str:
         days = f"{self.deadline_s / 86400:g}"
         before = [(n, t) for n, t in self.tried if n != self.count]
@@ -385,6 +405,36 @@ class Sized:
         text = f"Sized to {self.count} GPUs to train {self.tokens:,} tokens within {days} days ({shown})."
         return text + (f" The global batch keeps at most {self.fed} GPUs busy: the cluster grows no further."
                        if self.fed else "")
+
+
+@dataclass(frozen=True)
+class Laid:
+    """The order a training plan's layouts were tried in (_menu). Where the framework lays runs out model-parallel
+    (kb/frameworks training_layout) both orders are planned and the rules' estimate keeps one: `other_s`, what the
+    other order's cluster took to train (a deadline's sizing), or `other_rate`, its tokens/s (a pinned cluster);
+    both 0 where nothing was compared."""
+
+    order: str = "sharded"
+    other_s: float = 0.0
+    other_rate: float = 0.0
+
+    def because(self, zh: bool = False) -> str:
+        if not (self.other_s or self.other_rate):
+            return ""
+        other = f"{self.other_s / 86400:,.1f} days" if self.other_s else f"{self.other_rate:,.0f} tokens/s"
+        other_zh = f"需 {self.other_s / 86400:,.1f} 天" if self.other_s else f"每秒 {self.other_rate:,.0f} 个 token"
+        if self.order == "model_parallel":
+            if zh:
+                return ("按模型并行布局（节点内张量并行、跨节点流水线并行、ZeRO-1），"
+                        f"胜过按数据并行加 ZeRO 分片的布局（{other_zh}）。")
+            return (" Laid out model-parallel (tensor parallelism in the node, pipeline stages across nodes, ZeRO-1), "
+                    f"it beats the layout of ZeRO's stages over data parallelism ({other}).")
+        if zh:
+            return f"按数据并行加 ZeRO 分片布局，胜过模型并行布局（{other_zh}）。"
+        return f" Laid out as ZeRO's stages over data parallelism, it beats the model-parallel layout ({other})."
+
+
+SHARDED = Laid()
 
 
 @dataclass(frozen=True)
@@ -451,19 +501,20 @@ def ranks_fed(w: ResolvedWorkload) -> int:
     return max(1, w.global_batch_size // w.micro_batch_size // ep) * ep
 
 
-def batch_feeds(w: ResolvedWorkload, gpu: dict[str, Any]) -> int:
+def batch_feeds(w: ResolvedWorkload, gpu: dict[str, Any], order: str = "sharded") -> int:
     """The most GPUs of this type a training step's global batch keeps busy: ranks_fed data-parallel ranks of the
-    widest model-parallel group (tp * pp * cp) the planner's menu tries; NO_LIMIT without a global batch."""
+    widest model-parallel group (tp * pp * cp) the planner's menu (in the framework's `order`) tries; NO_LIMIT
+    without a global batch."""
     ranks = ranks_fed(w)
     if not ranks:
         return NO_LIMIT
-    return ranks * max(layout.group for layout in _menu(w, gpu["scale_up_domain"], ("none",)))
+    return ranks * max(layout.group for layout in _menu(w, gpu["scale_up_domain"], ("none",), order))
 
 
 def _search(w: ResolvedWorkload, gpu: dict[str, Any], cache: PlanCache, base: dict[str, Any], usable: float,
-            bounds: _Box, raised: Raise | None) -> tuple[Candidate, int]:
+            bounds: _Box, raised: Raise | None, order: str = "sharded") -> tuple[Candidate, int]:
     """The chosen layout and GPU count (the closest miss when none fits), and how many strategies were tried:
-    without offload first, then offloading (unless the workload pins it)."""
+    without offload first, then offloading (unless the workload pins it); training layouts in `order` (_menu)."""
     inference = w.task == "inference"
     node = gpu["gpus_per_node"]
     host_usable = gpu["host_memory_per_gpu"]
@@ -478,7 +529,7 @@ def _search(w: ResolvedWorkload, gpu: dict[str, Any], cache: PlanCache, base: di
             best = _inference_candidate(w, *cache.split(layout, base, True), usable, limit,
                                          raised.tp if raised else 1, node)
         else:
-            menu = _menu(w, gpu["scale_up_domain"], offloads)
+            menu = _menu(w, gpu["scale_up_domain"], offloads, order)
             tried += menu
 
             def fewest_dp(layout: Layout) -> int | None:
@@ -595,6 +646,7 @@ class _PlanText:
     size: Sized | Replicas | None
     edge: float = 0.0  # the card's edge where the plan needs more than usable to fit there (EDGE); 0 otherwise
     fed: _Fed = _NOT_FED
+    laid: Laid = SHARDED
 
     def batch(self, zh: bool = False) -> str:
         """What the global batch did to the plan: the data parallelism it capped and the layout it took instead,
@@ -689,7 +741,7 @@ class _PlanText:
         text += self.batch()
         if self.size is not None:
             text += f" {self.size.because()}"
-        return text
+        return text + self.laid.because()
 
     def sentence_zh(self) -> str:
         w, gpu, s, memory, bounds = self.w, self.gpu, self.chosen.layout, self.memory, self.bounds
@@ -716,6 +768,7 @@ class _PlanText:
         text += self.batch(zh=True)
         if self.size is not None:
             text += self.size.because(zh=True)
+        text += self.laid.because(zh=True)
         if not fits:
             text += (f"这是{_within(bounds.limit, bounds.boxed, gpu, zh=True)}以内 {self.strategies} 种策略中最接近的一种。"
                      if w.gpu_count or bounds.boxed else
@@ -730,12 +783,13 @@ class _PlanText:
 
 def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], policy: dict[str, Any],
              memory: dict[str, Any], gpu: dict[str, Any], cache: PlanCache, raised: Raise | None = None,
-             size: Sized | Replicas | None = None) -> dict[str, Any]:
+             size: Sized | Replicas | None = None, laid: Laid = SHARDED) -> dict[str, Any]:
     """Choose the plan for one GPU type, record it as a trace step, and return the plan fact.
 
     `cache` is shared by the GPU types of one ask (same workload and replica); `raised` sets the
     smallest tensor-parallel size for an inference plan that latency targets require; `size` (training)
-    the GPUs a deadline needs (gpukb.estimate.deadline): the least intrusive layout on that many, as placement 'all'.
+    the GPUs a deadline needs (gpukb.estimate.deadline): the least intrusive layout on that many, as placement 'all';
+    `laid` the order its training layouts are tried in (Laid, _menu).
     In parts: what bounds the count (_box), the search (_search), the memory of the choice with a serving
     engine's KV-cache pool (_pooled), the fields (_plan_fields) and the values and sentences (_PlanText).
     """
@@ -743,16 +797,17 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
     base = {"m": memory, "w": wfact}
     usable = float(USABLE.evaluate({"g": gpu, "p": policy}))
     edge = float(EDGE.evaluate({"g": gpu, "p": policy}))
-    chosen, strategies = _searched(w, gpu, cache, base, usable, bounds, raised)
+    order = laid.order if w.task != "inference" else "sharded"
+    chosen, strategies = _searched(w, gpu, cache, base, usable, bounds, raised, order)
     at_edge = False
     if w.task != "inference" and not chosen.fits and edge > usable \
             and not _short_of_host(chosen, cache, base, usable, gpu):
         # refused within the reserve: a plan that fits at the card's edge is that plan, said to be at the edge
-        nearer, more = _searched(w, gpu, cache, base, edge, bounds, raised)
+        nearer, more = _searched(w, gpu, cache, base, edge, bounds, raised, order)
         if nearer.fits:
             chosen, strategies, at_edge = nearer, strategies + more, True
     limit = edge if at_edge else usable
-    fed = _fed(w, gpu, cache, base, limit, bounds, raised, chosen)
+    fed = _fed(w, gpu, cache, base, limit, bounds, raised, chosen, order)
     parts = cache.parts_of(chosen.layout, chosen.dp, base)
     per_gpu = float(PER_GPU.evaluate(parts))
     host = float(HOST.evaluate({**base, **chosen.layout.env(chosen.dp)}))
@@ -763,7 +818,7 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
     fields = {**_plan_fields(collector, w, gpu, chosen, bounds, pooled, edge if at_edge else usable, host, fed),
               "edge_bytes": edge, "at_edge": at_edge}
     text = _PlanText(w, gpu, policy, chosen, fields["zero_stage"], bounds, pooled, usable, host, strategies, raised, size,
-                     edge if at_edge else 0.0, fed)
+                     edge if at_edge else 0.0, fed, laid)
     (plan,) = collector.record(
         rule="planner.fewest-gpus@1", stage="requirements",
         title="Fewest GPUs that hold one replica, least intrusive strategy first",
@@ -775,23 +830,23 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
 
 
 def _searched(w: ResolvedWorkload, gpu: dict[str, Any], cache: PlanCache, base: dict[str, Any], usable: float,
-              bounds: _Box, raised: Raise | None) -> tuple[Candidate, int]:
+              bounds: _Box, raised: Raise | None, order: str = "sharded") -> tuple[Candidate, int]:
     """_search, once per ask for each set of the values it reads of a GPU type."""
     key = (gpu["gpus_per_node"], gpu["host_memory_per_gpu"], gpu["scale_up_domain"], usable, bounds,
-           raised.tp if raised else None)
+           raised.tp if raised else None, order)
     searches = cache.searches(w)
     found = searches.get(key)
     if found is None:
-        found = searches[key] = _search(w, gpu, cache, base, usable, bounds, raised)
+        found = searches[key] = _search(w, gpu, cache, base, usable, bounds, raised, order)
     return found
 
 
 def _fed(w: ResolvedWorkload, gpu: dict[str, Any], cache: PlanCache, base: dict[str, Any], usable: float,
-         bounds: _Box, raised: Raise | None, chosen: Candidate) -> _Fed:
+         bounds: _Box, raised: Raise | None, chosen: Candidate, order: str = "sharded") -> _Fed:
     """The global batch's limit on data parallelism, and what it changed: the same search without it says."""
     if not bounds.dp_max:
         return _NOT_FED
-    free, _ = _searched(w, gpu, cache, base, usable, bounds._replace(dp_max=0), raised)
+    free, _ = _searched(w, gpu, cache, base, usable, bounds._replace(dp_max=0), raised, order)
     if not free.fits or free.dp <= bounds.dp_max:
         return _Fed(bounds.dp_max)
     return _Fed(bounds.dp_max, free, max(0, free.count - chosen.count) if bounds.every and chosen.fits else 0)

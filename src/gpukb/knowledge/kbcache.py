@@ -62,7 +62,7 @@ ALLOWED: frozenset[tuple[str, str]] = frozenset({
     *(("gpukb.knowledge.schema", name) for name in (
         "Claim", "CloudPrice", "Dtype", "Figure", "Framework", "FrameworkTerm", "Gpu", "Interconnect", "Manifest",
         "Measurement", "Model", "Moe", "NodePrice", "Optimizer", "Policy", "Price", "Rhetoric", "Scheduler", "SchedulerTier",
-        "Source", "System", "Term", "TrainingBytes")),
+        "Source", "System", "Term", "TrainingBytes", "TrainingLayout")),
     ("pathlib", "PosixPath"),
     ("pydantic.networks", "HttpUrl"),
     ("pydantic_core._pydantic_core", "Url"),

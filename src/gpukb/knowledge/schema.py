@@ -487,6 +487,18 @@ class Scheduler(Strict):
     sources: list[Slug] = Field(min_length=1)
 
 
+class TrainingLayout(Strict):
+    """How a training framework lays a replica over many GPUs when the workload pins no layout."""
+
+    order: Literal["sharded", "model_parallel"] = Field(description=(
+        "'sharded': data parallelism with ZeRO's stages (DeepSpeed, FSDP), splitting the model only by tensor "
+        "parallelism inside a node; 'model_parallel': the smallest tensor x pipeline group that holds the replica "
+        "(tensor parallel inside a node first, then pipeline stages across nodes) with the optimizer states sharded "
+        "over the data-parallel ranks (ZeRO-1), never ZeRO-2 or 3 unless the workload pins them"))
+    reason: str = Field(min_length=10, description="where the framework's documentation or papers lay it out so")
+    sources: list[Slug] = Field(min_length=1)
+
+
 class Framework(Entry):
     """A training or serving stack (workload field `framework`) and the memory terms that differ between stacks."""
 
@@ -545,6 +557,8 @@ class Framework(Entry):
         "kb/dtypes' int8"))
     scheduler: Scheduler | None = Field(default=None, description=(
         "serving: the engine's continuous-batching scheduler, for answers under load (workload request_rate)"))
+    training_layout: TrainingLayout | None = Field(default=None, description=(
+        "training: how the planner lays a replica over many GPUs where the workload pins no layout; unset, 'sharded'"))
     sources: list[Slug] = Field(min_length=1)
     notes: str = ""
 
