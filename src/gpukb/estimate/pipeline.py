@@ -173,12 +173,13 @@ def _sized(kb: KnowledgeBase, w: ResolvedWorkload, run: Callable[..., Answer]) -
 
 def _sooner(b: Option, a: Option, deadline_s: float) -> bool:
     """Whether cluster b beats cluster a of the same GPU type: one that meets the deadline beats one that misses
-    it; of two that meet it, the fewer GPU-hours; of two that miss it, the shorter run."""
+    it; of two that meet it, the fewer GPU-hours (the options' own, as the answer ranks them); of two that miss it,
+    the shorter run."""
     tb, ta = b.time_to_train_s or math.inf, a.time_to_train_s or math.inf
     if (tb <= deadline_s) != (ta <= deadline_s):
         return tb <= deadline_s
     if tb <= deadline_s:
-        return b.count * tb < a.count * ta
+        return (b.gpu_hours or math.inf) < (a.gpu_hours or math.inf)
     return tb < ta
 
 

@@ -797,7 +797,7 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
     base = {"m": memory, "w": wfact}
     usable = float(USABLE.evaluate({"g": gpu, "p": policy}))
     edge = float(EDGE.evaluate({"g": gpu, "p": policy}))
-    order = laid.order if w.task != "inference" else "sharded"
+    order = laid.order  # only training searches read it (_menu)
     chosen, strategies = _searched(w, gpu, cache, base, usable, bounds, raised, order)
     at_edge = False
     if w.task != "inference" and not chosen.fits and edge > usable \
