@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from gpukb import WorkloadError
 from gpukb.cli import app
-from gpukb.estimate.deadline import cluster_size, largest_size
+from gpukb.estimate.deadline import _not_worth, cluster_size, largest_size
 from gpukb.estimate.planner import NODE_SIZE
 
 runner = CliRunner()
@@ -83,6 +83,25 @@ def test_explain_and_the_cli_show_the_summary_first(kb):
 def test_cluster_sizes_are_what_people_build():
     assert [cluster_size(n) for n in (0.2, 1, 1.5, 3, 5, 8, 8.01, 9, 17, 64)] == [1, 1, 2, 4, 8, 8, 16, 16, 24, 64]
     assert largest_size(16384) == 16384 and largest_size(100) == 96 and largest_size(6) == 4 and largest_size(1) == 1
+
+
+def test_growth_that_scales_is_worth_its_gpus_however_small_the_step():
+    # 0.9% more GPUs, 0.8% shorter: nearly linear, grown again (it stopped 0.01 days short of a 30-day horizon)
+    assert not _not_worth((11184, 30.255), (11280, 30.012))
+    # 38% more GPUs, 1% shorter: the communication wall
+    assert _not_worth((6864, 62.4), (9472, 61.8))
+    # more than 2% shorter is always worth growing for, and no gain at all never is
+    assert not _not_worth((100, 10.0), (200, 9.7)) and _not_worth((100, 10.0), (108, 10.0))
+
+
+def test_a_pretraining_horizon_is_met_not_missed_by_minutes(kb):
+    """Llama 3 70B on 15T tokens on Megatron: H100s grown in steps of a node until the 30-day horizon is met (they
+    stopped at 11,280 GPUs for 30.01 days, a step of 0.9% having shortened the run by 'only' 0.8%)."""
+    answer = kb.ask({"model": "llama-3-70b", "task": "pretrain", "tokens": "15T",
+                     "gpus": ["h100-sxm-80gb", "b200-sxm-180gb"]})
+    assert {o.gpu for o in answer.options} == {"h100-sxm-80gb", "b200-sxm-180gb"}
+    for o in answer.options:
+        assert o.meets_deadline and 29 * DAY < o.time_to_train_s <= 30 * DAY, (o.gpu, o.count, o.time_to_train_s / DAY)
 
 
 @pytest.mark.parametrize("days", [7, 30, 90])

@@ -8,7 +8,8 @@ grown again while communication keeps it short of the deadline. The planner lays
 many GPUs as placement 'all' does (the least intrusive layout that fits, the rest data parallelism).
 
 A GPU type stops growing at gpu_count or the largest published cluster (policy largest-cluster), or when
-more GPUs shorten the run by less than GAIN; it keeps the fastest count tried and misses the deadline,
+more GPUs shorten the run by less than GAIN and by less than half what linear scaling of the added GPUs
+gives (MARGINAL); it keeps the fastest count tried and misses the deadline,
 ranked after the options that meet it. A type whose larger cluster the rules reject keeps the count before.
 Nor does it grow past the GPUs the workload's global batch keeps busy (global_batch_size / micro_batch_size
 data-parallel ranks of the widest model-parallel group the planner tries): more would stand idle.
@@ -30,10 +31,21 @@ if TYPE_CHECKING:
     from ..answer.answer import Answer
 
 ROUNDS = 8  # asks after the first: linear scaling's guess, then growth where communication eats into it
-GAIN = 0.98  # a larger cluster that shortens the run by less than 2% is not worth its GPUs: stop growing
+GAIN = 0.98  # a larger cluster that shortens the run by less than 2% is not worth its GPUs: stop growing...
+MARGINAL = 0.5  # ...unless it returned at least half the speed-up its added GPUs give at linear scaling
 SERVER = (1, 2, 4, 8)  # GPU counts of one server as sold and rented (1-, 2-, 4- and 8-GPU machines)
 
 Run = Callable[[dict[str, Sized]], "Answer"]
+
+
+def _not_worth(before: tuple[int, float], after: tuple[int, float]) -> bool:
+    """Whether growing a cluster from `before` to `after` (GPUs, seconds) gained too little to grow it again: the
+    run shortened by less than GAIN, and by less than MARGINAL of what the added GPUs give at linear scaling. (Near
+    the deadline the steps are small: 0.9% more GPUs that shorten the run by 0.8% scale, and are worth growing.)"""
+    (n0, t0), (n1, t1) = before, after
+    if t1 <= t0 * GAIN:
+        return False
+    return n1 <= n0 or (t0 / t1 - 1) < MARGINAL * (n1 / n0 - 1)
 
 
 def cluster_size(n: float, node: int = NODE_SIZE) -> int:
@@ -131,7 +143,7 @@ def sized_for_deadline(tokens: int, deadline_s: float, most: int, run: Run, node
             # the counts a cluster may keep: those short of the communication wall
             usable = [h for h in history if h[0] < wall.get(o.gpu, most + 1)]
             smaller = [h for h in usable if h[0] < o.count]
-            if smaller and t > max(smaller)[1] * GAIN:  # communication ate the gain: the fastest tried
+            if smaller and _not_worth(max(smaller), (o.count, t)):  # communication ate the gain: the fastest tried
                 done.add(o.gpu)
                 fastest = min(usable, key=lambda h: (h[1], h[0]))[0]
                 if fastest != o.count:
