@@ -104,6 +104,18 @@ def test_a_pretraining_horizon_is_met_not_missed_by_minutes(kb):
         assert o.meets_deadline and 29 * DAY < o.time_to_train_s <= 30 * DAY, (o.gpu, o.count, o.time_to_train_s / DAY)
 
 
+def test_a_gpu_type_held_to_one_node_is_not_sized_past_it_and_keeps_its_faster_layout(kb):
+    """MI325X servers have no network between nodes (kb/systems): the horizon cannot be met, the sizing asks for no
+    more than one node (it had asked for 4,656 GPUs seven times over, each clamped to 8), and the model-parallel
+    layout, never resized, is still compared with ZeRO's and kept where it trains sooner."""
+    answer = kb.ask({"model": "llama-2-70b", "task": "pretrain", "tokens": "2T", "gpus": ["mi325x-256gb"]})
+    (option,) = answer.options
+    assert option.count == 8 and option.meets_deadline is False
+    assert (option.strategy.tensor_parallel, option.strategy.zero_stage) == (4, 1)
+    plan = next(step for step in option.trace if step.rule.startswith("planner.fewest-gpus"))
+    assert plan.sentence.count("8 GPU(s) take") <= 1 and "beats the layout of ZeRO's stages" in plan.sentence
+
+
 @pytest.mark.parametrize("days", [7, 30, 90])
 def test_a_deadline_sizes_every_gpu_type_in_whole_nodes_and_meets_it(kb, days):
     answer = kb.ask({"model": "llama-2-7b", "task": "pretrain", "tokens": "1T", "deadline_days": days,

@@ -65,13 +65,14 @@ def largest_size(most: int, node: int = NODE_SIZE) -> int:
 
 def sized_for_deadline(tokens: int, deadline_s: float, most: int, run: Run, node_of: dict[str, int] | None = None,
                        floor: float = 0.0, fed: dict[str, int] | None = None,
-                       keep: dict[str, Sized] | None = None) -> Answer:
+                       keep: dict[str, Sized] | None = None, held: dict[str, int] | None = None) -> Answer:
     """Ask with the memory plan, then size each GPU type whose run misses the deadline; `most` caps a cluster,
     `node_of` gives each GPU type's node size (its system's GPUs per node; NODE_SIZE where not given), `floor`
     the scaling efficiency below which a cluster is not grown further (0: grow while it shortens the run), `fed`
     the most GPUs of each type the workload's global batch keeps busy (planner.batch_feeds; no limit where not
-    given): a cluster grows no further than that. `keep`, where given, receives the final sizes."""
-    node_of, fed = node_of or {}, fed or {}
+    given): a cluster grows no further than that. `keep`, where given, receives the final sizes. `held` gives the
+    most GPUs of a type its systems hold (one node where none has a network between nodes): no more are asked for."""
+    node_of, fed, held = node_of or {}, fed or {}, held or {}
     efficient: dict[str, list[int]] = {}  # per GPU type, the counts tried whose scaling efficiency held the floor
     wall: dict[str, int] = {}  # per GPU type, the fewest GPUs tried whose scaling efficiency fell below it
     sizes: dict[str, Sized] = {}
@@ -151,7 +152,7 @@ def sized_for_deadline(tokens: int, deadline_s: float, most: int, run: Run, node
                     changed = True
                 continue
             want = min(max(cluster_size(o.count * t / deadline_s, node), cluster_size(o.count + 1, node)),
-                       largest_size(min(most, fed.get(o.gpu, most)), node))
+                       largest_size(min(most, fed.get(o.gpu, most), held.get(o.gpu, most)), node))
             if o.gpu in wall:  # not into the wall again: halfway to it (geometrically)
                 want = min(want, cluster_size(math.sqrt(o.count * wall[o.gpu]), node))
                 if want >= wall[o.gpu]:

@@ -139,6 +139,7 @@ def _sized(kb: KnowledgeBase, w: ResolvedWorkload, run: Callable[..., Answer]) -
     most = min(w.gpu_count or NO_LIMIT, round(kb.policy(LARGEST_CLUSTER)))
     facts = {g: gpu_fact(kb, kb.gpus[g], w.precision, w.kv_cache_precision, w.systems) for g in w.gpus}
     node_of = {g: f["gpus_per_node"] for g, f in facts.items()}
+    held = {g: f["gpus_per_node"] for g, f in facts.items() if not f["scales_out"]}  # no network: one node at most
 
     def sized(laid: Laid, keep: dict[str, Sized]) -> Answer:
         fed = {g: batch_feeds(w, f, laid.order) for g, f in facts.items()}  # a global batch feeds only so many GPUs
@@ -147,7 +148,7 @@ def _sized(kb: KnowledgeBase, w: ResolvedWorkload, run: Callable[..., Answer]) -
         floor = kb.policy(EFFICIENCY_FLOOR) if laid.order == "sharded" else 0.0
         every = dict.fromkeys(w.gpus, laid)
         return sized_for_deadline(w.tokens or 0, (w.deadline_days or 0) * 86400, most,
-                                  lambda sizes: run({}, None, sizes, every), node_of, floor, fed, keep)
+                                  lambda sizes: run({}, None, sizes, every), node_of, floor, fed, keep, held)
 
     sharded: dict[str, Sized] = {}
     first = sized(SHARDED, sharded)
@@ -160,14 +161,18 @@ def _sized(kb: KnowledgeBase, w: ResolvedWorkload, run: Callable[..., Answer]) -
     laid: dict[str, Laid] = {}
     for gpu in w.gpus:
         a, b = ours.get(gpu), theirs.get(gpu)
-        # a model-parallel plan that needed more GPUs than its size (no group held the replica there) is no cluster
-        if gpu in parallel and b is not None and b.count <= parallel[gpu].count \
-                and (a is None or _sooner(b, a, (w.deadline_days or 0) * 86400)):
-            chosen[gpu] = parallel[gpu]
+        # a model-parallel plan that needed more GPUs than its size (no group held the replica there) is no cluster;
+        # a GPU type never resized keeps the count memory needs (it met the deadline, or its systems hold no more)
+        if b is not None and gpu in parallel and b.count > parallel[gpu].count:
+            b = None
+        if b is not None and (a is None or _sooner(b, a, (w.deadline_days or 0) * 86400)):
+            if gpu in parallel:
+                chosen[gpu] = parallel[gpu]
             laid[gpu] = Laid("model_parallel", other_s=(a.time_to_train_s or 0.0) if a else 0.0)
-        elif gpu in sharded:
-            chosen[gpu] = sharded[gpu]
-            laid[gpu] = Laid(other_s=(b.time_to_train_s or 0.0) if b and gpu in parallel else 0.0)
+        else:
+            if gpu in sharded:
+                chosen[gpu] = sharded[gpu]
+            laid[gpu] = Laid(other_s=(b.time_to_train_s or 0.0) if b else 0.0)
     return run({}, None, chosen, laid)
 
 
