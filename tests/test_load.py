@@ -391,6 +391,10 @@ def test_the_load_step_shows_what_a_decode_step_spends_on_tensor_parallelism() -
     terms = {v["name"]: v["value"] for v in load.values}
     rule = {v["name"]: v["value"] for v in decode.values}
     assert terms["step_tp_allreduce_s"] == pytest.approx(2 * 80 * rule["allreduce_s"])
+    # a token's hidden state, 2 x 3/4 of it over each link, twice a layer, at the rate NCCL counts for PCIe 4.0 x16
+    # (24 GB/s of its 31.5): not the datasheet's rate, and no NVLink (the A100 PCIe bridge joins two cards)
+    assert rule["link"] == pytest.approx(31.5e9 * 0.762)
+    assert terms["step_tp_token_s"] == pytest.approx(2 * 80 * 8192 * 2 * 2 * 3 / 4 / (31.5e9 * 0.762))
     assert terms["step_weights_s"] == pytest.approx(rule["weight_bytes_read"] / rule["read_rate"])
     assert "all-reduces (two a layer) add" in load.sentence and "all-reduce（每层两次）" in load.sentence_zh
     assert "while the GPU waits" not in load.sentence  # the V1 engine overlaps its host's work with the GPU's

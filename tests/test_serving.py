@@ -172,7 +172,7 @@ def test_latency_targets_stop_at_the_node_of_a_system_without_a_network(kb, monk
     assert (option.count, option.strategy.tensor_parallel) == (4, 4)
     plan = next(step for step in option.trace if step.rule == "planner.fewest-gpus@1")
     assert plan.sentence.endswith("No tensor-parallel size meets ttft_ms 300, tpot_ms 30: tp=4 is the closest "
-                                  "(tp=2 (2 GPUs) reaches ttft 2,083.7 ms, tpot 73.34 ms).")
+                                  "(tp=2 (2 GPUs) reaches ttft 2,099.8 ms, tpot 73.40 ms).")
     assert "At most 4 GPUs: one node of lambda-4x-a6000" in plan.sentence
 
 

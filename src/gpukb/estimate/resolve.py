@@ -31,6 +31,8 @@ POLICY_IDS = {"reserve_fraction": "reserve-fraction", "runtime_overhead": "runti
               "allreduce_base_latency": "allreduce-base-latency",
               "allreduce_hop_latency_nvlink": "allreduce-hop-latency-nvlink",
               "allreduce_hop_latency_pcie": "allreduce-hop-latency-pcie",
+              # the share of a PCIe link's bandwidth NCCL's all-reduce rings count (rec.throughput.decode)
+              "collective_share_pcie": "collective-share-pcie",
               "pipeline_microbatches_per_stage": "pipeline-microbatches-per-stage",
               "host_memory_per_gpu": "host-memory-per-gpu", "consumer_nodes": "consumer-nodes",
               "training_gpu_power_fraction": "training-gpu-power-fraction",
@@ -48,7 +50,9 @@ POLICY_IDS = {"reserve_fraction": "reserve-fraction", "runtime_overhead": "runti
 # Policies whose value depends on the GPU generation: the entry listing the GPU's architecture, else
 # the default (the entry of this id, which lists none). They become fields of the gpu fact.
 GPU_POLICIES = {"utilisation": "mfu", "node_network_bandwidth": "node-network-bandwidth",
-                "elementwise_work": "elementwise-work", "utilisation_hidden_size": "utilisation-hidden-size"}
+                "elementwise_work": "elementwise-work", "utilisation_hidden_size": "utilisation-hidden-size",
+                # the share of the GPU-to-GPU link's bandwidth its collective library counts (rec.throughput.decode)
+                "collective_share": "collective-share-scale-up"}
 HORIZON = "pretrain-horizon"  # the policy: how long a pre-training run without deadline_days may take
 # the measured all-reduce rate between consumer cards, which have no PCIe peer-to-peer (gpu fact peer_bandwidth)
 CONSUMER_COLLECTIVES = "consumer-collective-bandwidth"

@@ -30,7 +30,8 @@ ENGINE_KINDS: dict[str, frozenset[str]] = {
     "policy": frozenset({"reserve_fraction", "runtime_overhead", "edge_reserve_fraction", "prefill_chunk",
                          "scaling_efficiency_floor",
                          "decode_bandwidth_utilisation", "decode_step_floor", "allreduce_base_latency",
-                         "allreduce_hop_latency_nvlink", "allreduce_hop_latency_pcie", "pipeline_microbatches_per_stage",
+                         "allreduce_hop_latency_nvlink", "allreduce_hop_latency_pcie",
+                         "collective_share_pcie", "pipeline_microbatches_per_stage",
                          "host_memory_per_gpu", "consumer_nodes", "training_gpu_power_fraction",
                          "node_other_power_fraction", "datacenter_pue",
                          "interruption_gpu_seconds", "restart_time", "checkpoint_bandwidth",
@@ -46,6 +47,7 @@ ENGINE_KINDS: dict[str, frozenset[str]] = {
         "price_usd", "usd_per_gpu_hour", "price_source", "price_as_of", "price_instance",
         "utilisation", "node_network_bandwidth", "utilisation_policy", "node_network_bandwidth_policy",
         "elementwise_work", "elementwise_work_policy", "utilisation_hidden_size", "utilisation_hidden_size_policy",
+        "collective_share", "collective_share_policy",
         # the system it is planned on (kb/systems; gpukb.estimate.systems)
         "system", "gpus_per_node", "scales_out", "host_memory_per_gpu",
     }),
