@@ -53,25 +53,46 @@ def largest_size(most: int, node: int = NODE_SIZE) -> int:
 
 def sized_for_deadline(tokens: int, deadline_s: float, most: int, run: Run, node_of: dict[str, int] | None = None,
                        floor: float = 0.0, fed: dict[str, int] | None = None,
-                       keep: dict[str, Sized] | None = None) -> Answer:
+                       keep: dict[str, Sized] | None = None, start: dict[str, int] | None = None) -> Answer:
     """Ask with the memory plan, then size each GPU type whose run misses the deadline; `most` caps a cluster,
     `node_of` gives each GPU type's node size (its system's GPUs per node; NODE_SIZE where not given), `floor`
     the scaling efficiency below which a cluster is not grown further (0: grow while it shortens the run), `fed`
     the most GPUs of each type the workload's global batch keeps busy (planner.batch_feeds; no limit where not
-    given): a cluster grows no further than that. `keep`, where given, receives the final sizes."""
+    given): a cluster grows no further than that. `keep`, where given, receives the final sizes; `start`, where
+    given, the counts the GPU types it names begin at instead of their memory plans (a cluster another layout
+    was sized to, tightened from there)."""
     node_of, fed = node_of or {}, fed or {}
     efficient: dict[str, list[int]] = {}  # per GPU type, the counts tried whose scaling efficiency held the floor
     wall: dict[str, int] = {}  # per GPU type, the fewest GPUs tried whose scaling efficiency fell below it
     sizes: dict[str, Sized] = {}
     tried: dict[str, list[tuple[int, float]]] = {}
+    asked: dict[str, set[int]] = {}  # per GPU type, the counts asked for (a plan may use fewer: whole groups)
     done: set[str] = set()
     tightened: set[str] = set()
 
     def size(gpu: str, count: int) -> None:
+        asked.setdefault(gpu, set()).add(count)
         limit = fed.get(gpu, most)  # grown as far as the global batch feeds, the sentence says so
         largest = largest_size(limit, node_of.get(gpu, NODE_SIZE))
         sizes[gpu] = Sized(count, deadline_s, tokens, tried[gpu], largest if limit < most and count >= largest else 0)
 
+    def met(gpu: str) -> int:
+        """The fewest GPUs tried that meet the deadline."""
+        return min(n for n, s in tried[gpu] if s <= deadline_s)
+
+    def between(gpu: str) -> int | None:
+        """A count halfway between the largest tried that misses the deadline below the fewest that meet it and those
+        fewest, where one lies there that saves more than 1 - GAIN of them; None where none does."""
+        fewest = met(gpu)
+        missed = max((n for n, s in tried[gpu] if s > deadline_s and n < fewest), default=0)
+        if not missed:
+            return None
+        mid = cluster_size((missed + fewest) / 2, node_of.get(gpu, NODE_SIZE))
+        return mid if missed < mid < fewest * GAIN and mid not in asked.get(gpu, ()) else None
+
+    for gpu, count in (start or {}).items():
+        tried[gpu] = []
+        size(gpu, count)
     answer = run(sizes)
     for _ in range(ROUNDS):
         changed = False
@@ -110,22 +131,31 @@ def sized_for_deadline(tokens: int, deadline_s: float, most: int, run: Run, node
             if t <= deadline_s:
                 # grown past what the deadline needs (a larger cluster also lets a leaner layout run): try the
                 # smallest cluster linear scaling says suffices, again while it meets the deadline (a smaller
-                # cluster communicates less, so linear scaling overshoots); if it misses, back to the smallest that met
-                tight = cluster_size(o.count * t / deadline_s, node_of.get(o.gpu, NODE_SIZE))
-                missed = max((n for n, s in history if s > deadline_s), default=0)
-                if tight >= o.count or tight <= missed:
+                # cluster communicates less, so linear scaling overshoots). Below a count that missed, halve the
+                # gap to it instead: a model-parallel plan runs whole groups of tp x pp GPUs, fewer than it was
+                # given, so linear scaling's guess can land below what the deadline needs.
+                tight: int | None = cluster_size(o.count * t / deadline_s, node_of.get(o.gpu, NODE_SIZE))
+                missed = max((n for n, s in history if s > deadline_s and n < o.count), default=0)
+                if tight < o.count and (tight <= missed or tight in asked.get(o.gpu, ())):
+                    tight = between(o.gpu)
+                if tight is None or tight >= o.count:
                     done.add(o.gpu)
-                    if o.gpu in tightened and o.count != min(n for n, s in history if s <= deadline_s):
-                        size(o.gpu, min(n for n, s in history if s <= deadline_s))
+                    if o.gpu in tightened and o.count != met(o.gpu):
+                        size(o.gpu, met(o.gpu))
+                        changed = True
+                    elif o.gpu in sizes and sizes[o.gpu].count < o.count:  # asked for fewer than hold the replica:
+                        size(o.gpu, o.count)  # the count is what the plan runs on
                         changed = True
                     continue
                 tightened.add(o.gpu)
                 size(o.gpu, tight)
                 changed = True
                 continue
-            if o.gpu in tightened:  # the tighter cluster misses: back to the smallest count that met the deadline
-                done.add(o.gpu)
-                size(o.gpu, min(n for n, s in history if s <= deadline_s))
+            if o.gpu in tightened:  # the tighter cluster misses: halfway back to the fewest that met the deadline,
+                mid = between(o.gpu)  # while that saves GPUs, else those fewest
+                if mid is None:
+                    done.add(o.gpu)
+                size(o.gpu, met(o.gpu) if mid is None else mid)
                 changed = True
                 continue
             # the counts a cluster may keep: those short of the communication wall
@@ -144,7 +174,7 @@ def sized_for_deadline(tokens: int, deadline_s: float, most: int, run: Run, node
                 want = min(want, cluster_size(math.sqrt(o.count * wall[o.gpu]), node))
                 if want >= wall[o.gpu]:
                     want = o.count
-            if want <= o.count:
+            if want <= o.count or want in asked.get(o.gpu, ()):  # asked before: a plan of whole groups used fewer
                 done.add(o.gpu)
                 continue
             size(o.gpu, want)
@@ -156,6 +186,9 @@ def sized_for_deadline(tokens: int, deadline_s: float, most: int, run: Run, node
     back = {o.gpu: max(n for n in efficient[o.gpu] if n < o.count) for o in answer.options
             if o.gpu in sizes and o.efficiency is not None and o.efficiency < floor
             and (o.time_to_train_s or 0) > deadline_s and any(n < o.count for n in efficient.get(o.gpu, ()))}
+    # out of rounds while tightening: a count that misses the deadline goes back to the fewest that met it
+    back.update({o.gpu: met(o.gpu) for o in answer.options if o.gpu in tightened and o.gpu not in back
+                 and (o.time_to_train_s or 0) > deadline_s and o.count != met(o.gpu)})
     for gpu, count in back.items():
         size(gpu, count)
     if keep is not None:
