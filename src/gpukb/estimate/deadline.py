@@ -67,6 +67,7 @@ def sized_for_deadline(tokens: int, deadline_s: float, most: int, run: Run, node
     sizes: dict[str, Sized] = {}
     tried: dict[str, list[tuple[int, float]]] = {}
     asked: dict[str, set[int]] = {}  # per GPU type, the counts asked for (a plan may use fewer: whole groups)
+    group: dict[str, int] = {}  # per GPU type, the GPUs of one data-parallel rank of its last plan (tp x pp x cp)
     done: set[str] = set()
     tightened: set[str] = set()
 
@@ -75,6 +76,12 @@ def sized_for_deadline(tokens: int, deadline_s: float, most: int, run: Run, node
         limit = fed.get(gpu, most)  # grown as far as the global batch feeds, the sentence says so
         largest = largest_size(limit, node_of.get(gpu, NODE_SIZE))
         sizes[gpu] = Sized(count, deadline_s, tokens, tried[gpu], largest if limit < most and count >= largest else 0)
+
+    def whole(gpu: str, n: float) -> int:
+        """The cluster size of at least n GPUs in whole groups of the GPU type's last plan: a model-parallel plan
+        runs whole data-parallel ranks of tp x pp GPUs, fewer than it is given where they do not divide it."""
+        g = group.get(gpu, 1)
+        return cluster_size(math.ceil(n / g - 1e-9) * g, node_of.get(gpu, NODE_SIZE))
 
     def met(gpu: str) -> int:
         """The fewest GPUs tried that meet the deadline."""
@@ -87,7 +94,7 @@ def sized_for_deadline(tokens: int, deadline_s: float, most: int, run: Run, node
         missed = max((n for n, s in tried[gpu] if s > deadline_s and n < fewest), default=0)
         if not missed:
             return None
-        mid = cluster_size((missed + fewest) / 2, node_of.get(gpu, NODE_SIZE))
+        mid = whole(gpu, (missed + fewest) / 2)
         return mid if missed < mid < fewest * GAIN and mid not in asked.get(gpu, ()) else None
 
     for gpu, count in (start or {}).items():
@@ -110,6 +117,7 @@ def sized_for_deadline(tokens: int, deadline_s: float, most: int, run: Run, node
                 continue
             history = tried.setdefault(o.gpu, [])
             history.append((o.count, t))
+            group[o.gpu] = max(1, o.count // max(1, o.strategy.data_parallel))
             node = node_of.get(o.gpu, NODE_SIZE)
             if o.efficiency is None or o.efficiency >= floor:
                 efficient.setdefault(o.gpu, []).append(o.count)
@@ -134,7 +142,7 @@ def sized_for_deadline(tokens: int, deadline_s: float, most: int, run: Run, node
                 # cluster communicates less, so linear scaling overshoots). Below a count that missed, halve the
                 # gap to it instead: a model-parallel plan runs whole groups of tp x pp GPUs, fewer than it was
                 # given, so linear scaling's guess can land below what the deadline needs.
-                tight: int | None = cluster_size(o.count * t / deadline_s, node_of.get(o.gpu, NODE_SIZE))
+                tight: int | None = whole(o.gpu, o.count * t / deadline_s)
                 missed = max((n for n, s in history if s > deadline_s and n < o.count), default=0)
                 if tight < o.count and (tight <= missed or tight in asked.get(o.gpu, ())):
                     tight = between(o.gpu)
@@ -168,7 +176,7 @@ def sized_for_deadline(tokens: int, deadline_s: float, most: int, run: Run, node
                     size(o.gpu, fastest)
                     changed = True
                 continue
-            want = min(max(cluster_size(o.count * t / deadline_s, node), cluster_size(o.count + 1, node)),
+            want = min(max(whole(o.gpu, o.count * t / deadline_s), whole(o.gpu, o.count + 1)),
                        largest_size(min(most, fed.get(o.gpu, most)), node))
             if o.gpu in wall:  # not into the wall again: halfway to it (geometrically)
                 want = min(want, cluster_size(math.sqrt(o.count * wall[o.gpu]), node))
