@@ -5,7 +5,13 @@ the communication compute does not hide). Where the tokens then take longer than
 repeated with more GPUs of that type: the count linear scaling would need, rounded up to a cluster size
 people build (1, 2, 4 or 8 GPUs in one server; past one server, whole nodes of the GPU type's system), and
 grown again while communication keeps it short of the deadline. The planner lays the replica out on that
-many GPUs as placement 'all' does (the least intrusive layout that fits, the rest data parallelism).
+many GPUs as placement 'all' does (the least intrusive layout that fits, the rest data parallelism), in whole
+data-parallel ranks of its tp x pp group: counts are rounded up to whole groups of the last plan, and a count
+asked before is not asked again (it gave fewer GPUs than asked, and would again).
+
+A cluster grown past what the deadline needs is tightened: the count linear scaling says suffices, while it
+meets the deadline; where that misses, halfway between the largest count that missed and the fewest that met,
+while that saves more than 1 - GAIN of them; then the fewest that met.
 
 A GPU type stops growing at gpu_count or the largest published cluster (policy largest-cluster), or when
 more GPUs shorten the run by less than GAIN; it keeps the fastest count tried and misses the deadline,

@@ -145,8 +145,8 @@ def _sized(kb: KnowledgeBase, w: ResolvedWorkload, run: Callable[..., Answer]) -
     """Each GPU type sized to the deadline (gpukb.estimate.deadline). Where the framework lays runs out model-parallel
     (_compares_layouts), both orders are sized, the model-parallel one also at a few deeper pipelines on its cluster
     (_deeper), and each GPU type keeps the layout that meets the deadline in the fewest GPU-hours, or misses it by
-    least: the rules, not the order, decide. A deeper pipeline that wins and meets the deadline is sized again from
-    that cluster down, as far as the deadline allows."""
+    least: the rules, not the order, decide. Where a deeper pipeline is the best model-parallel layout, its cluster
+    is sized again from there (tightened toward the deadline, or grown while it gains)."""
     most = min(w.gpu_count or NO_LIMIT, round(kb.policy(LARGEST_CLUSTER)))
     facts = {g: gpu_fact(kb, kb.gpus[g], w.precision, w.kv_cache_precision, w.systems) for g in w.gpus}
     node_of = {g: f["gpus_per_node"] for g, f in facts.items()}
