@@ -325,7 +325,7 @@ def test_a_deadline_grows_a_cluster_no_further_than_the_batch_feeds():
         count = sizes["x"].count if "x" in sizes else 8
         asked.append(count)
         return SimpleNamespace(options=[SimpleNamespace(gpu="x", count=count, time_to_train_s=1000 * 86400 / count,
-                                                        efficiency=None)])
+                                                        efficiency=None, strategy=SimpleNamespace(data_parallel=count))])
 
     sized_for_deadline(1, 86400, 100_000, run, {"x": 8})
     assert max(asked) == 1000

@@ -412,20 +412,22 @@ class Sized:
     tokens: int
     tried: list[tuple[int, float]]
     fed: int = 0  # where the count is the most GPUs the global batch keeps busy (batch_feeds), that number; else 0
-    def because(self, zh: bool = False) -> str:
+    def because(self, zh: bool = False, ran: int = 0) -> str:
+        """`ran`: the GPUs the plan runs on, where whole model-parallel groups leave some of `count` over (0: count)."""
         days = f"{self.deadline_s / 86400:g}"
+        count = ran or self.count
         first: dict[int, float] = {}  # each count once: a plan of whole model-parallel groups may repeat one
         for n, t in self.tried:
-            if n != self.count:
+            if n != count:
                 first.setdefault(n, t)
         before = first.items()
         if zh:
             shown = "；".join(f"{n} 块 GPU 需 {t / 86400:,.1f} 天" for n, t in before)
-            text = (f"为在 {days} 天内训练完 {self.tokens:,} 个 token，定为 {self.count} 块 GPU"
+            text = (f"为在 {days} 天内训练完 {self.tokens:,} 个 token，定为 {count} 块 GPU"
                     + (f"（{shown}）。" if shown else "。"))
             return text + (f"全局批次最多让 {self.fed} 块 GPU 工作，集群不再扩大。" if self.fed else "")
         shown = "; ".join(f"{n} GPU(s) take {t / 86400:,.1f} days" for n, t in before)
-        text = (f"Sized to {self.count} GPUs to train {self.tokens:,} tokens within {days} days"
+        text = (f"Sized to {count} GPUs to train {self.tokens:,} tokens within {days} days"
                 + (f" ({shown})." if shown else "."))
         return text + (f" The global batch keeps at most {self.fed} GPUs busy: the cluster grows no further."
                        if self.fed else "")
@@ -806,7 +808,7 @@ class _PlanText:
             text += (f" Whole groups of {s.group} GPUs (tp x pp) use {self.chosen.count} of the {bounds.every} GPUs of "
                      f"gpu_count; {left} stand idle (still rented).")
         if self.size is not None:
-            text += f" {self.size.because()}"
+            text += f" {self.size.because(ran=self.chosen.count) if isinstance(self.size, Sized) else self.size.because()}"
         return text + self.laid.because(pp=s.pp)
 
     def sentence_zh(self) -> str:
@@ -836,7 +838,8 @@ class _PlanText:
             text += (f"按每组 {s.group} 块 GPU（tp×pp）整组部署，gpu_count 的 {bounds.every} 块 GPU 中用到 "
                      f"{self.chosen.count} 块，{left} 块空闲（仍计入租用）。")
         if self.size is not None:
-            text += self.size.because(zh=True)
+            text += self.size.because(zh=True, ran=self.chosen.count) if isinstance(self.size, Sized) \
+                else self.size.because(zh=True)
         text += self.laid.because(zh=True, pp=s.pp)
         if not fits:
             text += (f"这是{_within(bounds.limit, bounds.boxed, gpu, zh=True)}以内 {self.strategies} 种策略中最接近的一种。"
