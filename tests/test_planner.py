@@ -244,17 +244,19 @@ def _plan_step(answer):
 
 
 def test_a_global_batch_caps_data_parallelism_and_tensor_parallelism_reaches_the_count(kb):
-    (free,) = kb.ask(PRETRAIN_70B).options
+    """On a sharded framework (Megatron's model-parallel layouts keep data parallelism under the cap here)."""
+    sharded = {**PRETRAIN_70B, "framework": "fsdp"}
+    (free,) = kb.ask(sharded).options
     assert free.strategy.data_parallel > 1024  # the horizon's cluster, as data parallelism alone
-    (option,) = kb.ask({**PRETRAIN_70B, "global_batch_size": 1024}).options
+    (option,) = kb.ask({**sharded, "global_batch_size": 1024}).options
     s = option.strategy
     assert s.data_parallel <= 1024 < option.count and s.tensor_parallel > 1
     assert option.count == s.data_parallel * s.tensor_parallel * s.pipeline_parallel
-    step = _plan_step(kb.ask({**PRETRAIN_70B, "global_batch_size": 1024}))
+    step = _plan_step(kb.ask({**sharded, "global_batch_size": 1024}))
     assert "The global batch of 1,024 sequences at micro-batch 1 feeds at most 1,024 data-parallel ranks" \
         in step.sentence
     assert "全局批次 1,024 条序列、微批次 1 最多供给 1,024 个数据并行进程" in step.sentence_zh
-    assert "global batch" not in _plan_step(kb.ask(PRETRAIN_70B)).sentence
+    assert "global batch" not in _plan_step(kb.ask(sharded)).sentence
     assert {v["name"]: v["value"] for v in step.values}["dp_max"] == 1024
 
 
@@ -323,7 +325,7 @@ def test_a_deadline_grows_a_cluster_no_further_than_the_batch_feeds():
         count = sizes["x"].count if "x" in sizes else 8
         asked.append(count)
         return SimpleNamespace(options=[SimpleNamespace(gpu="x", count=count, time_to_train_s=1000 * 86400 / count,
-                                                        efficiency=None)])
+                                                        efficiency=None, strategy=SimpleNamespace(data_parallel=count))])
 
     sized_for_deadline(1, 86400, 100_000, run, {"x": 8})
     assert max(asked) == 1000

@@ -142,12 +142,22 @@ def test_a_megatron_run_is_laid_out_model_parallel_where_that_trains_sooner(kb: 
 
 
 def test_the_users_cluster_is_laid_out_the_faster_way(kb: gpukb.KnowledgeBase) -> None:
-    """placement 'all' keeps gpu_count; on a model-parallel framework the rules pick its layout, as for a deadline."""
+    """placement 'all' keeps gpu_count; on a model-parallel framework the rules pick its layout, as for a deadline.
+    Llama 3.1 405B has 126 layers: a pipeline depth that divides them (6 here) makes groups of 48 GPUs, of which
+    16,384 hold 341; the 16 left over stand idle and are still rented."""
     work = {"model": "llama-3.1-405b", "task": "pretrain", "tokens": "15T", "gpus": ["b200-sxm-180gb"],
             "gpu_count": 16384, "placement": "all"}
     (o,) = kb.ask(work).options
     (flat,) = kb.ask({**work, "framework": "fsdp"}).options
-    assert o.count == flat.count == 16384 and o.strategy.pipeline_parallel > 1 and flat.strategy.zero_stage == 3
+    s = o.strategy
+    group = s.tensor_parallel * s.pipeline_parallel
+    assert flat.count == 16384 and flat.strategy.zero_stage == 3 and s.pipeline_parallel > 1
+    assert 126 % s.pipeline_parallel == 0 and o.count == s.data_parallel * group and 16384 - group < o.count <= 16384
     assert o.tokens_per_s and flat.tokens_per_s and o.tokens_per_s > 2 * flat.tokens_per_s
     step = next(t for t in o.trace if t.rule.startswith("planner.fewest-gpus@"))
     assert "tokens/s)." in step.sentence and "每秒" in step.sentence_zh
+    if o.count < 16384:
+        assert f"{16384 - o.count} stand idle (still rented)" in step.sentence
+        assert f"{16384 - o.count} 块空闲（仍计入租用）" in step.sentence_zh
+    cost = next(t for t in o.trace if t.rule.startswith("rec.cost.training"))
+    assert "(16384 GPUs, " in cost.sentence

@@ -5,7 +5,13 @@ the communication compute does not hide). Where the tokens then take longer than
 repeated with more GPUs of that type: the count linear scaling would need, rounded up to a cluster size
 people build (1, 2, 4 or 8 GPUs in one server; past one server, whole nodes of the GPU type's system), and
 grown again while communication keeps it short of the deadline. The planner lays the replica out on that
-many GPUs as placement 'all' does (the least intrusive layout that fits, the rest data parallelism).
+many GPUs as placement 'all' does (the least intrusive layout that fits, the rest data parallelism), in whole
+data-parallel ranks of its tp x pp group: counts are rounded up to whole groups of the last plan, and a count
+asked before is not asked again (it gave fewer GPUs than asked, and would again).
+
+A cluster grown past what the deadline needs is tightened: the count linear scaling says suffices, while it
+meets the deadline; where that misses, halfway between the largest count that missed and the fewest that met,
+while that saves more than 1 - GAIN of them; then the fewest that met.
 
 A GPU type stops growing at gpu_count or the largest published cluster (policy largest-cluster), or when
 more GPUs shorten the run by less than GAIN and by less than half what linear scaling of the added GPUs
@@ -65,26 +71,55 @@ def largest_size(most: int, node: int = NODE_SIZE) -> int:
 
 def sized_for_deadline(tokens: int, deadline_s: float, most: int, run: Run, node_of: dict[str, int] | None = None,
                        floor: float = 0.0, fed: dict[str, int] | None = None,
-                       keep: dict[str, Sized] | None = None, held: dict[str, int] | None = None) -> Answer:
+                       keep: dict[str, Sized] | None = None, start: dict[str, int] | None = None,
+                       held: dict[str, int] | None = None) -> Answer:
     """Ask with the memory plan, then size each GPU type whose run misses the deadline; `most` caps a cluster,
     `node_of` gives each GPU type's node size (its system's GPUs per node; NODE_SIZE where not given), `floor`
     the scaling efficiency below which a cluster is not grown further (0: grow while it shortens the run), `fed`
     the most GPUs of each type the workload's global batch keeps busy (planner.batch_feeds; no limit where not
-    given): a cluster grows no further than that. `keep`, where given, receives the final sizes. `held` gives the
-    most GPUs of a type its systems hold (one node where none has a network between nodes): no more are asked for."""
+    given): a cluster grows no further than that. `keep`, where given, receives the final sizes; `start`, where
+    given, the counts the GPU types it names begin at instead of their memory plans (a cluster another layout
+    was sized to, tightened from there). `held` gives the most GPUs of a type its systems hold (one node where
+    none has a network between nodes): no more are asked for."""
     node_of, fed, held = node_of or {}, fed or {}, held or {}
     efficient: dict[str, list[int]] = {}  # per GPU type, the counts tried whose scaling efficiency held the floor
     wall: dict[str, int] = {}  # per GPU type, the fewest GPUs tried whose scaling efficiency fell below it
     sizes: dict[str, Sized] = {}
     tried: dict[str, list[tuple[int, float]]] = {}
+    asked: dict[str, set[int]] = {}  # per GPU type, the counts asked for (a plan may use fewer: whole groups)
+    group: dict[str, int] = {}  # per GPU type, the GPUs of one data-parallel rank of its last plan (tp x pp x cp)
     done: set[str] = set()
     tightened: set[str] = set()
 
     def size(gpu: str, count: int) -> None:
+        asked.setdefault(gpu, set()).add(count)
         limit = fed.get(gpu, most)  # grown as far as the global batch feeds, the sentence says so
         largest = largest_size(limit, node_of.get(gpu, NODE_SIZE))
         sizes[gpu] = Sized(count, deadline_s, tokens, tried[gpu], largest if limit < most and count >= largest else 0)
 
+    def whole(gpu: str, n: float) -> int:
+        """The cluster size of at least n GPUs in whole groups of the GPU type's last plan: a model-parallel plan
+        runs whole data-parallel ranks of tp x pp GPUs, fewer than it is given where they do not divide it."""
+        g = group.get(gpu, 1)
+        return cluster_size(math.ceil(n / g - 1e-9) * g, node_of.get(gpu, NODE_SIZE))
+
+    def met(gpu: str) -> int:
+        """The fewest GPUs tried that meet the deadline."""
+        return min(n for n, s in tried[gpu] if s <= deadline_s)
+
+    def between(gpu: str) -> int | None:
+        """A count halfway between the largest tried that misses the deadline below the fewest that meet it and those
+        fewest, where one lies there that saves more than 1 - GAIN of them; None where none does."""
+        fewest = met(gpu)
+        missed = max((n for n, s in tried[gpu] if s > deadline_s and n < fewest), default=0)
+        if not missed:
+            return None
+        mid = whole(gpu, (missed + fewest) / 2)
+        return mid if missed < mid < fewest * GAIN and mid not in asked.get(gpu, ()) else None
+
+    for gpu, count in (start or {}).items():
+        tried[gpu] = []
+        size(gpu, count)
     answer = run(sizes)
     for _ in range(ROUNDS):
         changed = False
@@ -102,6 +137,7 @@ def sized_for_deadline(tokens: int, deadline_s: float, most: int, run: Run, node
                 continue
             history = tried.setdefault(o.gpu, [])
             history.append((o.count, t))
+            group[o.gpu] = max(1, o.count // max(1, o.strategy.data_parallel))
             node = node_of.get(o.gpu, NODE_SIZE)
             if o.efficiency is None or o.efficiency >= floor:
                 efficient.setdefault(o.gpu, []).append(o.count)
@@ -123,22 +159,31 @@ def sized_for_deadline(tokens: int, deadline_s: float, most: int, run: Run, node
             if t <= deadline_s:
                 # grown past what the deadline needs (a larger cluster also lets a leaner layout run): try the
                 # smallest cluster linear scaling says suffices, again while it meets the deadline (a smaller
-                # cluster communicates less, so linear scaling overshoots); if it misses, back to the smallest that met
-                tight = cluster_size(o.count * t / deadline_s, node_of.get(o.gpu, NODE_SIZE))
-                missed = max((n for n, s in history if s > deadline_s), default=0)
-                if tight >= o.count or tight <= missed:
+                # cluster communicates less, so linear scaling overshoots). Below a count that missed, halve the
+                # gap to it instead: a model-parallel plan runs whole groups of tp x pp GPUs, fewer than it was
+                # given, so linear scaling's guess can land below what the deadline needs.
+                tight: int | None = whole(o.gpu, o.count * t / deadline_s)
+                missed = max((n for n, s in history if s > deadline_s and n < o.count), default=0)
+                if tight < o.count and (tight <= missed or tight in asked.get(o.gpu, ())):
+                    tight = between(o.gpu)
+                if tight is None or tight >= o.count:
                     done.add(o.gpu)
-                    if o.gpu in tightened and o.count != min(n for n, s in history if s <= deadline_s):
-                        size(o.gpu, min(n for n, s in history if s <= deadline_s))
+                    if o.gpu in tightened and o.count != met(o.gpu):
+                        size(o.gpu, met(o.gpu))
+                        changed = True
+                    elif o.gpu in sizes and sizes[o.gpu].count < o.count:  # asked for fewer than hold the replica:
+                        size(o.gpu, o.count)  # the count is what the plan runs on
                         changed = True
                     continue
                 tightened.add(o.gpu)
                 size(o.gpu, tight)
                 changed = True
                 continue
-            if o.gpu in tightened:  # the tighter cluster misses: back to the smallest count that met the deadline
-                done.add(o.gpu)
-                size(o.gpu, min(n for n, s in history if s <= deadline_s))
+            if o.gpu in tightened:  # the tighter cluster misses: halfway back to the fewest that met the deadline,
+                mid = between(o.gpu)  # while that saves GPUs, else those fewest
+                if mid is None:
+                    done.add(o.gpu)
+                size(o.gpu, met(o.gpu) if mid is None else mid)
                 changed = True
                 continue
             # the counts a cluster may keep: those short of the communication wall
@@ -151,13 +196,13 @@ def sized_for_deadline(tokens: int, deadline_s: float, most: int, run: Run, node
                     size(o.gpu, fastest)
                     changed = True
                 continue
-            want = min(max(cluster_size(o.count * t / deadline_s, node), cluster_size(o.count + 1, node)),
+            want = min(max(whole(o.gpu, o.count * t / deadline_s), whole(o.gpu, o.count + 1)),
                        largest_size(min(most, fed.get(o.gpu, most), held.get(o.gpu, most)), node))
             if o.gpu in wall:  # not into the wall again: halfway to it (geometrically)
                 want = min(want, cluster_size(math.sqrt(o.count * wall[o.gpu]), node))
                 if want >= wall[o.gpu]:
                     want = o.count
-            if want <= o.count:
+            if want <= o.count or want in asked.get(o.gpu, ()):  # asked before: a plan of whole groups used fewer
                 done.add(o.gpu)
                 continue
             size(o.gpu, want)
@@ -169,6 +214,9 @@ def sized_for_deadline(tokens: int, deadline_s: float, most: int, run: Run, node
     back = {o.gpu: max(n for n in efficient[o.gpu] if n < o.count) for o in answer.options
             if o.gpu in sizes and o.efficiency is not None and o.efficiency < floor
             and (o.time_to_train_s or 0) > deadline_s and any(n < o.count for n in efficient.get(o.gpu, ()))}
+    # out of rounds while tightening: a count that misses the deadline goes back to the fewest that met it
+    back.update({o.gpu: met(o.gpu) for o in answer.options if o.gpu in tightened and o.gpu not in back
+                 and (o.time_to_train_s or 0) > deadline_s and o.count != met(o.gpu)})
     for gpu, count in back.items():
         size(gpu, count)
     if keep is not None:

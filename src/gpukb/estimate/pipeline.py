@@ -18,7 +18,7 @@ from ..engine.engine import ENGINE
 from ..engine.trace import Collector, Value
 from .deadline import sized_for_deadline
 from .load import LoadCache, load_misses, raise_for_load, record_load
-from .planner import NO_LIMIT, SHARDED, Laid, Raise, Replicas, Sized, batch_feeds, plan_gpu, replica_cache
+from .planner import NO_LIMIT, SHARDED, Laid, Raise, Replicas, Sized, batch_feeds, deeper_depths, plan_gpu, replica_cache
 from .resolve import gpu_fact, policy_fact, resolve
 from .rl import ask_rl
 from .sla import fewest_meeting, has_targets
@@ -29,6 +29,10 @@ if TYPE_CHECKING:
 
 LARGEST_CLUSTER = "largest-cluster"  # the policy: the most GPUs of one type a training cluster is built of
 EFFICIENCY_FLOOR = "scaling-efficiency-floor"  # the policy: below it a cluster is not grown to meet a deadline
+# Pipeline depths a model-parallel layout is also planned at beyond the smallest group that holds the replica
+# (planner.deeper_depths): a deeper pipeline holds more of the replica per data-parallel rank in fewer bytes and
+# sends less gradient traffic per GPU, at a larger bubble; the rules' estimate decides, over a bounded few.
+DEEPER = 3
 
 
 def ask(kb: KnowledgeBase, workload: Workload | dict[str, Any], bands: bool = True) -> Answer:
@@ -83,10 +87,17 @@ def _answer(kb: KnowledgeBase, w: Workload, bands: BandSource | None) -> Answer:
     resolved, wfields = resolve(kb, w)
 
     load = LoadCache() if resolved.request_rate else None
+    subsets: dict[tuple[str, ...], ResolvedWorkload] = {}  # one workload object per subset: the planner caches by it
 
     def run(raised: dict[str, Raise], finish: Callable[[Collector], None] | None,
-            sizes: dict[str, Sized | Replicas] | None = None, laid: dict[str, Laid] | None = None) -> Answer:
-        return _ask_once(kb, resolved, wfields, raised, finish, sizes or {}, bands, load, laid or {})
+            sizes: dict[str, Sized | Replicas] | None = None, laid: dict[str, Laid] | None = None,
+            gpus: Sequence[str] | None = None) -> Answer:
+        """One session; `gpus`, where given, plans those GPU types alone (a layout tried on some of them)."""
+        on = resolved
+        if gpus is not None and list(gpus) != resolved.gpus:
+            key = tuple(gpus)
+            on = subsets.get(key) or subsets.setdefault(key, resolved.model_copy(update={"gpus": list(gpus)}))
+        return _ask_once(kb, on, wfields, raised, finish, sizes or {}, bands, load, laid or {})
 
     # a request rate: each GPU type gets the tensor parallelism whose replica meets the targets at some rate, then
     # the replicas that carry the rate (gpukb.estimate.load)
@@ -117,75 +128,132 @@ def _compares_layouts(kb: KnowledgeBase, w: ResolvedWorkload) -> bool:
 
 
 def _pinned(w: ResolvedWorkload, run: Callable[..., Answer]) -> Answer:
-    """The user's cluster (placement 'all') laid out both ways: each GPU type keeps the layout the rules estimate
-    runs more tokens/s on it."""
-    model_parallel = Laid("model_parallel")
+    """The user's cluster (placement 'all') laid out both ways, the model-parallel way at a few pipeline depths
+    (_deeper): each GPU type keeps the layout the rules estimate runs the most tokens/s on it."""
     ours = {o.gpu: o for o in run({}, None).options}
-    theirs = {o.gpu: o for o in run({}, None, None, dict.fromkeys(w.gpus, model_parallel)).options}
+    theirs = {o.gpu: o for o in run({}, None, None, dict.fromkeys(w.gpus, Laid("model_parallel"))).options}
+    tried = _deeper(w, theirs, run, lambda gpu: None, lambda gpu, o: True)
     laid: dict[str, Laid] = {}
     for gpu in w.gpus:
-        a, b = ours.get(gpu), theirs.get(gpu)
-        if b is not None and (a is None or (b.tokens_per_s or 0.0) > (a.tokens_per_s or 0.0)):
-            laid[gpu] = Laid("model_parallel", other_rate=(a.tokens_per_s or 0.0) if a else 0.0)
-        elif a is not None and b is not None:
-            laid[gpu] = Laid(other_rate=b.tokens_per_s or 0.0)
+        ranked = _ranked(ours.get(gpu), tried.get(gpu, []), lambda o: -(o.tokens_per_s or 0.0))
+        if ranked:
+            laid[gpu] = _laid(ranked, tried.get(gpu, []), rate=True)
     return run({}, None, None, laid)
 
 
 def _sized(kb: KnowledgeBase, w: ResolvedWorkload, run: Callable[..., Answer]) -> Answer:
     """Each GPU type sized to the deadline (gpukb.estimate.deadline). Where the framework lays runs out model-parallel
-    (_compares_layouts), both orders are sized, and each GPU type keeps the cluster that meets the deadline in fewer
-    GPU-hours, or misses it by less: the rules, not the order, decide."""
+    (_compares_layouts), both orders are sized, the model-parallel one also at a few deeper pipelines on its cluster
+    (_deeper), and each GPU type keeps the layout that meets the deadline in the fewest GPU-hours, or misses it by
+    least: the rules, not the order, decide. Where a deeper pipeline is the best model-parallel layout, its cluster
+    is sized again from there (tightened toward the deadline, or grown while it gains)."""
     most = min(w.gpu_count or NO_LIMIT, round(kb.policy(LARGEST_CLUSTER)))
     facts = {g: gpu_fact(kb, kb.gpus[g], w.precision, w.kv_cache_precision, w.systems) for g in w.gpus}
     node_of = {g: f["gpus_per_node"] for g, f in facts.items()}
     held = {g: f["gpus_per_node"] for g, f in facts.items() if not f["scales_out"]}  # no network: one node at most
+    deadline_s = (w.deadline_days or 0) * 86400
 
-    def sized(laid: Laid, keep: dict[str, Sized]) -> Answer:
-        fed = {g: batch_feeds(w, f, laid.order) for g, f in facts.items()}  # a global batch feeds only so many GPUs
+    def sized(order: str, keep: dict[str, Sized], depths: dict[str, int] | None = None,
+              start: dict[str, int] | None = None) -> Answer:
+        gpus = list(start) if start else w.gpus
+        fed = {g: batch_feeds(w, facts[g], order) for g in gpus}  # a global batch feeds only so many GPUs
         # the scaling-efficiency floor stops a sharded cluster at its communication wall (ZeRO's collectives grow
         # with the ranks); a model-parallel one, whose data-parallel traffic per GPU does not, grows while it gains
-        floor = kb.policy(EFFICIENCY_FLOOR) if laid.order == "sharded" else 0.0
-        every = dict.fromkeys(w.gpus, laid)
-        return sized_for_deadline(w.tokens or 0, (w.deadline_days or 0) * 86400, most,
-                                  lambda sizes: run({}, None, sizes, every), node_of, floor, fed, keep, held)
+        floor = kb.policy(EFFICIENCY_FLOOR) if order == "sharded" else 0.0
+        every = {g: Laid(order, (depths or {}).get(g, 0)) for g in gpus}
+        return sized_for_deadline(w.tokens or 0, deadline_s, most,
+                                  lambda sizes: run({}, None, sizes, every, gpus), node_of, floor, fed, keep, start,
+                                  held)
+
+    def key(o: Option) -> tuple[int, float]:
+        """Meeting the deadline first; of those that meet it, the fewer GPU-hours (the options' own, as the answer
+        ranks them); of those that miss it, the shorter run."""
+        t = o.time_to_train_s or math.inf
+        return (0, o.gpu_hours or math.inf) if t <= deadline_s else (1, t)
 
     sharded: dict[str, Sized] = {}
-    first = sized(SHARDED, sharded)
+    first = sized("sharded", sharded)
     if not _compares_layouts(kb, w):
         return first
     parallel: dict[str, Sized] = {}
-    second = sized(Laid("model_parallel"), parallel)
-    ours, theirs = {o.gpu: o for o in first.options}, {o.gpu: o for o in second.options}
+    second = sized("model_parallel", parallel)
+    ours = {o.gpu: o for o in first.options}
+    # a model-parallel plan that needed more GPUs than its size (no group held the replica there) is no cluster; a
+    # GPU type never resized keeps the count memory needs (it met the deadline, or its systems hold no more)
+    theirs = {o.gpu: o for o in second.options if o.gpu not in parallel or o.count <= parallel[o.gpu].count}
+    tried = _deeper(w, theirs, run, parallel.get,
+                    lambda gpu, o: o.count <= (parallel[gpu] if gpu in parallel else theirs[gpu]).count)
+    # the cluster was sized for the smallest group: where a deeper pipeline does better on it, it is sized again
+    # from there (a faster layout meets the deadline on fewer GPUs, or grows further before it stops gaining)
+    size_of: dict[str, Sized] = dict(parallel)
+    deeper = {gpu: best for gpu, listed in tried.items() if (best := min(listed, key=lambda item: key(item[1])))[0] > 0}
+    if deeper:
+        again: dict[str, Sized] = {}
+        resized = {o.gpu: o for o in sized("model_parallel", again, {g: d for g, (d, _) in deeper.items()},
+                                          {g: o.count for g, (_, o) in deeper.items()}).options}
+        for gpu, (depth, before) in deeper.items():
+            after = resized.get(gpu)
+            if gpu in again and after is not None and after.count <= again[gpu].count and key(after) <= key(before):
+                size_of[gpu] = again[gpu]
+                tried[gpu] = [(d, after if d == depth else o) for d, o in tried[gpu]]
     chosen: dict[str, Sized | Replicas] = {}
     laid: dict[str, Laid] = {}
     for gpu in w.gpus:
-        a, b = ours.get(gpu), theirs.get(gpu)
-        # a model-parallel plan that needed more GPUs than its size (no group held the replica there) is no cluster;
-        # a GPU type never resized keeps the count memory needs (it met the deadline, or its systems hold no more)
-        if b is not None and gpu in parallel and b.count > parallel[gpu].count:
-            b = None
-        if b is not None and (a is None or _sooner(b, a, (w.deadline_days or 0) * 86400)):
-            if gpu in parallel:
-                chosen[gpu] = parallel[gpu]
-            laid[gpu] = Laid("model_parallel", other_s=(a.time_to_train_s or 0.0) if a else 0.0)
-        else:
-            if gpu in sharded:
-                chosen[gpu] = sharded[gpu]
-            laid[gpu] = Laid(other_s=(b.time_to_train_s or 0.0) if b else 0.0)
+        ranked = _ranked(ours.get(gpu), tried.get(gpu, []), key)
+        if ranked and ranked[0][0] != 0:
+            if gpu in size_of:
+                chosen[gpu] = size_of[gpu]
+        elif gpu in sharded:
+            chosen[gpu] = sharded[gpu]
+        if ranked:
+            laid[gpu] = _laid(ranked, tried.get(gpu, []))
     return run({}, None, chosen, laid)
 
 
-def _sooner(b: Option, a: Option, deadline_s: float) -> bool:
-    """Whether cluster b beats cluster a of the same GPU type: one that meets the deadline beats one that misses
-    it; of two that meet it, the fewer GPU-hours (the options' own, as the answer ranks them); of two that miss it,
-    the shorter run."""
-    tb, ta = b.time_to_train_s or math.inf, a.time_to_train_s or math.inf
-    if (tb <= deadline_s) != (ta <= deadline_s):
-        return tb <= deadline_s
-    if tb <= deadline_s:
-        return (b.gpu_hours or math.inf) < (a.gpu_hours or math.inf)
-    return tb < ta
+_FIRST = -1  # _ranked's mark of the model-parallel plan at the smallest group (depth 0 in Laid.pp)
+
+
+def _deeper(w: ResolvedWorkload, theirs: dict[str, Option], run: Callable[..., Answer],
+            size_of: Callable[[str], Sized | None], holds: Callable[[str, Option], bool]) -> dict[str, list[tuple[int, Option]]]:
+    """Per GPU type, its model-parallel plans: `theirs` (the smallest group that holds the replica) and the same
+    cluster (`size_of`, or the user's) at up to DEEPER deeper pipelines (planner.deeper_depths), one session per
+    depth over the GPU types that have one, each kept where `holds` (it fits the cluster). As (Laid.pp, option),
+    the first marked _FIRST."""
+    tried = {gpu: [(_FIRST, o)] for gpu, o in theirs.items()}
+    depths = {gpu: deeper_depths(w.layers, o.strategy.pipeline_parallel, DEEPER) for gpu, o in theirs.items()}
+    for k in range(DEEPER):
+        at = {gpu: d[k] for gpu, d in depths.items() if len(d) > k}
+        if not at:
+            break
+        sizes = {gpu: size for gpu in at if (size := size_of(gpu)) is not None}
+        for o in run({}, None, sizes, {gpu: Laid("model_parallel", d) for gpu, d in at.items()}, list(at)).options:
+            if holds(o.gpu, o) and o.strategy.pipeline_parallel not in {p.strategy.pipeline_parallel for _, p in tried[o.gpu]}:
+                tried[o.gpu].append((at[o.gpu], o))
+    return tried
+
+
+def _ranked(sharded: Option | None, tried: list[tuple[int, Option]],
+            key: Callable[[Option], Any]) -> list[tuple[int, Option]]:
+    """A GPU type's layouts, best first by `key`: the sharded one (marked 0) first among equals, then the
+    model-parallel ones (_deeper) shallowest first."""
+    listed = ([(0, sharded)] if sharded is not None else []) + list(tried)
+    return sorted(listed, key=lambda item: key(item[1]))
+
+
+def _laid(ranked: list[tuple[int, Option]], tried: list[tuple[int, Option]], rate: bool = False) -> Laid:
+    """The order (and pipeline depth) of a GPU type's best layout, with the nearest alternative it beat."""
+    mark, rest = ranked[0][0], ranked[1:]
+    order = "model_parallel" if mark else "sharded"
+    depths = tuple(sorted(o.strategy.pipeline_parallel for _, o in tried))
+    if not rest:
+        return Laid(order, max(mark, 0))
+    other_mark, other = rest[0]
+    s = other.strategy
+    return Laid(order, max(mark, 0), "model_parallel" if other_mark else "sharded",
+                other_s=0.0 if rate else other.time_to_train_s or 0.0,
+                other_rate=(other.tokens_per_s or 0.0) if rate else 0.0,
+                other_tp=s.tensor_parallel if other_mark else 0, other_pp=s.pipeline_parallel if other_mark else 0,
+                depths=depths, other_count=other.count, other_gpu_hours=other.gpu_hours or 0.0)
 
 
 def _widest(kb: KnowledgeBase, resolved: ResolvedWorkload) -> dict[str, int]:

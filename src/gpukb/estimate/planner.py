@@ -84,6 +84,7 @@ NO_LIMIT = 1_000_000
 SOURCES = ["rajbhandari-2020-zero", "korthikanti-2022-activation-recomputation", "narayanan-2021-megatron",
            "lepikhin-2021-gshard"]
 CLAIMS = ["art.capacity.redundancy", "art.capacity.multi-gpu-beyond"]
+DEPTH_SOURCES = ["megatron-core-transformer-config"]  # the model-parallel order's pipeline depths (pipeline_depths)
 
 
 class Layout(NamedTuple):
@@ -213,29 +214,46 @@ def _replica_cache(_key: str) -> PlanCache:
     return PlanCache()
 
 
-def _menu(w: ResolvedWorkload, scale_up_domain: int, offloads: tuple[str, ...], order: str = "sharded") -> tuple[Layout, ...]:
+def _menu(w: ResolvedWorkload, scale_up_domain: int, offloads: tuple[str, ...], order: str = "sharded",
+          stages: int = 0) -> tuple[Layout, ...]:
     """The training strategies for GPUs with this scale-up domain, least intrusive first, in the framework's order
-    (kb/frameworks training_layout: 'sharded' or 'model_parallel'). Their (A, B) are computed when a search reaches
-    them (PlanCache.split): most searches stop or prune early."""
+    (kb/frameworks training_layout: 'sharded' or 'model_parallel'); `stages`, in the model-parallel order, the fewest
+    pipeline stages a layout may have (0: any). Their (A, B) are computed when a search reaches them
+    (PlanCache.split): most searches stop or prune early."""
     # a pinned ZeRO-2 or 3 is a sharded run, whatever the framework
     model_parallel = order == "model_parallel" and (w.zero_stage or 0) <= 1
     return _layouts(w.heads, w.tensor_parallel, w.pipeline_parallel, w.expert_parallel, w.activation_checkpointing,
-                    w.zero_stage, scale_up_domain, offloads, w.context_parallel, w.layers if model_parallel else 0)
+                    w.zero_stage, scale_up_domain, offloads, w.context_parallel, w.layers if model_parallel else 0,
+                    stages if model_parallel else 0)
 
 
-PIPELINE_SIZES = (1, 2, 4, 8, 16, 32, 64, 128)  # pipeline stages the model-parallel order tries, never more than layers
+@lru_cache(maxsize=64)
+def pipeline_depths(layers: int) -> tuple[int, ...]:
+    """The pipeline stages a model-parallel layout may have: the divisors of the layer count. Megatron splits the
+    layers evenly over the stages unless told each stage's count ("None implies equal layer division across PP
+    ranks", megatron-core-transformer-config), and refuses a count that does not divide them."""
+    return tuple(p for p in range(1, layers + 1) if layers % p == 0)
+
+
+def deeper_depths(layers: int, pp: int, count: int) -> tuple[int, ...]:
+    """The next `count` pipeline depths above `pp` (pipeline_depths), shallowest first: the layouts a model-parallel
+    search tries beyond the smallest group that holds the replica."""
+    return tuple(p for p in pipeline_depths(layers) if p > pp)[:count]
 
 
 # The same for every ask with these pins, so made once: the 32 named tuples of a menu were 1.3% of an ask.
 @lru_cache(maxsize=256)
 def _layouts(heads: int, tensor_parallel: int | None, pipeline_parallel: int | None, expert_parallel: int | None,
              activation_checkpointing: bool | None, zero_stage: int | None, scale_up_domain: int,
-             offloads: tuple[str, ...], context_parallel: int | None = None, layers: int = 0) -> tuple[Layout, ...]:
+             offloads: tuple[str, ...], context_parallel: int | None = None, layers: int = 0,
+             stages: int = 0) -> tuple[Layout, ...]:
     """`layers` > 0: the model-parallel order (Narayanan et al. 2021, takeaways 1 and 2): tensor parallelism inside
     the node up to its size, then pipeline stages across nodes, the smallest group that holds the replica, with
     the optimizer states sharded over the data-parallel ranks (ZeRO-1, Megatron's distributed optimizer) and
     never ZeRO-2 or 3; every group without full activation recomputation before any with it, which costs a
-    forward pass more per step (Korthikanti et al. 2022), more than a deeper pipeline's bubble. 0: the sharded
+    forward pass more per step (Korthikanti et al. 2022), more than a deeper pipeline's bubble; pipeline depths
+    that divide the layers (pipeline_depths), at least `stages` of them where given (a deeper layout the search
+    tries, gpukb.estimate.pipeline). 0: the sharded
     order, ZeRO's stages over data parallelism and tensor parallelism in a node, recomputation before a wider
     tensor-parallel group."""
     max_tp = scale_up_domain if tensor_parallel is None else tensor_parallel
@@ -243,7 +261,7 @@ def _layouts(heads: int, tensor_parallel: int | None, pipeline_parallel: int | N
     ckpts = [activation_checkpointing] if activation_checkpointing is not None else [False, True]
     if layers:
         zeros = [zero_stage] if zero_stage is not None else [0, 1]
-        pps = [pipeline_parallel] if pipeline_parallel else [p for p in PIPELINE_SIZES if p <= layers]
+        pps = [pipeline_parallel] if pipeline_parallel else [p for p in pipeline_depths(layers) if p >= stages]
         # pipeline stages only once tensor parallelism fills the node (or where the workload pins either)
         groups = [(tp, pp) for pp in pps for tp in tps if pp == 1 or tp == tps[-1] or pipeline_parallel]
     else:
@@ -394,15 +412,23 @@ class Sized:
     tokens: int
     tried: list[tuple[int, float]]
     fed: int = 0  # where the count is the most GPUs the global batch keeps busy (batch_feeds), that number; else 0
-    def because(self, zh: bool = False) -> str:
+    def because(self, zh: bool = False, ran: int = 0) -> str:
+        """`ran`: the GPUs the plan runs on, where whole model-parallel groups leave some of `count` over (0: count)."""
         days = f"{self.deadline_s / 86400:g}"
-        before = [(n, t) for n, t in self.tried if n != self.count]
+        count = ran or self.count
+        first: dict[int, float] = {}  # each count once: a plan of whole model-parallel groups may repeat one
+        for n, t in self.tried:
+            if n != count:
+                first.setdefault(n, t)
+        before = first.items()
         if zh:
             shown = "；".join(f"{n} 块 GPU 需 {t / 86400:,.1f} 天" for n, t in before)
-            text = f"为在 {days} 天内训练完 {self.tokens:,} 个 token，定为 {self.count} 块 GPU（{shown}）。"
+            text = (f"为在 {days} 天内训练完 {self.tokens:,} 个 token，定为 {count} 块 GPU"
+                    + (f"（{shown}）。" if shown else "。"))
             return text + (f"全局批次最多让 {self.fed} 块 GPU 工作，集群不再扩大。" if self.fed else "")
         shown = "; ".join(f"{n} GPU(s) take {t / 86400:,.1f} days" for n, t in before)
-        text = f"Sized to {self.count} GPUs to train {self.tokens:,} tokens within {days} days ({shown})."
+        text = (f"Sized to {count} GPUs to train {self.tokens:,} tokens within {days} days"
+                + (f" ({shown})." if shown else "."))
         return text + (f" The global batch keeps at most {self.fed} GPUs busy: the cluster grows no further."
                        if self.fed else "")
 
@@ -410,28 +436,57 @@ class Sized:
 @dataclass(frozen=True)
 class Laid:
     """The order a training plan's layouts were tried in (_menu). Where the framework lays runs out model-parallel
-    (kb/frameworks training_layout) both orders are planned and the rules' estimate keeps one: `other_s`, what the
-    other order's cluster took to train (a deadline's sizing), or `other_rate`, its tokens/s (a pinned cluster);
-    both 0 where nothing was compared."""
+    (kb/frameworks training_layout) both orders are planned, the model-parallel one at a few pipeline depths, and the
+    rules' estimate keeps one (gpukb.estimate.pipeline). `pp`: the fewest pipeline stages the model-parallel order
+    may use (0: the smallest group that holds the replica). The nearest alternative the estimate passed over:
+    `other_order` (its order; "" where nothing was compared), its tensor and pipeline sizes in the model-parallel order
+    (`other_tp`, `other_pp`), and `other_s`, what it took to train on `other_count` GPUs in `other_gpu_hours`
+    (a deadline's sizing), or `other_rate`, its tokens/s (a pinned cluster); `depths`, the pipeline depths the
+    model-parallel order was planned at."""
 
     order: str = "sharded"
+    pp: int = 0
+    other_order: str = ""
     other_s: float = 0.0
     other_rate: float = 0.0
+    other_tp: int = 0
+    other_pp: int = 0
+    depths: tuple[int, ...] = ()
+    other_count: int = 0
+    other_gpu_hours: float = 0.0
 
-    def because(self, zh: bool = False) -> str:
-        if not (self.other_s or self.other_rate):
+    def because(self, zh: bool = False, pp: int = 0) -> str:
+        """The sentence for a plan laid out at pipeline depth `pp`."""
+        if not self.other_order:
             return ""
-        other = f"{self.other_s / 86400:,.1f} days" if self.other_s else f"{self.other_rate:,.0f} tokens/s"
-        other_zh = f"需 {self.other_s / 86400:,.1f} 天" if self.other_s else f"每秒 {self.other_rate:,.0f} 个 token"
+        if self.other_s:  # a deadline's cluster: what the answer ranks by, GPU-hours, beside the time
+            other = (f"{self.other_count:,} GPUs for {self.other_s / 86400:,.1f} days, "
+                     f"{self.other_gpu_hours:,.0f} GPU-hours")
+            other_zh = (f"{self.other_count:,} 块 GPU 需 {self.other_s / 86400:,.1f} 天，"
+                        f"共 {self.other_gpu_hours:,.0f} GPU 时")
+        else:
+            other, other_zh = f"{self.other_rate:,.0f} tokens/s", f"每秒 {self.other_rate:,.0f} 个 token"
+        depths = ", ".join(map(str, self.depths))
+        depths_zh = "、".join(map(str, self.depths))
+        several = len(self.depths) > 1
         if self.order == "model_parallel":
             if zh:
-                return ("按模型并行布局（节点内张量并行、跨节点流水线并行、ZeRO-1），"
-                        f"胜过按数据并行加 ZeRO 分片的布局（{other_zh}）。")
-            return (" Laid out model-parallel (tensor parallelism in the node, pipeline stages across nodes, ZeRO-1), "
-                    f"it beats the layout of ZeRO's stages over data parallelism ({other}).")
+                at = f"，在所试的流水线深度（{depths_zh}）中取 pp={pp}" if several else ""
+                alt = (f"次优的 tp={self.other_tp}、pp={self.other_pp}" if self.other_order == "model_parallel"
+                       else "按数据并行加 ZeRO 分片的布局")
+                return f"按模型并行布局（节点内张量并行、跨节点流水线并行、ZeRO-1）{at}，胜过{alt}（{other_zh}）。"
+            at = f" at pp={pp}, the best of the pipeline depths tried ({depths})," if several else ","
+            alt = (f"the next best, tp={self.other_tp} and pp={self.other_pp}" if self.other_order == "model_parallel"
+                   else "the layout of ZeRO's stages over data parallelism")
+            return (" Laid out model-parallel (tensor parallelism in the node, pipeline stages across nodes, ZeRO-1)"
+                    f"{at} it beats {alt} ({other}).")
+        best = f"tp={self.other_tp}, pp={self.other_pp}"
         if zh:
-            return f"按数据并行加 ZeRO 分片布局，胜过模型并行布局（{other_zh}）。"
-        return f" Laid out as ZeRO's stages over data parallelism, it beats the model-parallel layout ({other})."
+            best_zh = f"tp={self.other_tp}、pp={self.other_pp}"
+            which = f"所试流水线深度 {depths_zh} 中最好的 {best_zh}" if several else best_zh
+            return f"按数据并行加 ZeRO 分片布局，胜过模型并行布局（{which}，{other_zh}）。"
+        which = f"at best {best} of the pipeline depths {depths} tried" if several else best
+        return f" Laid out as ZeRO's stages over data parallelism, it beats the model-parallel layout ({which}: {other})."
 
 
 SHARDED = Laid()
@@ -512,9 +567,10 @@ def batch_feeds(w: ResolvedWorkload, gpu: dict[str, Any], order: str = "sharded"
 
 
 def _search(w: ResolvedWorkload, gpu: dict[str, Any], cache: PlanCache, base: dict[str, Any], usable: float,
-            bounds: _Box, raised: Raise | None, order: str = "sharded") -> tuple[Candidate, int]:
+            bounds: _Box, raised: Raise | None, order: str = "sharded", stages: int = 0) -> tuple[Candidate, int]:
     """The chosen layout and GPU count (the closest miss when none fits), and how many strategies were tried:
-    without offload first, then offloading (unless the workload pins it); training layouts in `order` (_menu)."""
+    without offload first, then offloading (unless the workload pins it); training layouts in `order`, with at least
+    `stages` pipeline stages in the model-parallel one (_menu)."""
     inference = w.task == "inference"
     node = gpu["gpus_per_node"]
     host_usable = gpu["host_memory_per_gpu"]
@@ -529,7 +585,7 @@ def _search(w: ResolvedWorkload, gpu: dict[str, Any], cache: PlanCache, base: di
             best = _inference_candidate(w, *cache.split(layout, base, True), usable, limit,
                                          raised.tp if raised else 1, node)
         else:
-            menu = _menu(w, gpu["scale_up_domain"], offloads, order)
+            menu = _menu(w, gpu["scale_up_domain"], offloads, order, stages)
             tried += menu
 
             def fewest_dp(layout: Layout) -> int | None:
@@ -604,11 +660,20 @@ class _Fed(NamedTuple):
 _NOT_FED = _Fed()
 
 
+def _ungrouped(w: ResolvedWorkload, chosen: Candidate, bounds: _Box, fed: _Fed) -> int:
+    """The GPUs of a training plan's gpu_count (placement 'all') that whole data-parallel ranks of its tp x pp group
+    leave over (Megatron runs world sizes that tp x pp divides): a pipeline depth that divides the layers need not
+    divide the user's count."""
+    if w.task == "inference" or w.placement != "all" or not chosen.fits or bounds.every != bounds.limit:
+        return 0
+    return max(0, bounds.every - chosen.count - fed.idle)
+
+
 def _plan_fields(collector: Collector, w: ResolvedWorkload, gpu: dict[str, Any], chosen: Candidate, bounds: _Box,
                  memory: _Pool, usable: float, host: float, fed: _Fed) -> dict[str, Any]:
-    """The plan fact's fields. The GPUs placement 'all' gives that the global batch cannot feed are rented beside
-    the plan's and stand idle (idle_gpus)."""
-    rented = chosen.count + (fed.idle if w.placement == "all" else 0)
+    """The plan fact's fields. The GPUs placement 'all' gives that the global batch cannot feed, or that whole
+    model-parallel groups leave over (_ungrouped), are rented beside the plan's and stand idle (idle_gpus)."""
+    rented = chosen.count + (fed.idle if w.placement == "all" else 0) + _ungrouped(w, chosen, bounds, fed)
     s, node, per_gpu, fits = chosen.layout, gpu["gpus_per_node"], memory.per_gpu, memory.fits
     return {
         "gpu": gpu["gpu"], "count": chosen.count, "dp": chosen.dp, "tp": s.tp, "pp": s.pp, "ep": s.ep, "cp": s.cp,
@@ -739,9 +804,12 @@ class _PlanText:
         if self.raised is not None and inference:
             text += f" {self.raised.because}"
         text += self.batch()
+        if left := _ungrouped(w, self.chosen, bounds, self.fed):
+            text += (f" Whole groups of {s.group} GPUs (tp x pp) use {self.chosen.count} of the {bounds.every} GPUs of "
+                     f"gpu_count; {left} stand idle (still rented).")
         if self.size is not None:
-            text += f" {self.size.because()}"
-        return text + self.laid.because()
+            text += f" {self.size.because(ran=self.chosen.count) if isinstance(self.size, Sized) else self.size.because()}"
+        return text + self.laid.because(pp=s.pp)
 
     def sentence_zh(self) -> str:
         w, gpu, s, memory, bounds = self.w, self.gpu, self.chosen.layout, self.memory, self.bounds
@@ -766,9 +834,13 @@ class _PlanText:
         if self.raised is not None and inference:
             text += self.raised.because_zh
         text += self.batch(zh=True)
+        if left := _ungrouped(w, self.chosen, bounds, self.fed):
+            text += (f"按每组 {s.group} 块 GPU（tp×pp）整组部署，gpu_count 的 {bounds.every} 块 GPU 中用到 "
+                     f"{self.chosen.count} 块，{left} 块空闲（仍计入租用）。")
         if self.size is not None:
-            text += self.size.because(zh=True)
-        text += self.laid.because(zh=True)
+            text += self.size.because(zh=True, ran=self.chosen.count) if isinstance(self.size, Sized) \
+                else self.size.because(zh=True)
+        text += self.laid.because(zh=True, pp=s.pp)
         if not fits:
             text += (f"这是{_within(bounds.limit, bounds.boxed, gpu, zh=True)}以内 {self.strategies} 种策略中最接近的一种。"
                      if w.gpu_count or bounds.boxed else
@@ -797,7 +869,7 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
     base = {"m": memory, "w": wfact}
     usable = float(USABLE.evaluate({"g": gpu, "p": policy}))
     edge = float(EDGE.evaluate({"g": gpu, "p": policy}))
-    order = laid.order  # only training searches read it (_menu)
+    order = (laid.order, laid.pp)  # only training searches read it (_menu)
     chosen, strategies = _searched(w, gpu, cache, base, usable, bounds, raised, order)
     at_edge = False
     if w.task != "inference" and not chosen.fits and edge > usable \
@@ -823,26 +895,29 @@ def plan_gpu(collector: Collector, w: ResolvedWorkload, wfact: dict[str, Any], p
         rule="planner.fewest-gpus@1", stage="requirements",
         title="Fewest GPUs that hold one replica, least intrusive strategy first",
         inputs={"m": memory, "g": gpu, "w": wfact, "p": policy}, values=text.values, claims=cited(collector.kb, CLAIMS),
-        sources=[*SOURCES, *BOX_SOURCES] if bounds.boxed and gpu["consumer"] else SOURCES, sentence=text.sentence,
+        sources=[*SOURCES, *(BOX_SOURCES if bounds.boxed and gpu["consumer"] else ()),
+                 *(DEPTH_SOURCES if laid.order == "model_parallel" and w.task != "inference" else ())],
+        sentence=text.sentence,
         outputs=[("plan", fields)], title_zh="能放下一个副本的最少 GPU 数，先试侵入性最小的策略",
         sentence_zh=text.sentence_zh)
     return plan
 
 
 def _searched(w: ResolvedWorkload, gpu: dict[str, Any], cache: PlanCache, base: dict[str, Any], usable: float,
-              bounds: _Box, raised: Raise | None, order: str = "sharded") -> tuple[Candidate, int]:
-    """_search, once per ask for each set of the values it reads of a GPU type."""
+              bounds: _Box, raised: Raise | None, order: tuple[str, int] = ("sharded", 0)) -> tuple[Candidate, int]:
+    """_search, once per ask for each set of the values it reads of a GPU type; `order`, the layout order and the
+    fewest pipeline stages (Laid.order, Laid.pp)."""
     key = (gpu["gpus_per_node"], gpu["host_memory_per_gpu"], gpu["scale_up_domain"], usable, bounds,
            raised.tp if raised else None, order)
     searches = cache.searches(w)
     found = searches.get(key)
     if found is None:
-        found = searches[key] = _search(w, gpu, cache, base, usable, bounds, raised, order)
+        found = searches[key] = _search(w, gpu, cache, base, usable, bounds, raised, *order)
     return found
 
 
 def _fed(w: ResolvedWorkload, gpu: dict[str, Any], cache: PlanCache, base: dict[str, Any], usable: float,
-         bounds: _Box, raised: Raise | None, chosen: Candidate, order: str = "sharded") -> _Fed:
+         bounds: _Box, raised: Raise | None, chosen: Candidate, order: tuple[str, int] = ("sharded", 0)) -> _Fed:
     """The global batch's limit on data parallelism, and what it changed: the same search without it says."""
     if not bounds.dp_max:
         return _NOT_FED
