@@ -7,6 +7,7 @@ import html
 import re
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 import gpukb
@@ -176,3 +177,17 @@ def test_chinese_answers_state_their_assumptions_in_chinese_and_write_one_unit_n
         assert "assumptions_zh" not in answer.model_dump_json()  # and the Chinese out of the JSON
         # seconds and milliseconds read s and ms, as the tables and latency targets write them
         assert not re.search(r"\d\s*(毫秒|秒)", zh), re.findall(r".{20}\d\s*(?:毫秒|秒).{5}", zh)[:3]
+
+
+@pytest.mark.parametrize("fields, expected", [
+    ({"model": "llama-2-7b", "task": "pretrain", "tokens": "1T", "gpus": ["h100-sxm-80gb"], "deadline_days": 20},
+     "集群按 deadline_days 20 配置"),
+    ({"model": "llama-3.1-405b", "task": "pretrain", "tokens": "15T", "gpus": ["h100-sxm-80gb"]},
+     "没有方案能在 30 天的预训练期限"),
+    ({"model": "llama-2-7b", "task": "pretrain", "tokens": "1T", "gpus": ["h100-sxm-80gb"], "gpu_count": 64,
+      "placement": "all", "deadline_days": 20}, "（placement all）：deadline_days 20 提前"),
+])
+def test_chinese_deadline_headlines_space_latin_and_digits_from_chinese_only(kb, fields, expected):
+    """A space where a Chinese character meets a Latin letter or a digit, none beside full-width punctuation (the
+    horizon's headline read "能在30 天", a deadline's "按  deadline_days 20 配置" and "： deadline_days 20 提前")."""
+    assert expected in kb.ask(fields).summary.headline_zh

@@ -268,20 +268,20 @@ def summarize(answer: Answer, misses: Sequence[Miss] = (), horizon: bool = False
     if met is False and sized:  # every option is late: the headline says so, with the time the first option takes
         which, which_zh = _deadline_words(deadline, horizon)
         headline += f"; no option meets {which} (this one takes {duration(first.time_to_train_s or 0)})"
-        headline_zh += f"；没有方案能在{which_zh}内完成（此方案需 {duration(first.time_to_train_s or 0, 'zh')}）"
+        headline_zh += _zh("；没有方案能在", which_zh, f"内完成（此方案需 {duration(first.time_to_train_s or 0, 'zh')}）")
     elif deadline is not None:
         late = [o.gpu for o in answer.options if o.time_to_train_s and o.time_to_train_s > deadline * 86400]
         which, which_zh = _deadline_words(deadline, horizon)
         if sized:
             headline += f"; clusters sized to {which}" + (f"; {len(late)} GPU type(s) cannot meet it" if late else "")
-            headline_zh += f"；集群按 {which_zh}配置" + (f"；{len(late)} 种 GPU 做不到" if late else "")
+            headline_zh += _zh("；集群按", which_zh, "配置") + (f"；{len(late)} 种 GPU 做不到" if late else "")
         elif first.time_to_train_s:  # the user's cluster: whether it meets the deadline, and by how much
             days = (deadline * 86400 - first.time_to_train_s) / 86400
             headline += (f"; gpu_count {w.gpu_count} as given (placement all): {which} "
                          + (f"met with {days:,.1f} days to spare" if days >= 0 else f"missed by {-days:,.1f} days")
                          + (f"; {len(late)} GPU type(s) miss it" if late else ""))
-            headline_zh += (f"；按给定的 gpu_count {w.gpu_count}（placement all）：{which_zh}"
-                            + (f"提前 {days:,.1f} 天完成" if days >= 0 else f"超出 {-days:,.1f} 天")
+            headline_zh += (_zh(f"；按给定的 gpu_count {w.gpu_count}（placement all）：", which_zh,
+                                f"提前 {days:,.1f} 天完成" if days >= 0 else f"超出 {-days:,.1f} 天")
                             + (f"；{len(late)} 种 GPU 无法按期完成" if late else ""))
     return Summary(headline=headline, headline_zh=headline_zh, objective=w.objective, fastest=speed_line(fastest),
                    cheapest=cheap, fewest_gpus=few, article_pick=pick, deadline_days=deadline, deadline_met=met)
@@ -292,7 +292,26 @@ def _deadline_words(deadline: float, horizon: bool) -> tuple[str, str]:
     if horizon:
         return (f"the {deadline:g}-day pre-training horizon (policy pretrain-horizon; deadline_days sets another)",
                 f"{deadline:g} 天的预训练期限（策略 pretrain-horizon；可用 deadline_days 另设）")
-    return f"deadline_days {deadline:g}", f" deadline_days {deadline:g} "
+    return f"deadline_days {deadline:g}", f"deadline_days {deadline:g}"
+
+
+def _zh(*parts: str) -> str:
+    """Chinese parts joined as Chinese is typeset: a space where a Chinese character meets a Latin letter or a
+    digit, none beside full-width punctuation ("能在 30 天", "按 deadline_days 30 配置", "：30 天")."""
+    text = parts[0]
+    for part in parts[1:]:
+        if text and part and _latin(text[-1]) != _latin(part[0]) and _cjk(text[-1]) | _cjk(part[0]):
+            text += " "
+        text += part
+    return text
+
+
+def _latin(char: str) -> bool:
+    return char.isascii() and char.isalnum()
+
+
+def _cjk(char: str) -> bool:
+    return "\u4e00" <= char <= "\u9fff"
 
 
 def _nothing_fits(answer: Answer, misses: Sequence[Miss]) -> Summary:
