@@ -249,9 +249,15 @@ def stage_imbalance(layers: int, pp: int) -> float:
 
 
 def deeper_depths(layers: int, pp: int, count: int) -> tuple[int, ...]:
-    """The next `count` pipeline depths above `pp` (pipeline_depths), shallowest first: the layouts a model-parallel
-    search tries beyond the smallest group that holds the replica."""
-    return tuple(range(pp + 1, min(layers, pp + count) + 1))
+    """The pipeline depths above `pp` a model-parallel search tries beyond the smallest group that holds the replica,
+    shallowest first: the next `count` that each put fewer layers on the fullest stage (a depth whose fullest stage
+    holds as many layers as a shallower one's adds bubble and saves no memory), and the even splits the search tried
+    when only divisors were allowed (the first divisor from `pp` up and the `count` after it), so that no even split
+    it found is lost to an uneven one it ranks worse."""
+    above = range(pp + 1, layers + 1)
+    uneven = [d for d in above if math.ceil(layers / d) < math.ceil(layers / (d - 1))][:count]
+    even = [d for d in above if layers % d == 0][:count + (layers % pp != 0)]
+    return tuple(sorted({*uneven, *even}))
 
 
 # The same for every ask with these pins, so made once: the 32 named tuples of a menu were 1.3% of an ask.
