@@ -217,7 +217,7 @@ def _deeper(w: ResolvedWorkload, theirs: dict[str, Option], run: Callable[..., A
             size_of: Callable[[str], Sized | None], holds: Callable[[str, Option], bool],
             cluster: int = 0) -> dict[str, list[tuple[int, Option]]]:
     """Per GPU type, its model-parallel plans: `theirs` (the smallest group that holds the replica) and the same
-    cluster (`size_of`, or the user's) at up to DEEPER deeper pipelines (planner.deeper_depths), one session per
+    cluster (`size_of`, or the user's) at the deeper pipelines planner.deeper_depths picks with DEEPER, one session per
     depth over the GPU types that have one, each kept where `holds` (it fits the cluster). On a pinned `cluster`
     (gpu_count) the shallowest depth whose group uses every GPU is tried too (_filling). As (Laid.pp, option), the
     first marked _FIRST."""
