@@ -396,6 +396,10 @@ def test_the_last_pipeline_stage_carries_the_output_layer() -> None:
     layers = 2 * 8_030_261_248 - 2 * out + 2 * 32 * 4096 * 4096
     assert rl.last_stage(llama, 2, 4096) == pytest.approx((layers + 2 * out) / (layers + out))
     assert rl.last_stage(llama, 4, 4096) > rl.last_stage(llama, 2, 4096) > 1.06
+    # 32 layers on 3 stages: the trainer's step already runs at the fullest stage's 11 layers (11 x 3 / 32 of the
+    # mean, the interconnect rule's imbalance); only the output layer on the last stage is added, not the imbalance again
+    fullest = layers * 33 / 32
+    assert rl.last_stage(llama, 3, 4096) == pytest.approx((fullest + 3 * out) / (layers + out) / (33 / 32))
     # longer sequences put more attention into every layer, so the output layer weighs less
     assert rl.last_stage(llama, 2, 32_768) < rl.last_stage(llama, 2, 4096)
     # a tied output layer is the embedding's parameters, counted once

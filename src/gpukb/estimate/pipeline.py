@@ -132,7 +132,7 @@ def _pinned(w: ResolvedWorkload, run: Callable[..., Answer]) -> Answer:
     (_deeper): each GPU type keeps the layout the rules estimate runs the most tokens/s on it."""
     ours = {o.gpu: o for o in run({}, None).options}
     theirs = {o.gpu: o for o in run({}, None, None, dict.fromkeys(w.gpus, Laid("model_parallel"))).options}
-    tried = _deeper(w, theirs, run, lambda gpu: None, lambda gpu, o: True)
+    tried = _deeper(w, theirs, run, lambda gpu: None, lambda gpu, o: True, w.gpu_count or 0)
     laid: dict[str, Laid] = {}
     for gpu in w.gpus:
         ranked = _ranked(ours.get(gpu), tried.get(gpu, []), lambda o: -(o.tokens_per_s or 0.0))
@@ -214,14 +214,18 @@ _FIRST = -1  # _ranked's mark of the model-parallel plan at the smallest group (
 
 
 def _deeper(w: ResolvedWorkload, theirs: dict[str, Option], run: Callable[..., Answer],
-            size_of: Callable[[str], Sized | None], holds: Callable[[str, Option], bool]) -> dict[str, list[tuple[int, Option]]]:
+            size_of: Callable[[str], Sized | None], holds: Callable[[str, Option], bool],
+            cluster: int = 0) -> dict[str, list[tuple[int, Option]]]:
     """Per GPU type, its model-parallel plans: `theirs` (the smallest group that holds the replica) and the same
-    cluster (`size_of`, or the user's) at up to DEEPER deeper pipelines (planner.deeper_depths), one session per
-    depth over the GPU types that have one, each kept where `holds` (it fits the cluster). As (Laid.pp, option),
-    the first marked _FIRST."""
+    cluster (`size_of`, or the user's) at the deeper pipelines planner.deeper_depths picks with DEEPER, one session per
+    depth over the GPU types that have one, each kept where `holds` (it fits the cluster). On a pinned `cluster`
+    (gpu_count) the shallowest depth whose group uses every GPU is tried too (_filling). As (Laid.pp, option), the
+    first marked _FIRST."""
     tried = {gpu: [(_FIRST, o)] for gpu, o in theirs.items()}
     depths = {gpu: deeper_depths(w.layers, o.strategy.pipeline_parallel, DEEPER) for gpu, o in theirs.items()}
-    for k in range(DEEPER):
+    if cluster:
+        depths = {gpu: _filling(w.layers, theirs[gpu], d, cluster) for gpu, d in depths.items()}
+    for k in range(max(map(len, depths.values()), default=0)):
         at = {gpu: d[k] for gpu, d in depths.items() if len(d) > k}
         if not at:
             break
@@ -230,6 +234,19 @@ def _deeper(w: ResolvedWorkload, theirs: dict[str, Option], run: Callable[..., A
             if holds(o.gpu, o) and o.strategy.pipeline_parallel not in {p.strategy.pipeline_parallel for _, p in tried[o.gpu]}:
                 tried[o.gpu].append((at[o.gpu], o))
     return tried
+
+
+def _filling(layers: int, first: Option, depths: tuple[int, ...], cluster: int) -> tuple[int, ...]:
+    """`depths` and, where neither the smallest group nor any of them divides the pinned cluster, the shallowest
+    deeper pipeline whose tp x pp group does (no GPU left idle): Llama 3.1 405B on 16,384 H100s holds its replica
+    on tp 8 x pp 6 groups, which leave 16 GPUs idle, and trained on tp 8 x pp 16 (meta-llama-3-herd-paper §3.3.2).
+    The rules' tokens/s then decide between them (_pinned)."""
+    s = first.strategy
+    tp, pp = s.tensor_parallel * s.context_parallel, s.pipeline_parallel
+    if any(cluster % (tp * d) == 0 for d in (pp, *depths)):
+        return depths
+    fills = next((d for d in range(pp + 1, layers + 1) if cluster % (tp * d) == 0), None)
+    return depths if fills is None else (*depths, fills)
 
 
 def _ranked(sharded: Option | None, tried: list[tuple[int, Option]],

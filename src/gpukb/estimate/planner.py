@@ -33,6 +33,9 @@ from .systems import rental
 # ep data-parallel GPUs 1/ep of the routed experts: the experts' share of a part, w.expert_params * w.experts
 # / w.params of the parameters, is divided by ep where ZeRO does not already shard the part over dp.
 _UNSHARDED = "(1 - w.expert_params * w.experts / w.params * (1 - 1 / ep))"
+# A pipeline stage holds its layers' share of the replica; where pp does not divide the layers the fullest holds
+# ceil(layers / pp) of them (planner.stage_imbalance), and that GPU is the one that must fit.
+_FULLEST = "(ceil(w.layers / pp) * pp / w.layers if pp > 1 else 1)"
 PARTS: dict[str, ex.Expr] = {name: ex.parse(text) for name, text in {
     # ZeRO (Rajbhandari et al. 2020): stage 1 shards optimizer states, 2 also gradients, 3 also weights.
     # Tensor/pipeline parallelism split weights over tp*pp GPUs (Narayanan et al. 2021).
@@ -41,22 +44,24 @@ PARTS: dict[str, ex.Expr] = {name: ex.parse(text) for name, text in {
     # many as the framework lets stay gathered (kb/frameworks zero3_live_params), offloaded or not.
     "weights": "m.weights / w.layers * max(2, w.gathered_layers) / tp if offload == 'optimizer+params' "
                f"else m.weights * (1 if zero_stage >= 3 or ep == 1 else {_UNSHARDED}) "
-               "/ (tp * pp) / (dp * cp if zero_stage >= 3 else 1)"
+               f"/ (tp * pp) * {_FULLEST} / (dp * cp if zero_stage >= 3 else 1)"
                " + (w.gathered_layers * m.weights / w.layers / tp if zero_stage >= 3 else 0)",
     # ZeRO-Offload (Ren et al. 2021) streams gradients to CPU memory as the backward pass makes them:
     # about two layers' worth (the buckets in flight) stay on the GPU
     "gradients": "m.gradients / w.layers * 2 / tp if offload != 'none' "
                  f"else m.gradients * (1 if zero_stage >= 2 or ep == 1 else {_UNSHARDED}) "
-                 "/ (tp * pp) / (dp * cp if zero_stage >= 2 else 1)",
+                 f"/ (tp * pp) * {_FULLEST} / (dp * cp if zero_stage >= 2 else 1)",
     "optimizer": "0 if offload != 'none' "
                  f"else m.optimizer * (1 if zero_stage >= 1 or ep == 1 else {_UNSHARDED}) "
-                 "/ (tp * pp) / (dp * cp if zero_stage >= 1 else 1)",
+                 f"/ (tp * pp) * {_FULLEST} / (dp * cp if zero_stage >= 1 else 1)",
     # Korthikanti et al. 2022: tensor + sequence parallelism divide activations by tp; with 1F1B
     # pipelining the first stage still holds pp micro-batches of L/pp layers, i.e. all L layers, and with
     # the interleaved schedule (v chunks per rank) 1 + (pp-1)/(pp·v) times that (§4.2.3). Context
-    # parallelism gives each of cp GPUs 1/cp of every sequence's tokens (Megatron-Core; Llama 3 §3.3.2).
+    # parallelism gives each of cp GPUs 1/cp of every sequence's tokens (Megatron-Core; Llama 3 §3.3.2). An uneven
+    # split's fullest stage holds ceil(L/pp) layers of each of its micro-batches (_FULLEST).
     "activations": "(m.activations_checkpointed if checkpointing else m.activations) / (tp * cp)"
-                   " * (1 + (pp - 1) / (pp * w.virtual_pipeline_stages) if w.virtual_pipeline_stages > 1 else 1)",
+                   " * (1 + (pp - 1) / (pp * w.virtual_pipeline_stages) if w.virtual_pipeline_stages > 1 else 1)"
+                   f" * {_FULLEST}",
     "kv_cache": "m.kv_cache / (tp * pp)",
     # ZeRO-1/2 reduce and gather through fixed-size buckets (kb/frameworks comm_buffer_bytes; DeepSpeed's),
     # allocated whenever the stage is on, one GPU or many: a term independent of dp keeps A + B/dp exact
@@ -84,7 +89,8 @@ NO_LIMIT = 1_000_000
 SOURCES = ["rajbhandari-2020-zero", "korthikanti-2022-activation-recomputation", "narayanan-2021-megatron",
            "lepikhin-2021-gshard"]
 CLAIMS = ["art.capacity.redundancy", "art.capacity.multi-gpu-beyond"]
-DEPTH_SOURCES = ["megatron-core-transformer-config"]  # the model-parallel order's pipeline depths (pipeline_depths)
+# the model-parallel order's pipeline depths (pipeline_depths)
+DEPTH_SOURCES = ["megatron-core-transformer-config", "meta-llama-3-herd-paper"]
 
 
 class Layout(NamedTuple):
@@ -227,18 +233,31 @@ def _menu(w: ResolvedWorkload, scale_up_domain: int, offloads: tuple[str, ...], 
                     stages if model_parallel else 0)
 
 
-@lru_cache(maxsize=64)
-def pipeline_depths(layers: int) -> tuple[int, ...]:
-    """The pipeline stages a model-parallel layout may have: the divisors of the layer count. Megatron splits the
-    layers evenly over the stages unless told each stage's count ("None implies equal layer division across PP
-    ranks", megatron-core-transformer-config), and refuses a count that does not divide them."""
-    return tuple(p for p in range(1, layers + 1) if layers % p == 0)
+def pipeline_depths(layers: int) -> range:
+    """The pipeline stages a model-parallel layout may have: any count up to the layers, each stage holding at least
+    one. Megatron-Core splits the layers evenly unless told the first and last stages' counts
+    (num_layers_in_first_pipeline_stage / num_layers_in_last_pipeline_stage, megatron-core-transformer-config), so a
+    depth that does not divide them runs unevenly: Llama 3.1 405B's 126 layers trained on 16 stages, one layer fewer
+    on the first and the last (meta-llama-3-herd-paper §3.3.2). The fullest stage sets the pace (stage_imbalance)."""
+    return range(1, layers + 1)
+
+
+def stage_imbalance(layers: int, pp: int) -> float:
+    """The fullest pipeline stage's layers over the mean, ceil(layers / pp) / (layers / pp): every stage waits for
+    it, so a pipeline computes at this multiple of its even share; 1.0 where pp divides the layers."""
+    return math.ceil(layers / pp) * pp / layers if layers > 0 and pp > 1 else 1.0
 
 
 def deeper_depths(layers: int, pp: int, count: int) -> tuple[int, ...]:
-    """The next `count` pipeline depths above `pp` (pipeline_depths), shallowest first: the layouts a model-parallel
-    search tries beyond the smallest group that holds the replica."""
-    return tuple(p for p in pipeline_depths(layers) if p > pp)[:count]
+    """The pipeline depths above `pp` a model-parallel search tries beyond the smallest group that holds the replica,
+    shallowest first: the next `count` that each put fewer layers on the fullest stage (a depth whose fullest stage
+    holds as many layers as a shallower one's adds bubble and saves no memory), and the even splits the search tried
+    when only divisors were allowed (the first divisor from `pp` up and the `count` after it), so that no even split
+    it found is lost to an uneven one it ranks worse."""
+    above = range(pp + 1, layers + 1)
+    uneven = [d for d in above if math.ceil(layers / d) < math.ceil(layers / (d - 1))][:count]
+    even = [d for d in above if layers % d == 0][:count + (layers % pp != 0)]
+    return tuple(sorted({*uneven, *even}))
 
 
 # The same for every ask with these pins, so made once: the 32 named tuples of a menu were 1.3% of an ask.
@@ -251,8 +270,8 @@ def _layouts(heads: int, tensor_parallel: int | None, pipeline_parallel: int | N
     the node up to its size, then pipeline stages across nodes, the smallest group that holds the replica, with
     the optimizer states sharded over the data-parallel ranks (ZeRO-1, Megatron's distributed optimizer) and
     never ZeRO-2 or 3; every group without full activation recomputation before any with it, which costs a
-    forward pass more per step (Korthikanti et al. 2022), more than a deeper pipeline's bubble; pipeline depths
-    that divide the layers (pipeline_depths), at least `stages` of them where given (a deeper layout the search
+    forward pass more per step (Korthikanti et al. 2022), more than a deeper pipeline's bubble; any pipeline depth
+    up to the layers (pipeline_depths), at least `stages` of them where given (a deeper layout the search
     tries, gpukb.estimate.pipeline). 0: the sharded
     order, ZeRO's stages over data parallelism and tensor parallelism in a node, recomputation before a wider
     tensor-parallel group."""
@@ -261,7 +280,7 @@ def _layouts(heads: int, tensor_parallel: int | None, pipeline_parallel: int | N
     ckpts = [activation_checkpointing] if activation_checkpointing is not None else [False, True]
     if layers:
         zeros = [zero_stage] if zero_stage is not None else [0, 1]
-        pps = [pipeline_parallel] if pipeline_parallel else [p for p in pipeline_depths(layers) if p >= stages]
+        pps = [pipeline_parallel] if pipeline_parallel else list(pipeline_depths(layers)[max(stages, 1) - 1:])
         # pipeline stages only once tensor parallelism fills the node (or where the workload pins either)
         groups = [(tp, pp) for pp in pps for tp in tps if pp == 1 or tp == tps[-1] or pipeline_parallel]
     else:

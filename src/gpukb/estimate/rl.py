@@ -42,7 +42,7 @@ from ..engine.engine import ENGINE
 from ..engine.trace import Collector, Value
 from ..knowledge.citations import cited
 from . import rl_lengths
-from .planner import NO_LIMIT, NODE_SIZE, TP_SIZES, USABLE, Layout, PlanCache, _linear
+from .planner import NO_LIMIT, NODE_SIZE, TP_SIZES, USABLE, Layout, PlanCache, _linear, stage_imbalance
 from .resolve import default_framework, gpu_fact, policy_fact, workload_fact
 from .systems import rental
 
@@ -449,16 +449,18 @@ def phase_times(w: ResolvedWorkload, roles: Roles, plan: dict[str, Any], gpu: di
 
 
 def last_stage(w: ResolvedWorkload, pp: int, seq: int) -> float:
-    """The last pipeline stage's work over an even share of the model's: Megatron-Core puts the same number of layers
-    on every stage (num_layers_in_last_pipeline_stage unset) and the output layer on the last; the input embedding
-    is a lookup, no multiply. FLOP per token: a layer's 2·(its parameters) + 2·seq·d_model of attention, the output
-    layer's 2·vocab·d_model."""
+    """The last pipeline stage's work over what the trainer's sub-answer already charged the pipeline: Megatron-Core
+    puts as many layers on every stage as it can, ceil(layers / pp) on the fullest, and the output layer on the last
+    stage; the input embedding is a lookup, no multiply. The sub-answer's step already runs at the fullest stage's
+    pace (bottleneck.interconnect.step imbalance, planner.stage_imbalance), so only the output layer is added here.
+    FLOP per token: a layer's 2·(its parameters) + 2·seq·d_model of attention, the output layer's 2·vocab·d_model."""
     if pp <= 1:
         return 1.0
     out = 2 * w.vocab_size * w.hidden_size
     embedding = 0 if w.tied_embeddings else out  # an untied input embedding's parameters, counted in params
     layers = 2 * w.active_params - out - embedding + 2 * w.layers * seq * w.hidden_size
-    return (layers + pp * out) / (layers + out)
+    fullest = layers * stage_imbalance(w.layers, pp)  # pp stages of ceil(layers / pp) layers each
+    return (fullest + pp * out) / (layers + out) / stage_imbalance(w.layers, pp)
 
 
 def _host_bytes(w: ResolvedWorkload, roles: Roles, plan: dict[str, Any], moves: dict[str, float]) -> float:

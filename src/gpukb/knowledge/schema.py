@@ -493,9 +493,9 @@ class TrainingLayout(Strict):
     order: Literal["sharded", "model_parallel"] = Field(description=(
         "'sharded': data parallelism with ZeRO's stages (DeepSpeed, FSDP), splitting the model only by tensor "
         "parallelism inside a node; 'model_parallel': tensor parallel inside a node first, then pipeline stages across "
-        "nodes at depths that divide the layer count, the smallest group that holds the replica and a few deeper "
-        "ones planned and the rules' estimate choosing, with the optimizer states sharded over the data-parallel "
-        "ranks (ZeRO-1), never ZeRO-2 or 3 unless the workload pins them"))
+        "nodes at any depth up to the layer count (an uneven split charged its fullest stage), the smallest group "
+        "that holds the replica and a few deeper ones planned and the rules' estimate choosing, with the optimizer "
+        "states sharded over the data-parallel ranks (ZeRO-1), never ZeRO-2 or 3 unless the workload pins them"))
     reason: str = Field(min_length=10, description="where the framework's documentation or papers lay it out so")
     sources: list[Slug] = Field(min_length=1)
 

@@ -102,7 +102,8 @@ RULE_KINDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
              frozenset({"gpu", "dp_bytes", "tp_bytes", "offload_bytes", "link_bandwidth", "tp_bandwidth", "comm_time_s",
                         "compute_time_s", "efficiency", "link", "microbatches", "dp_time_s", "exposed_dp_s",
                         "tp_time_s", "exposed_tp_s", "ep_bytes", "ep_bandwidth", "ep_time_s", "offload_time_s",
-                        "bubble_time_s", "cp_bytes", "cp_bandwidth", "cp_time_s", "exposed_cp_s", "dp_latency_s"})),
+                        "bubble_time_s", "imbalance", "imbalance_s", "cp_bytes", "cp_bandwidth", "cp_time_s",
+                        "exposed_cp_s", "dp_latency_s"})),
     # what ranks an option: effective throughput after communication, and its time to train
     "rank": (frozenset({"gpu", "score", "tokens_per_s"}),
              frozenset({"gpu", "score", "tokens_per_s", "time_to_train_s", "gpu_hours", "efficiency", "tokens_per_dollar", "mfu",
