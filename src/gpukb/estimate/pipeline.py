@@ -302,7 +302,7 @@ def _replicas_for(w: ResolvedWorkload, answer: Answer, load: LoadCache) -> dict[
 
 def _ask_once(kb: KnowledgeBase, resolved: ResolvedWorkload, wfields: dict[str, Any], raised: dict[str, Raise],
               finish: Callable[[Collector], None] | None, sizes: dict[str, Sized | Replicas], bands: BandSource | None,
-              load: LoadCache | None = None, laid: dict[str, Laid] | None = None) -> Answer:
+              load: LoadCache | None, laid: dict[str, Laid]) -> Answer:
     """One rules-engine session; `raised` sets tensor-parallel sizes per GPU type (latency targets), `sizes`
     training GPU counts (a deadline), `laid` the order each GPU type's training layouts are tried in (planner.Laid),
     `finish` adds steps that look at the whole answer (gpukb.estimate.sla)."""
@@ -323,7 +323,6 @@ def _ask_once(kb: KnowledgeBase, resolved: ResolvedWorkload, wfields: dict[str, 
         # Stage 2: the planner places the replica on each candidate GPU type; later rules diagnose
         # the plans, propose remedies and estimate throughput.
         plan_cache = replica_cache(memory, wfact)
-        laid = laid or {}
         plans = [plan_gpu(c, resolved, wfact, policy, memory, g, plan_cache, raised.get(g["gpu"]), sizes.get(g["gpu"]),
                           laid.get(g["gpu"], SHARDED)) for g in gpus]
         fleet = _fleet(c, plans)

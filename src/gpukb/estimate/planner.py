@@ -431,6 +431,7 @@ class Sized:
     tokens: int
     tried: list[tuple[int, float]]
     fed: int = 0  # where the count is the most GPUs the global batch keeps busy (batch_feeds), that number; else 0
+
     def because(self, zh: bool = False, ran: int = 0) -> str:
         """`ran`: the GPUs the plan runs on, where whole model-parallel groups leave some of `count` over (0: count)."""
         days = f"{self.deadline_s / 86400:g}"
@@ -681,8 +682,8 @@ _NOT_FED = _Fed()
 
 def _ungrouped(w: ResolvedWorkload, chosen: Candidate, bounds: _Box, fed: _Fed) -> int:
     """The GPUs of a training plan's gpu_count (placement 'all') that whole data-parallel ranks of its tp x pp group
-    leave over (Megatron runs world sizes that tp x pp divides): a pipeline depth that divides the layers need not
-    divide the user's count."""
+    leave over (Megatron runs world sizes that tp x pp divides): the group the rules find fastest need not divide
+    the user's count."""
     if w.task == "inference" or w.placement != "all" or not chosen.fits or bounds.every != bounds.limit:
         return 0
     return max(0, bounds.every - chosen.count - fed.idle)

@@ -459,8 +459,8 @@ def last_stage(w: ResolvedWorkload, pp: int, seq: int) -> float:
     out = 2 * w.vocab_size * w.hidden_size
     embedding = 0 if w.tied_embeddings else out  # an untied input embedding's parameters, counted in params
     layers = 2 * w.active_params - out - embedding + 2 * w.layers * seq * w.hidden_size
-    fullest = layers * stage_imbalance(w.layers, pp)  # pp stages of ceil(layers / pp) layers each
-    return (fullest + pp * out) / (layers + out) / stage_imbalance(w.layers, pp)
+    # the last stage's work, (layers·I + pp·out) / pp with I the imbalance, over the (layers + out)·I / pp charged
+    return (layers + pp * out / stage_imbalance(w.layers, pp)) / (layers + out)
 
 
 def _host_bytes(w: ResolvedWorkload, roles: Roles, plan: dict[str, Any], moves: dict[str, float]) -> float:
